@@ -1,0 +1,52 @@
+"""The committed PTX is what tools/build_ptx.py builds, and the manifest describes it."""
+import hashlib
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PTX = ROOT / "ptx"
+MANIFEST = json.loads((PTX / "manifest.json").read_text())
+
+
+def test_rebuild_matches_committed():
+    if importlib.util.find_spec("nvidia.cuda_nvrtc") is None:
+        pytest.skip("NVRTC 12.0 not installed (pip install nvidia-cuda-nvrtc-cu12==12.0.140)")
+    res = subprocess.run([sys.executable, str(ROOT / "tools" / "build_ptx.py"), "--check"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_manifest_lists_every_ptx_file():
+    assert MANIFEST["nvrtc"] == "12.0"
+    assert sorted(MANIFEST["files"]) == sorted(p.name for p in PTX.glob("*.ptx"))
+    for name, info in MANIFEST["files"].items():
+        assert (PTX / info["source"]).is_file(), info["source"]
+
+
+@pytest.mark.parametrize("fname", sorted(MANIFEST["files"]))
+def test_ptx_header_and_entries(fname):
+    info = MANIFEST["files"][fname]
+    text = (PTX / fname).read_text()
+    assert hashlib.sha256(text.encode()).hexdigest() == info["sha256"]
+    assert re.search(r"^\.version 8\.0$", text, re.M)
+    assert re.search(r"^\.target sm_75$", text, re.M)
+    assert re.search(r"^\.address_size 64$", text, re.M)
+    assert "-lineinfo" not in text and ".loc" not in text
+    entries = dict(re.findall(r"\.visible\s+\.entry\s+(\w+)\s*\((.*?)\)", text, re.S))
+    assert sorted(entries) == sorted(info["entries"])
+    for name, e in info["entries"].items():
+        types = [t for t in re.findall(r"\.param\s+(?:\.\w+\s+)*?\.(\w+)\s+\w+_param_\d+", entries[name])]
+        assert [p["type"] for p in e["params"]] == types, name
+        assert e["doc"], f"{name} has no doc"
+        assert len({p["name"] for p in e["params"]}) == len(e["params"]), name
+
+
+def test_entry_names_unique_across_files():
+    names = [n for info in MANIFEST["files"].values() for n in info["entries"]]
+    assert len(names) == len(set(names))

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Build rawdev's PTX kernels with NVRTC 12.0 (loaded via ctypes from the pinned wheel).
+
+    python tools/build_ptx.py           # compile ptx/src/*.cu -> ptx/<family>.ptx + ptx/manifest.json
+    python tools/build_ptx.py --check   # rebuild into a temp dir, fail (exit 1) on any difference;
+                                        # with ptxas on PATH also write ptx/REPORT.md and fail on gemm spills
+
+Output is `.version 8.0` / `.target sm_75` (loads on drivers >= R525, GPUs >= Turing).
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import ctypes
+import difflib
+import hashlib
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PTX_DIR = ROOT / "ptx"
+SRC_DIR = PTX_DIR / "src"
+NVRTC_PIN = "nvidia-cuda-nvrtc-cu12==12.0.140"
+OPTIONS = ["--gpu-architecture=compute_75", "--std=c++17"]
+ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
+PTX_TYPES = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16", "f32", "f64", "b8", "b16", "b32", "b64"}
+
+
+# ---------------------------------------------------------------------------------------- NVRTC
+def load_nvrtc() -> ctypes.CDLL:
+    try:
+        mod = importlib.import_module("nvidia.cuda_nvrtc")
+    except ImportError:
+        print(f"NVRTC 12.0 not found; install it with: pip install {NVRTC_PIN}", file=sys.stderr)
+        sys.exit(2)
+    libdir = Path(list(mod.__path__)[0]) / "lib"
+    lib = ctypes.CDLL(str(libdir / "libnvrtc.so.12"))
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    if (major.value, minor.value) != (12, 0):
+        sys.exit(f"need NVRTC 12.0, found {major.value}.{minor.value}; pip install {NVRTC_PIN}")
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    return lib
+
+
+def compile_cu(lib: ctypes.CDLL, path: Path) -> str:
+    def ok(res: int, what: str) -> None:
+        if res != 0:
+            raise RuntimeError(f"{what}: {lib.nvrtcGetErrorString(res).decode()}")
+
+    prog = ctypes.c_void_p()
+    ok(lib.nvrtcCreateProgram(ctypes.byref(prog), path.read_bytes(), path.name.encode(), 0, None, None),
+       "nvrtcCreateProgram")
+    try:
+        opts = (ctypes.c_char_p * len(OPTIONS))(*[o.encode() for o in OPTIONS])
+        res = lib.nvrtcCompileProgram(prog, len(OPTIONS), opts)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        text = log.value.decode(errors="replace").strip()
+        if res != 0:
+            raise RuntimeError(f"{path.name}: compile failed\n{text}")
+        if text:
+            print(f"{path.name}: {text}", file=sys.stderr)
+        ok(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize")
+        buf = ctypes.create_string_buffer(size.value)
+        ok(lib.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
+        return strip_nv_target(buf.value.decode())
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+NV_TARGET_RE = re.compile(r"^\.global \.align \d+ \.\w+ (_ZN\w*nv6target\w*)(?:\[\d+\])?(?: = [^;]*)?;\n", re.M)
+
+
+def strip_nv_target(ptx: str) -> str:
+    """NVRTC 12.0 emits the unused `nv::target` constants of its builtin headers as .global data in
+    every module; drop them (after checking nothing refers to them) so the PTX is just our kernels."""
+    out = NV_TARGET_RE.sub("", ptx)
+    for sym in NV_TARGET_RE.findall(ptx):
+        assert sym not in out, f"{sym} is referenced; cannot strip it"
+    return out
+
+
+# ------------------------------------------------------------------------------------- manifest
+ENTRY_RE = re.compile(r"\.visible\s+\.entry\s+(\w+)\s*\((.*?)\)", re.S)
+PARAM_RE = re.compile(r"\.param\s+((?:\.\w+\s+)+)(\w+)")
+CSIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)\s*\(([^)]*)\)')
+
+
+def ptx_entries(ptx: str) -> dict[str, list[str]]:
+    out = {}
+    for name, plist in ENTRY_RE.findall(ptx):
+        types = []
+        for quals, _pname in PARAM_RE.findall(plist):
+            tys = [q for q in quals.split() if q.lstrip(".") in PTX_TYPES]
+            if len(tys) != 1:
+                raise RuntimeError(f"{name}: cannot parse param type from {quals!r}")
+            types.append(tys[0].lstrip("."))
+        out[name] = types
+    return out
+
+
+def c_signatures(src: str) -> dict[str, tuple[list[str], str]]:
+    """name -> (param names, doc) from `extern "C" __global__ void name(...)` and `// doc:` lines above."""
+    lines = src.splitlines()
+    out = {}
+    for m in CSIG_RE.finditer(src):
+        names = []
+        for p in m.group(2).split(","):
+            ids = re.findall(r"[A-Za-z_]\w*", p.split("=")[0])
+            if ids:
+                ctype = " ".join(i for i in ids[:-1] if i not in ("__restrict__", "const"))
+                names.append((ids[-1], ctype + "*" * p.count("*")))
+        lineno = src.count("\n", 0, m.start())
+        doc = []
+        while lineno > 0 and lines[lineno - 1].lstrip().startswith("//"):
+            lineno -= 1
+            doc.insert(0, lines[lineno].strip()[2:].strip())
+        text = " ".join(doc)
+        if not text.startswith("doc:"):
+            raise RuntimeError(f"kernel {m.group(1)} has no `// doc:` comment right above it")
+        out[m.group(1)] = (names, text[4:].strip())
+    return out
+
+
+def build(out_dir: Path) -> None:
+    lib = load_nvrtc()
+    files = {}
+    for cu in sorted(SRC_DIR.glob("*.cu")):
+        ptx = compile_cu(lib, cu)
+        for needle in (".version 8.0", ".target sm_75"):
+            assert re.search(rf"^{re.escape(needle)}\s*$", ptx, re.M), f"{cu.name}: no `{needle}` in PTX"
+        entries, sigs = ptx_entries(ptx), c_signatures(cu.read_text())
+        if set(entries) != set(sigs):
+            raise RuntimeError(f"{cu.name}: PTX entries {sorted(entries)} != C kernels {sorted(sigs)}")
+        man = {}
+        for name in sorted(entries):
+            pnames, doc = sigs[name]
+            if len(pnames) != len(entries[name]):
+                raise RuntimeError(f"{name}: {len(pnames)} C params but {len(entries[name])} PTX params")
+            man[name] = {"params": [{"name": n, "type": t, "ctype": c} for (n, c), t in zip(pnames, entries[name])],
+                         "doc": doc}
+        fname = cu.stem + ".ptx"
+        (out_dir / fname).write_text(ptx)
+        files[fname] = {"sha256": hashlib.sha256(ptx.encode()).hexdigest(), "source": f"src/{cu.name}",
+                        "entries": man}
+    manifest = {"nvrtc": "12.0", "files": files}
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+# --------------------------------------------------------------------------------- check / ptxas
+def outputs(d: Path) -> list[str]:
+    return sorted([p.name for p in d.glob("*.ptx")] + ["manifest.json"])
+
+
+def compare(fresh: Path) -> list[str]:
+    bad = []
+    for name in sorted(set(outputs(fresh)) | set(outputs(PTX_DIR))):
+        a, b = PTX_DIR / name, fresh / name
+        if not a.exists() or not b.exists():
+            bad.append(f"{name}: {'missing from ptx/' if not a.exists() else 'no longer built'}")
+        elif a.read_text() != b.read_text():
+            diff = difflib.unified_diff(a.read_text().splitlines(), b.read_text().splitlines(),
+                                        f"committed/{name}", f"rebuilt/{name}", lineterm="", n=1)
+            bad.append(f"{name} differs:\n" + "\n".join(list(diff)[:20]))
+    return bad
+
+
+def ptxas_stats(ptx_file: Path, arch: str) -> dict[str, dict[str, int]]:
+    with tempfile.TemporaryDirectory() as td:
+        res = subprocess.run(["ptxas", "-v", f"-arch={arch}", str(ptx_file), "-o", os.path.join(td, "o.cubin")],
+                             capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"ptxas {arch} {ptx_file.name} failed:\n{res.stderr}")
+    stats, cur = {}, None
+    for line in res.stderr.splitlines():
+        if m := re.search(r"(?:Compiling entry function|Function properties for) '?(\w+)'?", line):
+            cur = stats.setdefault(m.group(1), {"regs": 0, "smem": 0, "spill_st": 0, "spill_ld": 0})
+        elif cur is not None:
+            if m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
+                cur["spill_st"], cur["spill_ld"] = int(m.group(1)), int(m.group(2))
+            if m := re.search(r"Used (\d+) registers", line):
+                cur["regs"] = int(m.group(1))
+            if m := re.search(r"(\d+) bytes smem", line):
+                cur["smem"] = int(m.group(1))
+    return stats
+
+
+def report(ptx_dir: Path) -> list[str]:
+    ver = subprocess.run(["ptxas", "--version"], capture_output=True, text=True).stdout
+    ver = (re.findall(r"release [\d.]+, V[\d.]+", ver) or ["unknown"])[0]
+    jobs = [(f, a) for f in sorted(ptx_dir.glob("*.ptx")) for a in ARCHS]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        results = dict(zip(jobs, pool.map(lambda j: ptxas_stats(*j), jobs)))
+    lines = ["# PTX resource report", "",
+             f"Generated by `tools/build_ptx.py --check` with ptxas {ver}; do not edit by hand.",
+             "Per kernel and architecture: registers / static shared memory bytes / spill store bytes / "
+             "spill load bytes.", ""]
+    problems = []
+    for f in sorted({f for f, _ in jobs}):
+        lines += [f"## {f.name}", "", "| kernel | " + " | ".join(ARCHS) + " |", "|---" * (len(ARCHS) + 1) + "|"]
+        for k in sorted(results[(f, ARCHS[0])]):
+            cells = []
+            for a in ARCHS:
+                s = results[(f, a)][k]
+                cells.append(f"{s['regs']} r / {s['smem']} B / {s['spill_st']} st / {s['spill_ld']} ld")
+                if f.stem == "gemm" and (s["spill_st"] or s["spill_ld"]):
+                    problems.append(f"{k} spills on {a}: {s['spill_st']} B stores, {s['spill_ld']} B loads")
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        lines.append("")
+    (PTX_DIR / "REPORT.md").write_text("\n".join(lines))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="rebuild into a temp dir and compare with ptx/")
+    args = ap.parse_args(argv)
+    if not args.check:
+        build(PTX_DIR)
+        print(f"wrote {', '.join(outputs(PTX_DIR))} in {PTX_DIR}")
+        if shutil.which("ptxas"):
+            for p in report(PTX_DIR):
+                print("WARNING:", p, file=sys.stderr)
+        return 0
+    with tempfile.TemporaryDirectory() as td:
+        build(Path(td))
+        bad = compare(Path(td))
+        if shutil.which("ptxas"):
+            bad += report(Path(td))
+        else:
+            print("ptxas not on PATH: skipped the sm_75..sm_90 resource report", file=sys.stderr)
+    for b in bad:
+        print("FAIL:", b, file=sys.stderr)
+    if not bad:
+        print("ptx/ is up to date" + (" (REPORT.md written)" if shutil.which("ptxas") else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
