@@ -1,0 +1,429 @@
+"""Simulated device memory: an address space with an allocation table and checked vector access.
+
+Used by the sim driver (cuMemAlloc*/cuMemcpy*/cuMemset*) and by the PTX interpreter (every global
+load, store and atomic of a kernel goes through :meth:`DeviceMemory.load` / ``store`` / ``atomic``).
+
+* Addresses start at ``0x1_0000_0000_0000`` (2**48: never a valid host address on x86-64).
+* Every allocation is backed by its own numpy ``uint8`` array; the table is kept sorted by base
+  address (``bisect`` for scalar lookups, ``np.searchsorted`` for vectors of lane addresses).
+* Addresses are handed out by a bump pointer and never reused, with a guard gap between
+  allocations: an access just past the end of one allocation never lands in the next one, and a
+  use after free is reported as such ("inside the freed … allocation").
+* Host-side misuse (``read``/``write``/``view``/``free`` with a bad pointer or range) raises
+  :class:`SimInvalidValue` (the driver answers ``CUDA_ERROR_INVALID_VALUE``); a kernel touching memory
+  outside every allocation raises :class:`SimIllegalAddress` (``CUDA_ERROR_ILLEGAL_ADDRESS``) or its
+  subclass :class:`SimMisalignedAddress` (``CUDA_ERROR_MISALIGNED_ADDRESS``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+
+import numpy as np
+
+BASE_ADDRESS = 0x1_0000_0000_0000
+DEFAULT_ALIGN = 256
+_GUARD = 256  # bytes of unmapped address space left after every allocation
+_FREED_KEEP = 4096  # how many freed ranges are remembered for use-after-free messages
+
+
+class SimMemoryError(Exception):
+    """Base class of the sim memory errors."""
+
+
+class SimOutOfMemory(SimMemoryError):
+    """An allocation would exceed the configured capacity (CUDA_ERROR_OUT_OF_MEMORY)."""
+
+    code_name = "CUDA_ERROR_OUT_OF_MEMORY"
+
+    def __init__(self, requested, used, capacity):
+        self.requested, self.used, self.capacity = requested, used, capacity
+        super().__init__(
+            f"out of simulated device memory: asked for {requested} bytes with {used} of "
+            f"{capacity} bytes in use ({capacity - used} free)")
+
+
+class SimInvalidValue(SimMemoryError, ValueError):
+    """A host-side call passed a pointer or range that is not valid (CUDA_ERROR_INVALID_VALUE)."""
+
+    code_name = "CUDA_ERROR_INVALID_VALUE"
+
+
+class SimIllegalAddress(SimMemoryError):
+    """A kernel lane accessed memory outside every allocation (CUDA_ERROR_ILLEGAL_ADDRESS).
+
+    ``lane_index`` is the index of the offending lane in the address vector that was passed
+    (the interpreter maps it back to a thread), ``address`` the offending address.
+    """
+
+    code_name = "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+    def __init__(self, lane_index, address, message):
+        self.lane_index = None if lane_index is None else int(lane_index)
+        self.address = int(address)
+        self.message = message
+        super().__init__(message)
+
+
+class SimMisalignedAddress(SimIllegalAddress):
+    """A kernel lane accessed an address that is not a multiple of the access size
+    (CUDA_ERROR_MISALIGNED_ADDRESS)."""
+
+    code_name = "CUDA_ERROR_MISALIGNED_ADDRESS"
+
+
+def _fmt_size(n):
+    return f"{n}-byte"
+
+
+class DeviceMemory:
+    """The simulated GPU's global memory."""
+
+    def __init__(self, capacity_bytes=4 << 30, base=BASE_ADDRESS):
+        self.capacity = int(capacity_bytes)
+        self.used = 0
+        self._next = int(base)
+        self._bases: list[int] = []          # sorted
+        self._allocs: dict[int, tuple[int, np.ndarray, int]] = {}  # base -> (size, buf, charged)
+        self._freed_bases: list[int] = []    # sorted, bounded
+        self._freed: dict[int, int] = {}     # base -> size
+        self._np_tables = None               # (bases uint64, ends uint64) cache for searchsorted
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ allocation
+    def alloc(self, nbytes, align=DEFAULT_ALIGN) -> int:
+        nbytes = int(nbytes)
+        align = int(align)
+        if nbytes <= 0:
+            raise SimInvalidValue(f"cannot allocate {nbytes} bytes")
+        if align <= 0 or align & (align - 1):
+            raise SimInvalidValue(f"alignment {align} is not a power of two")
+        charged = -(-nbytes // DEFAULT_ALIGN) * DEFAULT_ALIGN  # the device's allocation granularity
+        with self._lock:
+            if self.used + charged > self.capacity:
+                raise SimOutOfMemory(nbytes, self.used, self.capacity)
+            base = -(-self._next // align) * align
+            # round the backing array up to 16 bytes so it can be viewed as any scalar dtype
+            buf = np.zeros(-(-nbytes // 16) * 16, dtype=np.uint8)
+            self._allocs[base] = (nbytes, buf, charged)
+            self._bases.append(base)  # bump pointer: always the largest base
+            self._next = base + nbytes + _GUARD
+            self.used += charged
+            self._np_tables = None
+            return base
+
+    def free(self, addr):
+        addr = int(addr)
+        with self._lock:
+            entry = self._allocs.pop(addr, None)
+            if entry is None:
+                raise SimInvalidValue(f"free of 0x{addr:x}, which is not the start of an allocation: "
+                                      + self.nearest(addr))
+            size, _buf, charged = entry
+            i = bisect.bisect_left(self._bases, addr)
+            del self._bases[i]
+            self.used -= charged
+            self._np_tables = None
+            bisect.insort(self._freed_bases, addr)
+            self._freed[addr] = size
+            if len(self._freed_bases) > _FREED_KEEP:
+                old = self._freed_bases.pop(0)
+                self._freed.pop(old, None)
+
+    @property
+    def free_bytes(self):
+        return self.capacity - self.used
+
+    def allocations(self):
+        """[(base, size)] sorted by address."""
+        return [(b, self._allocs[b][0]) for b in self._bases]
+
+    # ------------------------------------------------------------------ lookup
+    def find(self, addr):
+        """(base, size) of the allocation containing ``addr``, or None."""
+        addr = int(addr)
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            b = self._bases[i]
+            size = self._allocs[b][0]
+            if addr < b + size:
+                return b, size
+        return None
+
+    def nearest(self, addr, nbytes=1) -> str:
+        """Describe where ``addr`` lies relative to the closest allocation."""
+        addr = int(addr)
+        if addr == 0:
+            return "0x0 is a null pointer"
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            b = self._bases[i]
+            size = self._allocs[b][0]
+            if addr < b + size:
+                if addr + nbytes > b + size:
+                    return (f"0x{addr:x} ({nbytes}-byte access) runs {addr + nbytes - (b + size)} bytes past the end "
+                            f"of the {_fmt_size(size)} allocation at 0x{b:x}")
+                return f"0x{addr:x} is {addr - b} bytes into the {_fmt_size(size)} allocation at 0x{b:x}"
+        # freed?
+        j = bisect.bisect_right(self._freed_bases, addr) - 1
+        if j >= 0:
+            fb = self._freed_bases[j]
+            fsize = self._freed[fb]
+            if addr < fb + fsize:
+                return (f"0x{addr:x} is {addr - fb} bytes into the freed {_fmt_size(fsize)} allocation "
+                        f"at 0x{fb:x} (use after free)")
+        cands = []
+        if i >= 0:
+            b = self._bases[i]
+            size = self._allocs[b][0]
+            cands.append((addr - (b + size), f"0x{addr:x} is {addr - (b + size)} bytes past the end of the "
+                          f"{_fmt_size(size)} allocation at 0x{b:x}"))
+        if i + 1 < len(self._bases):
+            b = self._bases[i + 1]
+            size = self._allocs[b][0]
+            cands.append((b - addr, f"0x{addr:x} is {b - addr} bytes before the {_fmt_size(size)} "
+                          f"allocation at 0x{b:x}"))
+        if not cands:
+            return f"0x{addr:x} is not near any allocation (no live allocations)"
+        return min(cands)[1]
+
+    def _describe_oob(self, addr, nbytes):
+        return f"illegal address: {nbytes}-byte access at 0x{int(addr):x}: " + self.nearest(addr, nbytes)
+
+    def _host_range(self, addr, nbytes, what):
+        addr, nbytes = int(addr), int(nbytes)
+        if nbytes < 0:
+            raise SimInvalidValue(f"{what}: negative size {nbytes}")
+        i = bisect.bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            b = self._bases[i]
+            size, buf, _ = self._allocs[b]
+            if addr + nbytes <= b + size:
+                off = addr - b
+                return buf, off
+        raise SimInvalidValue(f"{what}: {nbytes} bytes at 0x{addr:x} is not inside one allocation: "
+                              + self.nearest(addr, max(nbytes, 1)))
+
+    # ------------------------------------------------------------------ host access
+    def read(self, addr, nbytes) -> bytes:
+        buf, off = self._host_range(addr, nbytes, "read")
+        return buf[off:off + int(nbytes)].tobytes()
+
+    def write(self, addr, data):
+        mv = memoryview(data).cast("B")
+        n = mv.nbytes
+        buf, off = self._host_range(addr, n, "write")
+        buf[off:off + n] = np.frombuffer(mv, dtype=np.uint8)
+
+    def view(self, addr, nbytes) -> np.ndarray:
+        """A writable uint8 numpy view of ``nbytes`` at ``addr`` (checked). For memcpy/memset."""
+        buf, off = self._host_range(addr, nbytes, "view")
+        return buf[off:off + int(nbytes)]
+
+    def fill(self, addr, value, nbytes_or_count, dtype=np.uint8):
+        """memset: ``count`` elements of ``dtype`` set to ``value`` starting at addr."""
+        dt = np.dtype(dtype)
+        n = int(nbytes_or_count) * dt.itemsize
+        v = self.view(addr, n)
+        if dt.itemsize == 1:
+            v[:] = np.array(value).astype(dt).view(np.uint8)
+        else:
+            v.view(dt)[:] = np.array(value).astype(dt)
+
+    # ------------------------------------------------------------------ kernel (vector) access
+    def _tables(self):
+        t = self._np_tables
+        if t is None:
+            bases = np.array(self._bases, dtype=np.uint64)
+            ends = np.array([b + self._allocs[b][0] for b in self._bases], dtype=np.uint64)
+            t = self._np_tables = (bases, ends)
+        return t
+
+    def _raise_lane(self, addrs, lane, itemsize):
+        a = int(addrs[lane])
+        if a % itemsize:
+            raise SimMisalignedAddress(lane, a, f"misaligned address: {itemsize}-byte access at 0x{a:x} "
+                                       f"(not a multiple of {itemsize}): " + self.nearest(a, itemsize))
+        raise SimIllegalAddress(lane, a, self._describe_oob(a, itemsize))
+
+    def _check_misaligned(self, addrs, itemsize):
+        if itemsize > 1:
+            bad = (addrs & np.uint64(itemsize - 1)) != 0
+            if bad.any():
+                self._raise_lane(addrs, int(np.argmax(bad)), itemsize)
+
+    def _resolve(self, addrs, itemsize):
+        """Return ``[(lane_selector or None, view_as_dtype_source_buf, element_indices)]``.
+
+        Single allocation fast path: one entry with selector None.
+        """
+        n = addrs.shape[0]
+        if n == 0:
+            return []
+        lo = int(addrs.min())
+        hi = int(addrs.max())
+        i = bisect.bisect_right(self._bases, lo) - 1
+        if i >= 0:
+            b = self._bases[i]
+            size, buf, _ = self._allocs[b]
+            if hi + itemsize <= b + size:
+                self._check_misaligned(addrs, itemsize)
+                off = addrs - np.uint64(b)
+                return [(None, buf, off)]
+        # slow path: several allocations (or out of bounds)
+        bases, ends = self._tables()
+        idx = np.searchsorted(bases, addrs, side="right").astype(np.int64) - 1
+        ok = idx >= 0
+        safe = np.where(ok, idx, 0)
+        if len(bases):
+            ok &= (addrs + np.uint64(itemsize)) <= ends[safe]
+        else:
+            ok[:] = False
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            # report a misaligned lane first if the first bad lane is misaligned
+            self._raise_lane(addrs, int(bad[0]), itemsize)
+        self._check_misaligned(addrs, itemsize)
+        out = []
+        for k in np.unique(safe):
+            sel = np.flatnonzero(safe == k)
+            b = self._bases[int(k)]
+            buf = self._allocs[b][1]
+            out.append((sel, buf, addrs[sel] - np.uint64(b)))
+        return out
+
+    def load(self, addrs, dtype) -> np.ndarray:
+        """Gather one ``dtype`` value per lane from ``addrs`` (uint64 byte addresses)."""
+        dt = np.dtype(dtype)
+        addrs = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        isz = dt.itemsize
+        shift = isz.bit_length() - 1
+        parts = self._resolve(addrs, isz)
+        if len(parts) == 1 and parts[0][0] is None:
+            _, buf, off = parts[0]
+            return buf.view(dt)[off >> np.uint64(shift)]
+        out = np.empty(addrs.shape[0], dtype=dt)
+        for sel, buf, off in parts:
+            out[sel] = buf.view(dt)[off >> np.uint64(shift)]
+        return out
+
+    def store(self, addrs, values, dtype):
+        """Scatter one ``dtype`` value per lane. With duplicate addresses the highest lane wins."""
+        dt = np.dtype(dtype)
+        addrs = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        values = np.asarray(values)
+        if values.dtype != dt:
+            values = values.astype(dt)
+        values = np.broadcast_to(values, addrs.shape)
+        isz = dt.itemsize
+        shift = np.uint64(isz.bit_length() - 1)
+        for sel, buf, off in self._resolve(addrs, isz):
+            if sel is None:
+                buf.view(dt)[off >> shift] = values
+            else:
+                buf.view(dt)[off >> shift] = values[sel]
+
+    _UFUNCS = {
+        "add": np.add, "min": np.minimum, "max": np.maximum,
+        "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    }
+
+    def atomic(self, op, addrs, values, dtype, compare=None, return_old=True):
+        """Atomic read-modify-write, one per lane, applied in lane order.
+
+        ``op``: add, min, max, and, or, xor, exch, cas (``compare`` = the value to compare with,
+        ``values`` = the value stored where equal), inc, dec (CUDA's wrapping atomicInc/atomicDec,
+        ``values`` = the limit). Returns the old value each lane saw (lane order = thread order: when
+        several lanes hit the same address, lane k sees the result of lanes < k). With
+        ``return_old=False`` returns None and uses ``ufunc.at`` where possible.
+        """
+        dt = np.dtype(dtype)
+        addrs = np.asarray(addrs, dtype=np.uint64).reshape(-1)
+        n = addrs.shape[0]
+        values = np.broadcast_to(np.asarray(values).astype(dt, copy=False), (n,))
+        if compare is not None:
+            compare = np.broadcast_to(np.asarray(compare).astype(dt, copy=False), (n,))
+        isz = dt.itemsize
+        shift = np.uint64(isz.bit_length() - 1)
+        old_all = np.empty(n, dtype=dt) if return_old else None
+        uf = self._UFUNCS.get(op)
+        if op not in self._UFUNCS and op not in ("exch", "cas", "inc", "dec"):
+            raise ValueError(f"unknown atomic op {op!r}")
+        if op == "cas" and compare is None:
+            raise ValueError("atomic cas needs compare=")
+        for sel, buf, off in self._resolve(addrs, isz):
+            view = buf.view(dt)
+            eidx = (off >> shift).astype(np.intp)
+            v = values if sel is None else values[sel]
+            c = None if compare is None else (compare if sel is None else compare[sel])
+            if not return_old and uf is not None:
+                uf.at(view, eidx, v)
+                continue
+            old = self._atomic_one(op, uf, view, eidx, v, c)
+            if return_old:
+                if sel is None:
+                    old_all[:] = old
+                else:
+                    old_all[sel] = old
+        return old_all
+
+    @staticmethod
+    def _apply(op, uf, cur, v, c):
+        if uf is not None:
+            return uf(cur, v)
+        if op == "exch":
+            return v
+        if op == "cas":
+            return np.where(cur == c, v, cur)
+        if op == "inc":
+            return np.where(cur >= v, np.zeros_like(cur), cur + np.ones_like(cur))
+        if op == "dec":
+            return np.where((cur == 0) | (cur > v), v, cur - np.ones_like(cur))
+        raise ValueError(op)
+
+    def _atomic_one(self, op, uf, view, eidx, v, c):
+        n = eidx.shape[0]
+        order = np.argsort(eidx, kind="stable")
+        se = eidx[order]
+        first = np.ones(n, dtype=bool)
+        first[1:] = se[1:] != se[:-1]
+        if first.all():  # no collisions: one vectorized read-modify-write
+            cur = view[eidx]
+            with np.errstate(all="ignore"):
+                view[eidx] = self._apply(op, uf, cur, v, c)
+            return cur
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, n))
+        ngroups = starts.shape[0]
+        maxmult = int(counts.max())
+        old_sorted = np.empty(n, dtype=view.dtype)
+        vs = v[order]
+        cs = None if c is None else c[order]
+        with np.errstate(all="ignore"):
+            if (uf is not None or op == "exch") and ngroups <= maxmult:
+                # few hot addresses: an in-order scan per address
+                for s, cnt in zip(starts.tolist(), counts.tolist()):
+                    e = int(se[s])
+                    seq = np.empty(cnt + 1, dtype=view.dtype)
+                    seq[0] = view[e]
+                    seq[1:] = vs[s:s + cnt]
+                    if uf is not None:
+                        uf.accumulate(seq, out=seq)
+                        old_sorted[s:s + cnt] = seq[:-1]
+                        view[e] = seq[-1]
+                    else:
+                        old_sorted[s:s + cnt] = seq[:-1]
+                        view[e] = seq[-1]
+            else:
+                # rounds: round r applies the r-th lane (in lane order) of every address at once
+                rank = np.arange(n) - np.repeat(starts, counts)
+                for r in range(maxmult):
+                    pos = np.flatnonzero(rank == r)
+                    e = se[pos]
+                    cur = view[e]
+                    old_sorted[pos] = cur
+                    view[e] = self._apply(op, uf, cur, vs[pos], None if cs is None else cs[pos])
+        old = np.empty(n, dtype=view.dtype)
+        old[order] = old_sorted
+        return old

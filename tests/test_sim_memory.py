@@ -1,0 +1,210 @@
+import numpy as np
+import pytest
+
+from rawdev.sim.memory import (
+    BASE_ADDRESS, DeviceMemory, SimIllegalAddress, SimInvalidValue, SimMisalignedAddress, SimOutOfMemory,
+)
+
+
+def test_alloc_alignment_and_base():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(100)
+    b = m.alloc(1000, align=4096)
+    assert a >= BASE_ADDRESS and a % 256 == 0
+    assert b % 4096 == 0 and b >= a + 100
+    assert m.find(a) == (a, 100)
+    assert m.find(a + 99) == (a, 100)
+    assert m.find(a + 100) is None
+    assert m.find(b + 5) == (b, 1000)
+    assert m.allocations() == [(a, 100), (b, 1000)]
+
+
+def test_capacity_and_oom():
+    m = DeviceMemory(4096)
+    a = m.alloc(2048)
+    assert m.used == 2048 and m.free_bytes == 2048
+    m.alloc(1)  # charged 256
+    assert m.used == 2048 + 256
+    with pytest.raises(SimOutOfMemory) as ei:
+        m.alloc(2048)
+    assert "2048" in str(ei.value)
+    m.free(a)
+    assert m.used == 256
+    m.alloc(2048)
+
+
+def test_invalid_values():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(64)
+    with pytest.raises(SimInvalidValue):
+        m.free(a + 4)
+    with pytest.raises(SimInvalidValue):
+        m.alloc(0)
+    m.free(a)
+    with pytest.raises(SimInvalidValue):
+        m.free(a)
+    with pytest.raises(SimInvalidValue):
+        m.read(a, 4)
+
+
+def test_read_write_roundtrip_and_checks():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(1024)
+    data = np.random.default_rng(0).integers(0, 256, 1024, dtype=np.uint8).tobytes()
+    m.write(a, data)
+    assert m.read(a, 1024) == data
+    assert m.read(a + 10, 5) == data[10:15]
+    m.write(a + 1000, memoryview(b"abcd"))
+    assert m.read(a + 1000, 4) == b"abcd"
+    with pytest.raises(SimInvalidValue) as ei:
+        m.read(a + 1020, 8)
+    assert "past the end" in str(ei.value)
+    with pytest.raises(SimInvalidValue):
+        m.write(a - 4, b"1234")
+    v = m.view(a, 16)
+    v[:] = 7
+    assert m.read(a, 16) == bytes([7]) * 16
+    m.fill(a, 0x3F800000, 4, np.uint32)
+    assert np.frombuffer(m.read(a, 16), np.float32).tolist() == [1.0] * 4
+
+
+def test_nearest_messages():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(1024)
+    b = m.alloc(512)
+    assert m.nearest(a + 1028) == f"0x{a + 1028:x} is 4 bytes past the end of the 1024-byte allocation at 0x{a:x}"
+    assert "bytes into the 1024-byte allocation" in m.nearest(a + 8)
+    assert m.nearest(a - 16) == f"0x{a - 16:x} is 16 bytes before the 1024-byte allocation at 0x{a:x}"
+    assert "512-byte allocation" in m.nearest(b + 600)
+    assert "null" in m.nearest(0)
+    m.free(b)
+    assert "freed 512-byte allocation" in m.nearest(b + 8)
+
+
+def test_vector_load_store_fast_and_slow_path():
+    m = DeviceMemory(1 << 20)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(257).astype(np.float32)
+    y = rng.standard_normal(33).astype(np.float32)
+    a = m.alloc(x.nbytes)
+    b = m.alloc(y.nbytes)
+    m.write(a, x.tobytes())
+    m.write(b, y.tobytes())
+    idx = rng.integers(0, 257, 1000)
+    addrs = np.uint64(a) + idx.astype(np.uint64) * np.uint64(4)
+    np.testing.assert_array_equal(m.load(addrs, np.float32), x[idx])
+    # two allocations in one vector
+    idy = rng.integers(0, 33, 1000)
+    mix = np.where(np.arange(1000) % 2 == 0, addrs, np.uint64(b) + idy.astype(np.uint64) * np.uint64(4))
+    got = m.load(mix, np.float32)
+    exp = np.where(np.arange(1000) % 2 == 0, x[idx], y[idy])
+    np.testing.assert_array_equal(got, exp)
+    # store to both
+    vals = rng.standard_normal(1000).astype(np.float32)
+    lanes = np.arange(0, 66)
+    tgt = np.concatenate([np.uint64(a) + np.arange(33, dtype=np.uint64) * np.uint64(4),
+                          np.uint64(b) + np.arange(33, dtype=np.uint64) * np.uint64(4)])
+    m.store(tgt, vals[lanes], np.float32)
+    np.testing.assert_array_equal(np.frombuffer(m.read(a, 33 * 4), np.float32), vals[:33])
+    np.testing.assert_array_equal(np.frombuffer(m.read(b, 33 * 4), np.float32), vals[33:66])
+    # u8 / u16 / f64
+    m.store(np.array([a + 1, a + 3], np.uint64), np.array([5, 6], np.uint8), np.uint8)
+    assert m.load(np.array([a + 1, a + 3], np.uint64), np.uint8).tolist() == [5, 6]
+    m.store(np.array([a + 8], np.uint64), np.array([2.5]), np.float64)
+    assert m.load(np.array([a + 8], np.uint64), np.float64).tolist() == [2.5]
+
+
+def test_out_of_bounds_and_misaligned():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(1024)
+    addrs = np.uint64(a) + np.arange(0, 260, dtype=np.uint64) * np.uint64(4)  # 257 elements, last 4 OOB
+    with pytest.raises(SimIllegalAddress) as ei:
+        m.load(addrs, np.float32)
+    e = ei.value
+    assert e.lane_index == 256 and e.address == a + 1024
+    assert "0 bytes past the end of the 1024-byte allocation" in e.message
+    with pytest.raises(SimIllegalAddress):
+        m.store(addrs, np.zeros(260, np.float32), np.float32)
+    with pytest.raises(SimMisalignedAddress) as ei:
+        m.load(np.array([a, a + 2], np.uint64), np.float32)
+    assert ei.value.lane_index == 1 and ei.value.code_name == "CUDA_ERROR_MISALIGNED_ADDRESS"
+    with pytest.raises(SimIllegalAddress):
+        m.load(np.array([0], np.uint64), np.float32)
+    # straddling the end
+    b = m.alloc(6)
+    with pytest.raises(SimIllegalAddress) as ei:
+        m.load(np.array([b + 4], np.uint64), np.float32)
+    assert "runs 2 bytes past the end" in ei.value.message
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32, np.uint64, np.float64])
+def test_atomic_add_collisions_lane_order(dtype):
+    m = DeviceMemory(1 << 20)
+    rng = np.random.default_rng(2)
+    nslots = 7
+    a = m.alloc(nslots * np.dtype(dtype).itemsize)
+    init = (rng.integers(1, 50, nslots)).astype(dtype)
+    m.write(a, init.tobytes())
+    n = 3001
+    slot = rng.integers(0, nslots, n)
+    vals = rng.integers(1, 100, n).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        vals = (rng.standard_normal(n) * 10).astype(dtype)
+    addrs = np.uint64(a) + slot.astype(np.uint64) * np.uint64(np.dtype(dtype).itemsize)
+    old = m.atomic("add", addrs, vals, dtype)
+    # sequential reference
+    mem = init.copy()
+    exp_old = np.empty(n, dtype)
+    for i in range(n):
+        exp_old[i] = mem[slot[i]]
+        mem[slot[i]] = dtype(mem[slot[i]] + vals[i])
+    np.testing.assert_array_equal(old, exp_old)
+    np.testing.assert_array_equal(np.frombuffer(m.read(a, init.nbytes), dtype), mem)
+
+
+def test_atomic_one_hot_address_and_no_return():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(16)
+    n = 70000
+    vals = np.ones(n, np.float32)
+    old = m.atomic("add", np.full(n, a, np.uint64), vals, np.float32)
+    assert old[0] == 0 and old[-1] == n - 1
+    assert np.frombuffer(m.read(a, 4), np.float32)[0] == n
+    m.atomic("add", np.full(n, a + 4, np.uint64), np.ones(n, np.uint32), np.uint32, return_old=False)
+    assert np.frombuffer(m.read(a + 4, 4), np.uint32)[0] == n
+
+
+@pytest.mark.parametrize("op", ["min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec"])
+def test_atomic_ops_sequential(op):
+    m = DeviceMemory(1 << 20)
+    rng = np.random.default_rng(3)
+    nslots = 5
+    a = m.alloc(nslots * 4)
+    init = rng.integers(0, 20, nslots).astype(np.uint32)
+    m.write(a, init.tobytes())
+    n = 200
+    slot = rng.integers(0, nslots, n)
+    vals = rng.integers(0, 20, n).astype(np.uint32)
+    cmp = rng.integers(0, 20, n).astype(np.uint32)
+    addrs = np.uint64(a) + slot.astype(np.uint64) * np.uint64(4)
+    old = m.atomic(op, addrs, vals, np.uint32, compare=cmp if op == "cas" else None)
+    mem = init.astype(np.int64)
+    exp_old = np.empty(n, np.int64)
+    for i in range(n):
+        s, v, cur = slot[i], int(vals[i]), int(mem[slot[i]])
+        exp_old[i] = cur
+        new = {"min": min(cur, v), "max": max(cur, v), "and": cur & v, "or": cur | v, "xor": cur ^ v,
+               "exch": v, "cas": v if cur == int(cmp[i]) else cur,
+               "inc": 0 if cur >= v else cur + 1,
+               "dec": v if (cur == 0 or cur > v) else cur - 1}[op]
+        mem[s] = new
+    np.testing.assert_array_equal(old.astype(np.int64), exp_old)
+    np.testing.assert_array_equal(np.frombuffer(m.read(a, nslots * 4), np.uint32).astype(np.int64), mem)
+
+
+def test_atomic_out_of_bounds():
+    m = DeviceMemory(1 << 20)
+    a = m.alloc(8)
+    with pytest.raises(SimIllegalAddress) as ei:
+        m.atomic("add", np.array([a, a + 8], np.uint64), np.ones(2, np.float32), np.float32)
+    assert ei.value.lane_index == 1
