@@ -1,0 +1,47 @@
+"""The `rawdev` command: demo, kernels, mem."""
+import argparse
+import sys
+
+
+def selfcheck(args):
+    """Runtime self-check: open the device, copy bytes both ways, launch a kernel, check the result."""
+    import numpy as np
+
+    from . import cuda
+    from .runtime import get_device, kernels, memory, seam, trace
+    if args.device == "sim" or not cuda.is_available():
+        if seam._name not in ("sim",):
+            print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX).")
+            from .runtime import reset_for_tests
+            reset_for_tests("sim")
+    dev = get_device(0)
+    print(f"driver: {seam.driver_name()}  device: {dev} {dev.name} (sm_{dev.capability[0]}{dev.capability[1]})")
+    n = 1000
+    x = np.random.default_rng().standard_normal(n).astype(np.float32)
+    y = np.random.default_rng().standard_normal(n).astype(np.float32)
+    with trace() as t:
+        bx, by = memory.DeviceBuffer.alloc(dev, 4 * n, owner="x"), memory.DeviceBuffer.alloc(dev, 4 * n, owner="y")
+        memory.copy_htod(bx.ptr, x, 4 * n, owner="x")
+        memory.copy_htod(by.ptr, y, 4 * n, owner="y")
+        kernels.get_kernel(dev, "saxpy").launch((n + 255) // 256, 256, [by.ptr, bx.ptr, 2.0, n])
+        out = np.empty_like(y)
+        dev.synchronize()
+        memory.copy_dtoh(out, by.ptr, 4 * n, owner="y")
+    print(t)
+    err = np.abs(out - (2.0 * x.astype(np.float64) + y)).max()
+    print(f"saxpy on {n} floats: max abs error {err:.2e}", "OK" if err < 1e-5 else "FAILED")
+    return 0 if err < 1e-5 else 1
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="rawdev", description="What model.cuda() really does, on the CUDA driver API.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="train an MLP on the GPU (or the simulator) and show every driver call")
+    d.add_argument("--device", default="auto", help="cuda, sim or auto (default)")
+    d.set_defaults(fn=selfcheck)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""`rawdev.cuda`: PyTorch's `torch.cuda` names over rawdev's runtime. Importing it touches no driver."""
+from ..runtime import is_available
+
+
+def _dev(device=None):
+    from ..runtime import get_device
+    if device is None:
+        return get_device(current_device())
+    if isinstance(device, int):
+        return get_device(device)
+    index = getattr(device, "index", None)
+    if index is None and isinstance(device, str):
+        index = int(device.split(":")[1]) if ":" in device else current_device()
+    return get_device(index or 0)
+
+
+_current = 0
+
+
+def current_device():
+    return _current
+
+
+def set_device(device):
+    global _current
+    _current = _dev(device).index
+
+
+def device_count():
+    """Number of CUDA devices: 0 when auto mode found no GPU; raises if RAWDEV_DRIVER=cuda and there is none."""
+    from ..runtime import device_count as n
+    from ..runtime import seam
+    return 0 if seam.driver_name() == "none" else n()
+
+
+def get_device_name(device=None):
+    return _dev(device).name
+
+
+def get_device_capability(device=None):
+    return _dev(device).capability
+
+
+def synchronize(device=None):
+    """Wait for all work on the device to finish."""
+    _dev(device).synchronize()
+
+
+def is_simulated():
+    """True when rawdev runs on its simulated GPU."""
+    from ..runtime import seam
+    return is_available() and seam.driver_name() == "sim"

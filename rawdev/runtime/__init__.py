@@ -1,0 +1,29 @@
+"""The runtime: the only layer (with rawdev.sim) that calls the CUDA driver."""
+from . import seam
+from .device import Device, Event, Stream, device_count, get_device
+from .seam import call, driver_name, use_driver
+from .trace import trace
+
+
+def is_available():
+    """True when a CUDA device (real, or the simulator when chosen) can be used. Never raises."""
+    from ..errors import NoDeviceError, NoDriverError
+    try:
+        return seam.driver_name() in ("cuda", "sim") and device_count() > 0
+    except (NoDriverError, NoDeviceError):
+        return False
+
+
+def reset_for_tests(name):
+    """Forget the chosen driver, opened devices and loaded modules, then choose `name` (tests only).
+
+    With the simulator, the simulated GPU goes back to its power-on state too.
+    """
+    from . import device, kernels
+    device._forget_devices()
+    kernels._forget_modules()
+    seam._reset_for_tests()
+    if name == "sim":
+        from .. import sim
+        sim.reset()
+    seam.use_driver(name)

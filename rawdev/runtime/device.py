@@ -1,0 +1,172 @@
+"""Devices (primary context, default streams, memory pool), streams and events."""
+import threading
+
+from cuda.bindings.driver import (CUdevice_attribute, CUevent_flags, CUmemAllocationType, CUmemLocationType,
+                                  CUmemPool_attribute, CUmemPoolProps, CUstream_flags, cuuint64_t)
+
+from ..errors import NoDeviceError
+from . import seam
+from .seam import call
+
+_tls = threading.local()      # the context current on this thread
+_devices = {}
+_devices_lock = threading.Lock()
+
+
+class Stream:
+    """A CUDA stream owned by rawdev (non-blocking: never serialized behind the legacy default stream)."""
+
+    def __init__(self, device, label):
+        device.activate()
+        self.device, self.label = device, label
+        self.handle = call("cuStreamCreate", CUstream_flags.CU_STREAM_NON_BLOCKING.value,
+                           ctx=f"creating the {label} stream on {device}")
+        self._int = int(self.handle)
+        seam.stream_names[self._int] = f"{label}"
+
+    def synchronize(self):
+        call("cuStreamSynchronize", self.handle, ctx=lambda: f"waiting for the {self.label} stream of {self.device}",
+             stream=self.handle)
+        self.device.allocator.flush()
+
+    def query(self):
+        """True when all work queued so far is done."""
+        from cuda.bindings.driver import CUresult
+        err, = seam.driver().cuStreamQuery(self.handle)
+        if err == CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        if err:
+            raise seam._error(seam.driver(), "cuStreamQuery", err, f"querying the {self.label} stream")
+        return True
+
+    def record_event(self, timing=False):
+        ev = Event(self.device, timing=timing)
+        ev.record(self)
+        return ev
+
+    def wait_event(self, event):
+        """Work queued on this stream after now waits for `event` (no host sync)."""
+        call("cuStreamWaitEvent", self.handle, event.handle, 0,
+             ctx=lambda: f"making the {self.label} stream wait for an event", stream=self.handle)
+
+    def wait_stream(self, other):
+        self.wait_event(other.record_event())
+
+    def __repr__(self):
+        return f"<Stream {self.label} of {self.device}>"
+
+
+class Event:
+    def __init__(self, device, timing=False):
+        device.activate()
+        self.device = device
+        flags = CUevent_flags.CU_EVENT_DEFAULT if timing else CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self.handle = call("cuEventCreate", flags.value, ctx="creating an event")
+
+    def record(self, stream):
+        call("cuEventRecord", self.handle, stream.handle, ctx=lambda: f"recording an event on the {stream.label} stream",
+             stream=stream.handle)
+        return self
+
+    def synchronize(self):
+        call("cuEventSynchronize", self.handle, ctx="waiting for an event")
+        self.device.allocator.flush()
+
+    def query(self):
+        from cuda.bindings.driver import CUresult
+        err, = seam.driver().cuEventQuery(self.handle)
+        if err == CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        if err:
+            raise seam._error(seam.driver(), "cuEventQuery", err, "querying an event")
+        return True
+
+    def elapsed_time(self, end):
+        """Milliseconds between this event and `end` (both recorded with timing=True)."""
+        return call("cuEventElapsedTime", self.handle, end.handle, ctx="reading the time between two events")
+
+    def __del__(self):
+        # Destroying an event is safe even while it is pending; the driver defers the release.
+        try:
+            if seam._drv is not None:
+                seam._drv.cuEventDestroy(self.handle)
+        except Exception:
+            pass
+
+
+class Device:
+    """One GPU: its primary context, a compute and a copy stream, and rawdev's memory pool on it."""
+
+    def __init__(self, index):
+        from .memory import Allocator
+        self.index = index
+        self.handle = call("cuDeviceGet", index, ctx=f"opening cuda:{index}")
+        self.context = call("cuDevicePrimaryCtxRetain", self.handle, ctx=f"retaining the primary context of cuda:{index}")
+        self.activate()
+        self.name = call("cuDeviceGetName", 256, self.handle).split(b"\0", 1)[0].decode()
+        A = CUdevice_attribute
+        self.capability = (call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.handle),
+                           call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle))
+        self.multiprocessors = call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.handle)
+        self.total_memory = call("cuDeviceTotalMem", self.handle)
+        self.pool = self._create_pool()
+        self.compute_stream = Stream(self, f"cuda:{index} compute")
+        self.copy_stream = Stream(self, f"cuda:{index} copy")
+        self.allocator = Allocator(self)
+
+    def _create_pool(self):
+        props = CUmemPoolProps()
+        props.allocType = CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        props.location.type = CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        props.location.id = self.index
+        pool = call("cuMemPoolCreate", props, ctx=f"creating rawdev's memory pool on cuda:{self.index}")
+        # Keep freed memory reserved (as PyTorch's caching allocator does); empty_cache() trims it.
+        call("cuMemPoolSetAttribute", pool, CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+             cuuint64_t(2**64 - 1), ctx="setting the pool's release threshold")
+        return pool
+
+    def activate(self):
+        """Make this device's primary context current on the calling thread (cheap when it already is)."""
+        if getattr(_tls, "ctx", None) is not self:
+            call("cuCtxSetCurrent", self.context, ctx=f"making cuda:{self.index} current")
+            _tls.ctx = self
+
+    def synchronize(self):
+        self.activate()
+        call("cuCtxSynchronize", ctx=f"synchronizing cuda:{self.index}")
+        self.allocator.flush()
+
+    def pool_attribute(self, name):
+        """A pool attribute by short name: 'used', 'used_high', 'reserved', 'reserved_high'."""
+        attr = {"used": "USED_MEM_CURRENT", "used_high": "USED_MEM_HIGH",
+                "reserved": "RESERVED_MEM_CURRENT", "reserved_high": "RESERVED_MEM_HIGH"}[name]
+        return int(call("cuMemPoolGetAttribute", self.pool, getattr(CUmemPool_attribute, "CU_MEMPOOL_ATTR_" + attr)))
+
+    def __repr__(self):
+        return f"cuda:{self.index}"
+
+
+def device_count():
+    drv = seam.driver()
+    return call("cuDeviceGetCount") if drv else 0
+
+
+def get_device(index=0):
+    """The Device for cuda:index, opened on first use."""
+    dev = _devices.get(index)
+    if dev is None:
+        with _devices_lock:
+            dev = _devices.get(index)
+            if dev is None:
+                n = device_count()
+                if not 0 <= index < n:
+                    raise NoDeviceError(f"cuda:{index} does not exist: the {seam.driver_name()} driver sees {n} device(s)")
+                dev = _devices[index] = Device(index)
+    return dev
+
+
+def _forget_devices():
+    """Drop every opened Device (after rawdev.sim.reset(); tests only)."""
+    _devices.clear()
+    _tls.__dict__.clear()
+    seam.stream_names.clear()

@@ -1,0 +1,193 @@
+"""Loading the shipped PTX and launching its kernels.
+
+The manifest (ptx/manifest.json, built by tools/build_ptx.py) lists every entry point with its
+`.param` types. A Kernel turns that list into one `struct` format and one `void*[n]` array pointing
+into one argument buffer, made once; a launch is then a single `pack_into` and one cuLaunchKernel.
+"""
+import ctypes
+import json
+import numbers
+import re
+import struct
+from importlib import resources
+
+from cuda.bindings.driver import CUfunction_attribute, CUjit_option
+
+from ..errors import CudaError
+from . import seam
+from .seam import call
+
+# PTX ISA version -> the CUDA version (and so the minimum driver) that introduced it.
+PTX_ISA_TO_CUDA = {(7, 0): 11000, (7, 1): 11010, (7, 2): 11020, (7, 3): 11030, (7, 4): 11040, (7, 5): 11050,
+                   (7, 6): 11060, (7, 7): 11070, (7, 8): 11080, (8, 0): 12000, (8, 1): 12010, (8, 2): 12020,
+                   (8, 3): 12030, (8, 4): 12040, (8, 5): 12050, (8, 6): 12070, (8, 7): 12080, (8, 8): 12090,
+                   (9, 0): 13000}
+PARAM_FORMATS = {"u64": "Q", "s64": "q", "b64": "Q", "u32": "I", "s32": "i", "b32": "I", "f32": "f", "f64": "d",
+                 "u16": "H", "s16": "h", "b16": "H", "u8": "B", "s8": "b", "b8": "B"}
+LOG_SIZE = 16384
+
+
+def ptx_files():
+    """The folder holding the shipped PTX (inside the installed package: rawdev._ptx)."""
+    return resources.files("rawdev._ptx")
+
+
+_manifest = None
+
+
+def manifest():
+    """{kernel name: (file name, [(param name, ptx type)], doc)} for every shipped kernel."""
+    global _manifest
+    if _manifest is None:
+        data = json.loads((ptx_files() / "manifest.json").read_text())
+        _manifest = {name: (fname, [(p["name"], p["type"]) for p in e["params"]], e.get("doc", ""))
+                     for fname, f in data["files"].items() for name, e in f["entries"].items()}
+    return _manifest
+
+
+def ptx_version(text):
+    m = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", text, re.M)
+    if not m:
+        raise ValueError("not PTX: no .version directive")
+    return int(m.group(1)), int(m.group(2))
+
+
+def driver_version_str(v):
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+class KernelModule:
+    """One PTX image loaded into a device's context with cuModuleLoadDataEx."""
+
+    def __init__(self, device, ptx_text, name="<ptx>"):
+        self.device, self.name = device, name
+        device.activate()
+        version = ptx_version(ptx_text)
+        have = call("cuDriverGetVersion", ctx="reading the driver version")
+        need = PTX_ISA_TO_CUDA.get(version, 99999)
+        if have < need:
+            raise CudaError("cuModuleLoadDataEx", 222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+                            f"{name} is PTX ISA {version[0]}.{version[1]}, which needs a driver for CUDA "
+                            f"{driver_version_str(need)} or newer; this driver supports CUDA {driver_version_str(have)}",
+                            f"loading {name} on {device}")
+        err_log, info_log = bytearray(LOG_SIZE), bytearray(LOG_SIZE)
+        J = CUjit_option
+        opts = [J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                J.CU_JIT_INFO_LOG_BUFFER, J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
+        try:
+            self.handle = call("cuModuleLoadDataEx", ptx_text.encode() + b"\0", len(opts), opts,
+                               [err_log, LOG_SIZE, info_log, LOG_SIZE], ctx=f"loading {name} on {device}")
+        except CudaError as e:
+            log = err_log.split(b"\0", 1)[0].decode(errors="replace").strip()
+            if log:
+                e.args = (f"{e.args[0]}\nJIT error log:\n{log}",)
+            raise
+        self.info_log = info_log.split(b"\0", 1)[0].decode(errors="replace").strip()
+        self.kernels = {}
+
+    def get(self, name, params):
+        k = self.kernels.get(name)
+        if k is None:
+            k = self.kernels[name] = Kernel(self, name, params)
+        return k
+
+
+class Kernel:
+    """A kernel entry point with its parameter list; .launch() packs arguments once and launches."""
+
+    def __init__(self, module, name, params, doc=""):
+        self.module, self.name, self.params, self.doc = module, name, list(params), doc
+        self.handle = call("cuModuleGetFunction", module.handle, name.encode(), ctx=f"finding kernel {name} in {module.name}")
+        fmt, off, offsets = "<", 0, []
+        for _, t in self.params:   # each argument at its natural alignment inside one buffer
+            f = PARAM_FORMATS[t]
+            size = struct.calcsize(f)
+            pad = -off % size
+            fmt += f"{pad}x{f}" if pad else f
+            offsets.append(off + pad)
+            off += pad + size
+        self._struct = struct.Struct(fmt)
+        self._args = ctypes.create_string_buffer(max(off, 1))
+        base = ctypes.addressof(self._args)
+        self._argv = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        self._argv_addr = ctypes.addressof(self._argv)
+        self._fn = self.handle
+
+    @property
+    def signature(self):
+        return f"{self.name}(" + ", ".join(f"{t} {n}" for n, t in self.params) + ")"
+
+    def attribute(self, name):
+        """e.g. attribute('NUM_REGS'), attribute('MAX_THREADS_PER_BLOCK')."""
+        return call("cuFuncGetAttribute", getattr(CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name), self.handle)
+
+    def _bad_args(self, args, why):
+        return TypeError(f"{why}\n  kernel signature: {self.signature}\n  got {len(args)} argument(s): "
+                         + ", ".join(f"{type(a).__name__} {a!r}" for a in args))
+
+    def launch(self, grid, block, args, shared_mem=0, stream=None):
+        """Launch on `stream` (default: the device's compute stream). grid/block: int or up-to-3 tuple.
+
+        Device pointers are ints (or objects with a .ptr, e.g. DeviceBuffer).
+        """
+        if len(args) != len(self.params):
+            raise self._bad_args(args, f"{self.name} takes {len(self.params)} argument(s), not {len(args)}")
+        try:
+            self._struct.pack_into(self._args, 0, *args)
+        except struct.error:
+            args = self._coerce(args)
+            self._struct.pack_into(self._args, 0, *args)
+        gx, gy, gz = _dim3(grid)
+        bx, by, bz = _dim3(block)
+        s = stream or self.module.device.compute_stream
+        call("cuLaunchKernel", self._fn, gx, gy, gz, bx, by, bz, shared_mem, s.handle, self._argv_addr, 0,
+             ctx=lambda: f"launching {self.name} grid={grid} block={block}", stream=s.handle, owner=self.name)
+
+    def _coerce(self, args):
+        """The slow path: accept DeviceBuffers for pointers, else explain which argument is wrong."""
+        out = []
+        for i, (a, (pname, ptype)) in enumerate(zip(args, self.params)):
+            if ptype in ("u64", "b64") and hasattr(a, "ptr"):
+                a = a.ptr
+            ok = isinstance(a, numbers.Real if ptype[0] == "f" else numbers.Integral) and not isinstance(a, bool)
+            if not ok:
+                raise self._bad_args(args, f"argument {i} ({pname}) of {self.name} must be {ptype}, not {type(a).__name__}")
+            bits = 8 * struct.calcsize(PARAM_FORMATS[ptype])
+            if ptype[0] != "f" and -2 ** (bits - 1) <= a < 0:
+                a += 2 ** bits   # PTX declares C `int` as .u32: pass negatives as two's complement
+            try:
+                struct.pack("<" + PARAM_FORMATS[ptype], a)
+            except struct.error as e:
+                raise self._bad_args(args, f"argument {i} ({pname}) of {self.name} does not fit {ptype}: {e}") from None
+            out.append(a)
+        return out
+
+
+def _dim3(d):
+    if isinstance(d, int):
+        return d, 1, 1
+    d = tuple(d) + (1, 1)
+    return d[0], d[1], d[2]
+
+
+_modules = {}   # (device index, file name) -> KernelModule
+
+
+def get_kernel(device, name):
+    """The shipped kernel `name` on `device`, loading its PTX file on first use."""
+    try:
+        fname, params, doc = manifest()[name]
+    except KeyError:
+        raise KeyError(f"no shipped kernel named {name!r} (see `rawdev kernels`)") from None
+    key = (device.index, fname)
+    mod = _modules.get(key)
+    if mod is None:
+        mod = _modules[key] = KernelModule(device, (ptx_files() / fname).read_text(), fname)
+    k = mod.kernels.get(name)
+    if k is None:
+        k = mod.kernels[name] = Kernel(mod, name, params, doc)
+    return k
+
+
+def _forget_modules():
+    _modules.clear()

@@ -1,0 +1,34 @@
+"""Shared fixtures. Device tests take the `driver` fixture: always on the simulator, and on a real GPU
+too when one is present (those cases carry the `gpu` marker, so `pytest -m gpu` selects them)."""
+import functools
+
+import pytest
+
+from rawdev.runtime import reset_for_tests
+
+
+@functools.lru_cache(maxsize=None)
+def real_gpu():
+    """None when a real GPU is usable here, else the reason it is not."""
+    from rawdev.errors import CudaError
+    from rawdev.runtime import seam
+    try:
+        seam._load_cuda()
+        return None
+    except CudaError as e:
+        return str(e)
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def driver(request):
+    """The driver name ('sim' or 'cuda'), freshly selected: a power-on simulated GPU, or the real one."""
+    if request.param == "cuda" and real_gpu():
+        pytest.skip(f"no real GPU: {real_gpu()}")
+    reset_for_tests(request.param)
+    yield request.param
+
+
+@pytest.fixture
+def dev(driver):
+    from rawdev.runtime import get_device
+    return get_device(0)
