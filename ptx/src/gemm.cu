@@ -1,0 +1,232 @@
+// GEMM with fused epilogue for linear layers:
+//     Y[M,N] = act(alpha * op(A)[M,K] . op(B)[K,N] + beta * Y + bias[n])
+// Epilogue order: v = alpha*acc; if beta != 0, v += beta*Y (Y is NOT read when beta == 0, so it may
+// hold garbage); if bias != 0 (null pointer = no bias), v += bias[n]; Y = act(v) with act code
+// 0 = none, 1 = relu, 2 = gelu (tanh approximation).
+// Layouts (all row-major, leading dimensions in elements):
+//   nt: op(A)[m,k] = A[m*lda + k], op(B)[k,n] = B[n*ldb + k]  (linear forward  Y = X.W^T + b)
+//   nn: op(A)[m,k] = A[m*lda + k], op(B)[k,n] = B[k*ldb + n]  (linear backward dX = dY.W)
+//   tn: op(A)[m,k] = A[k*lda + m], op(B)[k,n] = B[k*ldb + n]  (linear backward dW = dY^T.X, beta=1 accumulates)
+// Block tiles are staged in double-buffered shared memory; each thread keeps a TMxTN register tile.
+// float4 global loads are used when the base pointer is 16-byte aligned and the leading dimension is
+// a multiple of 4 (decided inside the kernel); edge tiles fall back to bounds-checked scalar loads.
+// Launch: grid (ceil(N/BN), ceil(M/BM), 1), block (threads, 1, 1), no dynamic shared memory.
+//   *_128x128: BM=BN=128, BK=8,  256 threads, 8x8 per thread  (large outputs)
+//   *_64x64:   BM=BN=64,  BK=16, 256 threads, 4x4 per thread
+//   *_32x32:   BM=BN=32,  BK=16,  64 threads, 4x4 per thread  (small M*N)
+
+#define DEVI __device__ __forceinline__
+
+DEVI float gelu_tanh(float v)
+{
+    const float k0 = 0.7978845608028654f, k1 = 0.044715f;
+    return 0.5f * v * (1.0f + tanhf(k0 * fmaf(k1 * v, v * v, v)));
+}
+
+DEVI float activate(float v, int act)
+{
+    if (act == 1) return fmaxf(v, 0.0f);
+    if (act == 2) return gelu_tanh(v);
+    return v;
+}
+
+// Loads a BMN x BK slab of a matrix (rows along M or N, columns along K) into registers as float4
+// chunks, then stores it k-major into shared memory s[BK][BMN + 4].
+// KCONTIG: element (mn, k) is at p[mn*ld + k]; otherwise at p[k*ld + mn].
+template <int BMN, int BK, int NT, bool KCONTIG>
+struct TileLoader {
+    static_assert((BMN * BK / 4) % NT == 0, "tile must split evenly into float4 chunks per thread");
+    static constexpr int CH = BMN * BK / 4 / NT;
+    float4 r[CH];
+
+    DEVI void load(const float* __restrict__ p, int ld, int mn0, int k0, int MN, int K, bool vec, int tid)
+    {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) {
+            int idx = tid + c * NT;
+            if (KCONTIG) {
+                int mn = mn0 + idx / (BK / 4), k = k0 + (idx % (BK / 4)) * 4;
+                const float* q = p + (long long)mn * ld + k;
+                if (vec && mn < MN && k + 3 < K) {
+                    r[c] = *reinterpret_cast<const float4*>(q);
+                } else {
+                    bool okm = mn < MN;
+                    r[c].x = (okm && k < K) ? q[0] : 0.0f;
+                    r[c].y = (okm && k + 1 < K) ? q[1] : 0.0f;
+                    r[c].z = (okm && k + 2 < K) ? q[2] : 0.0f;
+                    r[c].w = (okm && k + 3 < K) ? q[3] : 0.0f;
+                }
+            } else {
+                int k = k0 + idx / (BMN / 4), mn = mn0 + (idx % (BMN / 4)) * 4;
+                const float* q = p + (long long)k * ld + mn;
+                if (vec && k < K && mn + 3 < MN) {
+                    r[c] = *reinterpret_cast<const float4*>(q);
+                } else {
+                    bool okk = k < K;
+                    r[c].x = (okk && mn < MN) ? q[0] : 0.0f;
+                    r[c].y = (okk && mn + 1 < MN) ? q[1] : 0.0f;
+                    r[c].z = (okk && mn + 2 < MN) ? q[2] : 0.0f;
+                    r[c].w = (okk && mn + 3 < MN) ? q[3] : 0.0f;
+                }
+            }
+        }
+    }
+
+    DEVI void store(float (*s)[BMN + 4], int tid) const
+    {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) {
+            int idx = tid + c * NT;
+            if (KCONTIG) {
+                int mn = idx / (BK / 4), k = (idx % (BK / 4)) * 4;
+                s[k][mn] = r[c].x;
+                s[k + 1][mn] = r[c].y;
+                s[k + 2][mn] = r[c].z;
+                s[k + 3][mn] = r[c].w;
+            } else {
+                int k = idx / (BMN / 4), mn = (idx % (BMN / 4)) * 4;
+                *reinterpret_cast<float4*>(&s[k][mn]) = r[c];
+            }
+        }
+    }
+};
+
+template <int BM, int BN, int BK, int TM, int TN, bool AK, bool BKC>
+DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B,
+                    const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy,
+                    float alpha, float beta, int act)
+{
+    constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
+    static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "register tiles are made of float4s");
+    __shared__ __align__(16) float As[2][BK][BM + 4];
+    __shared__ __align__(16) float Bs[2][BK][BN + 4];
+
+    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const bool vecA = ((reinterpret_cast<unsigned long long>(A) & 15) == 0) && (lda % 4 == 0);
+    const bool vecB = ((reinterpret_cast<unsigned long long>(B) & 15) == 0) && (ldb % 4 == 0);
+
+    TileLoader<BM, BK, NT, AK> la;
+    TileLoader<BN, BK, NT, BKC> lb;
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+    const int ntiles = (K + BK - 1) / BK;
+    if (ntiles > 0) {
+        la.load(A, lda, m0, 0, M, K, vecA, tid);
+        lb.load(B, ldb, n0, 0, N, K, vecB, tid);
+        la.store(As[0], tid);
+        lb.store(Bs[0], tid);
+        __syncthreads();
+        for (int t = 0; t < ntiles; ++t) {
+            const int cur = t & 1;
+            const bool more = t + 1 < ntiles;
+            if (more) {
+                la.load(A, lda, m0, (t + 1) * BK, M, K, vecA, tid);
+                lb.load(B, ldb, n0, (t + 1) * BK, N, K, vecB, tid);
+            }
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                float a[TM], b[TN];
+#pragma unroll
+                for (int r = 0; r < TM / 4; ++r) {
+                    float4 v = *reinterpret_cast<const float4*>(&As[cur][k][r * 4 * TY + ty * 4]);
+                    a[r * 4] = v.x; a[r * 4 + 1] = v.y; a[r * 4 + 2] = v.z; a[r * 4 + 3] = v.w;
+                }
+#pragma unroll
+                for (int c = 0; c < TN / 4; ++c) {
+                    float4 v = *reinterpret_cast<const float4*>(&Bs[cur][k][c * 4 * TX + tx * 4]);
+                    b[c * 4] = v.x; b[c * 4 + 1] = v.y; b[c * 4 + 2] = v.z; b[c * 4 + 3] = v.w;
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+            if (more) {
+                la.store(As[cur ^ 1], tid);
+                lb.store(Bs[cur ^ 1], tid);
+            }
+            __syncthreads();
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int m = m0 + (i / 4) * 4 * TY + ty * 4 + (i % 4);
+        if (m >= M) continue;
+        float* yrow = Y + (long long)m * ldy;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int n = n0 + (j / 4) * 4 * TX + tx * 4 + (j % 4);
+            if (n >= N) continue;
+            float v = alpha * acc[i][j];
+            if (beta != 0.0f) v = fmaf(beta, yrow[n], v);
+            if (bias) v += bias[n];
+            yrow[n] = activate(v, act);
+        }
+    }
+}
+
+// ---- nt: Y[M,N] = act(alpha * A[M,K] . B[N,K]^T + beta*Y + bias)  (linear forward: A = X, B = W)
+
+// doc: nt GEMM, Y[M,N] = act(alpha*A[M,K].B[N,K]^T + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/128), ceil(M/128)), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nt_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<128, 128, 8, 8, 8, true, true>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// doc: nt GEMM, Y[M,N] = act(alpha*A[M,K].B[N,K]^T + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/64), ceil(M/64)), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nt_f32_64x64(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<64, 64, 16, 4, 4, true, true>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// doc: nt GEMM, Y[M,N] = act(alpha*A[M,K].B[N,K]^T + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/32), ceil(M/32)), block 64.
+extern "C" __global__ __launch_bounds__(64) void gemm_nt_f32_32x32(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<32, 32, 16, 4, 4, true, true>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// ---- nn: Y[M,N] = act(alpha * A[M,K] . B[K,N] + beta*Y + bias)  (linear backward dX = dY . W)
+
+// doc: nn GEMM, Y[M,N] = act(alpha*A[M,K].B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/128), ceil(M/128)), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nn_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<128, 128, 8, 8, 8, true, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// doc: nn GEMM, Y[M,N] = act(alpha*A[M,K].B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/64), ceil(M/64)), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nn_f32_64x64(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<64, 64, 16, 4, 4, true, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// doc: nn GEMM, Y[M,N] = act(alpha*A[M,K].B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/32), ceil(M/32)), block 64.
+extern "C" __global__ __launch_bounds__(64) void gemm_nn_f32_32x32(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<32, 32, 16, 4, 4, true, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// ---- tn: Y[M,N] = act(alpha * A[K,M]^T . B[K,N] + beta*Y + bias)  (linear backward dW = dY^T . X, beta = 1 accumulates)
+
+// doc: tn GEMM, Y[M,N] = act(alpha*A[K,M]^T.B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/128), ceil(M/128)), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_tn_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<128, 128, 8, 8, 8, false, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// doc: tn GEMM, Y[M,N] = act(alpha*A[K,M]^T.B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/64), ceil(M/64)), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_tn_f32_64x64(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<64, 64, 16, 4, 4, false, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
+
+// doc: tn GEMM, Y[M,N] = act(alpha*A[K,M]^T.B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/32), ceil(M/32)), block 64.
+extern "C" __global__ __launch_bounds__(64) void gemm_tn_f32_32x32(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+{
+    gemm_body<32, 32, 16, 4, 4, false, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+}
