@@ -33,12 +33,40 @@ def selfcheck(args):
     return 0 if err < 1e-5 else 1
 
 
+def list_kernels(args):
+    """Print every shipped kernel with its signature (from the manifest), grouped by PTX file."""
+    from .runtime import kernels
+    last = None
+    for name, (fname, params, doc) in sorted(kernels.manifest().items(), key=lambda kv: (kv[1][0], kv[0])):
+        if fname != last:
+            print(f"\n{fname}")
+            last = fname
+        print(f"  {name}(" + ", ".join(f"{t} {n}" for n, t in params) + ")")
+        if args.verbose and doc:
+            print(f"      {doc}")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="rawdev", description="What model.cuda() really does, on the CUDA driver API.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="train an MLP on the GPU (or the simulator) and show every driver call")
-    d.add_argument("--device", default="auto", help="cuda, sim or auto (default)")
-    d.set_defaults(fn=selfcheck)
+    try:
+        from .demo import add_parser as add_demo
+    except ImportError:   # until the trainer lands, `rawdev demo` is the runtime self-check
+        d = sub.add_parser("demo", help="runtime self-check (the training demo is coming)")
+        d.add_argument("--device", default="auto", help="cuda, sim or auto (default)")
+        d.set_defaults(fn=selfcheck)
+    else:
+        add_demo(sub)
+    k = sub.add_parser("kernels", help="list the shipped PTX kernels and their signatures")
+    k.add_argument("-v", "--verbose", action="store_true", help="also print each kernel's doc line")
+    k.set_defaults(fn=list_kernels)
+    try:
+        from .memtool.cli import add_parser as add_mem
+    except ImportError:
+        pass
+    else:
+        add_mem(sub)
     args = p.parse_args(argv)
     return args.fn(args)
 
