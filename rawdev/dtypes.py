@@ -1,0 +1,142 @@
+"""rawdev's dtypes: the element types a Tensor can hold, and how each maps onto numpy storage.
+
+numpy has no bfloat16, so a bfloat16 tensor stores its raw 16-bit patterns in a uint16 array;
+`to_numpy_values`/`from_numpy_values` convert to and from float32 at the edges (round to nearest
+even, like PyTorch's cast). Everything else stores in the numpy dtype of the same name.
+"""
+
+import numpy as np
+
+__all__ = [
+    "dtype", "float32", "float", "float16", "half", "bfloat16", "float64", "double",
+    "int64", "long", "int32", "int", "uint8", "bool", "get_default_dtype", "from_numpy_dtype",
+    "from_name", "ALL",
+]
+
+
+class dtype:
+    """One element type. Compared by identity: there is exactly one object per type."""
+
+    __slots__ = ("name", "itemsize", "storage", "is_floating_point", "is_signed", "st_name", "_legacy")
+
+    def __init__(self, name, storage, is_floating_point, is_signed, st_name, legacy):
+        self.name = name
+        self.storage = np.dtype(storage)        # numpy dtype of the storage array
+        self.itemsize = self.storage.itemsize
+        self.is_floating_point = is_floating_point
+        self.is_signed = is_signed
+        self.st_name = st_name                  # the safetensors header's name for it
+        self._legacy = legacy                   # PyTorch's legacy type name ("FloatTensor"), for typename()
+
+    def __repr__(self):
+        return f"rawdev.{self.name}"
+
+    def __reduce__(self):  # dtypes are singletons; copy/deepcopy must keep them so
+        return (from_name, (self.name,))
+
+    @property
+    def value_dtype(self):
+        """numpy dtype of the *values* (float32 for bfloat16, else the storage dtype)."""
+        return np.dtype(np.float32) if self is bfloat16 else self.storage
+
+
+float32 = dtype("float32", np.float32, True, True, "F32", "FloatTensor")
+float16 = dtype("float16", np.float16, True, True, "F16", "HalfTensor")
+bfloat16 = dtype("bfloat16", np.uint16, True, True, "BF16", "BFloat16Tensor")
+float64 = dtype("float64", np.float64, True, True, "F64", "DoubleTensor")
+int64 = dtype("int64", np.int64, False, True, "I64", "LongTensor")
+int32 = dtype("int32", np.int32, False, True, "I32", "IntTensor")
+uint8 = dtype("uint8", np.uint8, False, False, "U8", "ByteTensor")
+bool = dtype("bool", np.bool_, False, False, "BOOL", "BoolTensor")  # noqa: A001 (PyTorch's name)
+
+# PyTorch's aliases.
+float = float32  # noqa: A001
+half = float16
+double = float64
+long = int64
+int = int32  # noqa: A001
+
+ALL = (float32, float16, bfloat16, float64, int64, int32, uint8, bool)
+_BY_NAME = {d.name: d for d in ALL}
+_BY_ST = {d.st_name: d for d in ALL}
+_BY_NUMPY = {d.storage: d for d in ALL if d is not bfloat16}
+
+
+def get_default_dtype():
+    return float32
+
+
+def from_name(name):
+    """dtype from "float32" / "rawdev.float32" / "torch.float32" / a safetensors name ("F32")."""
+    if isinstance(name, dtype):
+        return name
+    key = str(name).split(".")[-1]
+    if key in _BY_NAME:
+        return _BY_NAME[key]
+    if key in _BY_ST:
+        return _BY_ST[key]
+    raise TypeError(f"unknown dtype {name!r}; rawdev supports {', '.join(d.name for d in ALL)}")
+
+
+def from_numpy_dtype(np_dtype):
+    """The dtype whose storage is np_dtype; TypeError (PyTorch's wording) for one rawdev can't hold."""
+    nd = np.dtype(np_dtype)
+    if nd.byteorder == ">":
+        nd = nd.newbyteorder("<")
+    try:
+        return _BY_NUMPY[nd]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{nd.name}. The only supported types are: "
+            "float64, float32, float16, int64, int32, uint8, and bool.") from None
+
+
+def as_dtype(d):
+    """Accept a rawdev dtype, a numpy dtype / type, or a name; return the rawdev dtype."""
+    if d is None or isinstance(d, dtype):
+        return d
+    if isinstance(d, str):
+        return from_name(d)
+    return from_numpy_dtype(d)
+
+
+# -- bfloat16 bit conversions (numpy has no bfloat16) --------------------------------------------
+
+def f32_to_bf16_bits(a):
+    """float32 values -> bfloat16 bit patterns (uint16), round to nearest even; NaN stays NaN."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    u = a.view(np.uint32)
+    rounding = ((u >> 16) & 1) + np.uint32(0x7FFF)
+    out = ((u + rounding) >> 16).astype(np.uint16)
+    nan = np.isnan(a)
+    if nan.any():
+        out[nan] = ((u[nan] >> 16) | 0x0040).astype(np.uint16)  # keep sign, force a quiet NaN
+    return out
+
+
+def bf16_bits_to_f32(b):
+    """bfloat16 bit patterns (uint16) -> float32 values (exact)."""
+    b = np.ascontiguousarray(b, dtype=np.uint16)
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
+def to_values(storage_array, dt):
+    """Storage array of dtype dt -> a numpy array of values (float32 for bfloat16, else a view)."""
+    return bf16_bits_to_f32(storage_array) if dt is bfloat16 else storage_array
+
+
+def to_storage(values, dt):
+    """Values (anything numpy takes) -> a new C-contiguous storage array of dtype dt."""
+    if dt is bfloat16:
+        v = values
+        if isinstance(v, np.ndarray) and v.dtype == np.uint16:
+            raise TypeError("ambiguous uint16 array for bfloat16: pass float values")
+        return f32_to_bf16_bits(np.asarray(v, dtype=np.float32))
+    return np.array(values, dtype=dt.storage, order="C", copy=True)
+
+
+def convert_storage(arr, src, dst):
+    """Storage array of dtype src -> new storage array of dtype dst (a copy, even when equal)."""
+    if src is dst:
+        return np.array(arr, copy=True, order="C")
+    return to_storage(to_values(arr, src), dst)

@@ -1,0 +1,41 @@
+"""nn.Parameter: a Tensor that a Module registers as a parameter; requires_grad=True by default."""
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..tensor.core import Tensor
+
+__all__ = ["Parameter", "Buffer"]
+
+
+class Parameter(Tensor):
+    """Parameter(data=None, requires_grad=True): shares data's storage (no copy), like PyTorch."""
+
+    __slots__ = ()
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            data = Tensor._make_cpu(np.empty((0,), np.float32), _dt.float32)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
+        self._assign(data)
+        self._vc, self._base = data._vc, None
+        self._requires_grad, self._grad, self.grad_fn = False, None, None
+        self.requires_grad = requires_grad
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """nn.Buffer(data, persistent=True): marks a tensor to be registered as a buffer when assigned."""
+
+    __slots__ = ()
+
+    def __init__(self, data, *, persistent=True):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer(): data must be a Tensor, not {type(data).__name__}")
+        self._assign(data)
+        self._vc, self._base = data._vc, None
+        self._requires_grad, self._grad, self.grad_fn = data.requires_grad, None, None
+        self.__dict__["persistent"] = persistent
