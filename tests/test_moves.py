@@ -1,0 +1,321 @@
+"""Module and tensor moves: one copy, same Parameter objects, exact bytes, all-or-nothing (issue #4)."""
+import gc
+
+import numpy as np
+import pytest
+from cuda.bindings.driver import CUresult
+
+import rawdev.sim as sim
+from _models import BN, Lin, mlp, snapshot
+from rawdev import dtypes
+from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError
+from rawdev.nn import Module, Parameter, Sequential
+from rawdev.runtime import memory, reset_for_tests, seam, trace
+from rawdev.tensor import Tensor, randn, tensor, zeros
+
+MOVE_CALLS = ["cuMemHostAlloc", "cuMemAllocFromPoolAsync", "cuMemcpyHtoDAsync", "cuEventCreate", "cuEventRecord",
+              "cuStreamWaitEvent"]
+
+
+def test_mlp_to_cuda_is_one_htod_copy_and_keeps_parameters(dev):
+    m = mlp()
+    assert len(list(m.parameters())) == 6
+    ids = [id(p) for p in m.parameters()]
+    before = snapshot(m)
+    with trace() as t:
+        m.cuda()
+    assert t.count("cuMemcpyHtoDAsync") == 1
+    assert t.count("cuMemcpyHtoD") == 0
+    assert t.count("cuMemAllocFromPoolAsync") == 1
+    assert t.count("cuMemHostAlloc") == 1
+    assert [id(p) for p in m.parameters()] == ids
+    assert all(p.is_cuda and str(p.device) == "cuda:0" for p in m.parameters())
+    # every tensor is a view into the one arena, at an aligned offset
+    bufs = {id(p._buf) for p in m.parameters()}
+    assert len(bufs) == 1
+    assert all(p._offset % memory.ARENA_ALIGN == 0 for p in m.parameters())
+    with trace() as t:
+        assert m.cpu() is m
+    assert t.count("cuMemcpyDtoHAsync") == 1
+    assert [id(p) for p in m.parameters()] == ids
+    assert snapshot(m) == before
+
+
+def test_owner_tags_on_the_arena(dev):
+    m = Sequential(Lin(4, 8), BN(8))
+    m[0].weight.grad = randn(8, 4)
+    m.to("cuda")
+    block = m[0].weight._buf.block
+    owners = {who for _, _, who in block.owners()}
+    assert {"0.weight", "0.bias", "0.weight.grad", "1.running_mean", "1.running_var", "1.scratch",
+            "1.num_batches_tracked"} <= owners
+    for off, n, who in block.owners():
+        if who == "0.weight.grad":
+            assert off == m[0].weight.grad._offset and n == 8 * 4 * 4
+
+
+def test_update_through_reference_taken_before_cuda_is_visible(dev):
+    m = mlp()
+    w = next(iter(m.parameters()))           # what an optimizer holds
+    w.grad = zeros(w.shape).fill_(0.5)
+    m.cuda()
+    assert w.is_cuda and w.grad.is_cuda
+    # An SGD-style in-place step made through the old reference (p -= lr * grad, done on the host here).
+    new = w.detach().cpu().numpy() - 0.1 * w.grad.cpu().numpy()
+    w.copy_(tensor(new))
+    assert np.array_equal(m[0].weight.detach().cpu().numpy(), new)
+    assert np.array_equal(m.state_dict()["0.weight"].cpu().numpy(), new)
+    m.cpu()
+    assert np.array_equal(m[0].weight.detach().numpy(), new)
+
+
+def test_grads_and_buffers_move_and_come_back(dev):
+    m = Sequential(Lin(3, 5), BN(5))
+    for p in m.parameters():
+        p.grad = randn(p.shape)
+    before = snapshot(m)
+    m.cuda()
+    assert all(t.is_cuda for t in m.buffers())
+    assert all(p.grad.is_cuda for p in m.parameters())
+    m.cpu()
+    assert snapshot(m) == before
+
+
+def test_tied_weight_moves_once(dev):
+    a, b = Lin(4, 4), Lin(4, 4)
+    b.weight = a.weight
+    m = Sequential(a, b)
+    with trace() as t:
+        m.cuda()
+    assert t.count("cuMemcpyHtoDAsync") == 1
+    assert m[0].weight is m[1].weight and m[0].weight.is_cuda
+    assert list(m.state_dict().keys()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
+def test_move_is_noop_when_already_there(dev):
+    m = mlp().cuda()
+    with trace() as t:
+        m.to("cuda:0")
+    assert t.count("cuMemcpyHtoDAsync") == 0 and t.count("cuMemAllocFromPoolAsync") == 0
+
+
+def test_non_blocking_round_trip(dev):
+    m = mlp()
+    before = snapshot(m)
+    m.to("cuda", non_blocking=True)
+    m.to("cpu", non_blocking=True)
+    # .numpy() waits for the copy it depends on
+    assert snapshot(m) == before
+
+
+def test_source_host_arrays_may_change_after_the_move(dev):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    from rawdev.tensor import from_numpy
+    p = Parameter(from_numpy(a))
+    m = Module()
+    m.w = p
+    m.to("cuda", non_blocking=True)
+    a[...] = -1                              # the old host storage is no longer the model's
+    assert np.array_equal(m.w.detach().cpu().numpy(), np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def test_module_to_dtype_casts_only_floating(dev):
+    m = Sequential(Lin(2, 3), BN(3))
+    w = m[0].weight.detach().numpy().copy()
+    m.to("cuda", dtypes.float16)
+    assert m[0].weight.dtype is dtypes.float16 and m[1].num_batches_tracked.dtype is dtypes.int64
+    m.to(dtype=dtypes.float32)
+    assert m[0].weight.is_cuda and m[0].weight.dtype is dtypes.float32
+    np.testing.assert_allclose(m[0].weight.detach().cpu().numpy(), w, rtol=1e-3)
+    with pytest.raises(TypeError, match="nn.Module.to only accepts floating point or complex dtypes"):
+        m.to(dtypes.int64)
+
+
+def test_bfloat16_round_trip_exact(dev):
+    m = Lin(5, 7)
+    m.bfloat16()
+    before = snapshot(m)
+    m.cuda().cpu()
+    assert snapshot(m) == before
+
+
+@pytest.mark.parametrize("fn", MOVE_CALLS)
+def test_injected_failure_at_each_call_leaves_module_unchanged(dev, fn):
+    gc.collect()  # objects of earlier tests' (reset) simulators must not be finalized mid-test
+    m = Sequential(Lin(16, 32), BN(32), Lin(32, 4))
+    m[0].weight.grad = randn(32, 16)
+    before = snapshot(m)
+    objs = [id(t) for t in m.parameters()] + [id(t) for t in m.buffers()]
+    n_calls = _count_calls(lambda: Sequential(Lin(16, 32), BN(32), Lin(32, 4)).cuda(), fn)
+    assert n_calls >= 1, f"a move makes no {fn} call"
+    settle(dev)
+    used = memory.pool_used(dev)
+    for nth in range(1, n_calls + 1):
+        sim_or_skip(fn, nth)
+        with pytest.raises(CudaError) as ei:
+            m.cuda()
+        sim.clear_faults()
+        assert "moving Sequential to cuda:0" in str(ei.value)
+        assert "'0.weight' (32x16 float32, 2.0 KiB)" in str(ei.value)
+        settle(dev)
+        assert snapshot(m) == before
+        assert [id(t) for t in m.parameters()] + [id(t) for t in m.buffers()] == objs
+        assert memory.pool_used(dev) == used
+    m.cuda()
+    m.cpu()
+    assert snapshot(m) == before
+
+
+@pytest.mark.parametrize("fn", ["cuMemHostAlloc", "cuMemcpyDtoHAsync", "cuEventRecord", "cuStreamWaitEvent"])
+def test_injected_failure_moving_back_leaves_module_on_device(dev, fn):
+    m = mlp()
+    before = snapshot(m)
+    m.cuda()
+    ptrs = [p.data_ptr() for p in m.parameters()]
+    sim_or_skip(fn, 1)
+    with pytest.raises(CudaError, match="moving Sequential to cpu"):
+        m.cpu()
+    sim.clear_faults()
+    assert [p.data_ptr() for p in m.parameters()] == ptrs and all(p.is_cuda for p in m.parameters())
+    m.cpu()
+    assert snapshot(m) == before
+
+
+def test_oom_names_tensors_and_sizes(driver):
+    if driver != "sim":
+        pytest.skip("needs a device whose capacity the test sets")
+    import os
+    os.environ["RAWDEV_SIM_MEMORY"] = str(64 << 20)
+    try:
+        reset_for_tests("sim")
+        from rawdev.runtime import get_device
+        dev = get_device(0)
+        m = Sequential(Lin(4096, 4096), Lin(4096, 4096), Lin(4096, 4096), Lin(4096, 4096))  # 256 MiB
+        before = snapshot(m)
+        settle(dev)
+        used = memory.pool_used(dev)
+        with pytest.raises(OutOfMemoryError) as ei:
+            m.cuda()
+        msg = str(ei.value)
+        assert "moving Sequential to cuda:0 (8 tensors, 256.1 MiB" in msg
+        assert "'0.weight' (4096x4096 float32, 64.0 MiB)" in msg
+        assert "allocating the 256.1 MiB device arena" in msg
+        settle(dev)
+        assert memory.pool_used(dev) == used
+        assert snapshot(m) == before
+    finally:
+        del os.environ["RAWDEV_SIM_MEMORY"]
+        reset_for_tests("sim")
+
+
+def test_module_cuda_without_gpu_warns_and_stays(monkeypatch):
+    reset_for_tests("auto")
+    import rawdev.runtime as rt
+    monkeypatch.setattr(rt, "is_available", lambda: False)
+    m = mlp()
+    before = snapshot(m)
+    with pytest.warns(RuntimeWarning, match="RAWDEV_DRIVER=sim"):
+        assert m.cuda() is m
+    assert snapshot(m) == before
+    with pytest.raises(NoDeviceError, match="RAWDEV_DRIVER=sim"):
+        m.to("cuda")
+    with pytest.raises(NoDeviceError):
+        randn(3).cuda()
+    assert snapshot(m) == before
+
+
+def test_tensor_to_returns_new_tensor_and_keeps_source(dev):
+    a = randn(4, 5)
+    b = a.to("cuda")
+    assert b is not a and b.is_cuda and a.is_cpu
+    assert a.to("cpu") is a
+    assert a.to("cpu", copy=True) is not a
+    c = b.to("cuda:0")
+    assert c is b
+    assert np.array_equal(b.cpu().numpy(), a.numpy())
+    h = b.to(dtypes.float16)
+    assert h.is_cuda and h.dtype is dtypes.float16
+    np.testing.assert_allclose(h.cpu().numpy(), a.numpy(), rtol=1e-3, atol=1e-3)
+    nb = a.to("cuda", non_blocking=True).to("cpu", non_blocking=True)
+    assert np.array_equal(nb.numpy(), a.numpy())
+
+
+def test_tensor_cuda_ops(dev):
+    a = randn(6, 4)
+    b = a.cuda()
+    assert b.data_ptr() >= 2 ** 48 and b.nbytes == 96
+    assert np.array_equal(b[2:4].cpu().numpy(), a.numpy()[2:4])
+    assert b[1:3].data_ptr() == b.data_ptr() + 4 * 4
+    assert np.array_equal(b.view(-1).cpu().numpy(), a.numpy().reshape(-1))
+    assert b[3].item is not None and b[3, ...].shape == (4,)
+    assert b.reshape(24)[5].item() == pytest.approx(float(a.numpy().reshape(-1)[5]))
+    c = b.clone()
+    c.zero_()
+    assert not c.cpu().numpy().any() and b.cpu().numpy().any()
+    b.fill_(2.5)
+    assert (b.cpu().numpy() == 2.5).all()
+    b[1:3] = tensor(np.ones((2, 4), np.float32))
+    assert b.cpu().numpy()[1:3].sum() == 8
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        b.numpy()
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        np.asarray(b)
+
+
+def test_cuda_array_interface(dev):
+    b = randn(3, 2).cuda()
+    cai = b.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (3, 2) and cai["typestr"] == "<f4"
+    assert cai["data"] == (b.data_ptr(), False) and cai["strides"] is None
+    assert cai["stream"] == int(dev.compute_stream.handle)
+    with pytest.raises(AttributeError):
+        randn(2).__cuda_array_interface__
+
+
+def test_constructors_on_cuda(dev):
+    from rawdev import random
+    from rawdev.tensor import arange, empty, full, ones, rand, zeros_like
+    random.manual_seed(3)
+    a = randn(3, 4, device="cuda")
+    random.manual_seed(3)
+    assert np.array_equal(a.cpu().numpy(), randn(3, 4).numpy())
+    assert np.array_equal(zeros(2, 3, device="cuda").cpu().numpy(), np.zeros((2, 3), np.float32))
+    assert np.array_equal(ones(2, device="cuda", dtype=dtypes.int32).cpu().numpy(), [1, 1])
+    assert np.array_equal(arange(5, device="cuda").cpu().numpy(), np.arange(5))
+    assert full((2,), 3.0, device="cuda").cpu().tolist() == [3.0, 3.0]
+    e = empty(5, device="cuda")
+    assert e.is_cuda and e.shape == (5,)
+    z = zeros_like(a)
+    assert z.is_cuda and not z.cpu().numpy().any()
+    r = rand(100, device="cuda").cpu().numpy()
+    assert ((0 <= r) & (r < 1)).all()
+
+
+def test_zero_grad_on_cuda(dev):
+    m = mlp()
+    for p in m.parameters():
+        p.grad = randn(p.shape)
+    m.cuda()
+    m.zero_grad(set_to_none=False)
+    assert all(not p.grad.cpu().numpy().any() and p.grad.is_cuda for p in m.parameters())
+    m.zero_grad()
+    assert all(p.grad is None for p in m.parameters())
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def sim_or_skip(fn, nth):
+    if seam.driver_name() != "sim":
+        pytest.skip("fault injection needs the simulator")
+    sim.inject_fault(fn, CUresult.CUDA_ERROR_OUT_OF_MEMORY if "Alloc" in fn else CUresult.CUDA_ERROR_UNKNOWN, nth=nth)
+
+
+def _count_calls(action, fn):
+    with trace() as t:
+        action()
+    return t.count(fn)
+
+
+def settle(dev):
+    """Flush queued frees (first sync) and let the stream-ordered frees run (second sync)."""
+    dev.synchronize()
+    dev.synchronize()
