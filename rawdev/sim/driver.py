@@ -50,7 +50,9 @@ from .memory import BASE_ADDRESS, DeviceMemory, SimInvalidValue, SimMemoryError,
 R = drv.CUresult
 OK = R.CUDA_SUCCESS
 GRANULE = 2 << 20                    # pool reserve granularity
-DEV_SPAN = 1 << 44                   # address space per simulated device (device i starts at BASE + i*SPAN)
+DEV_SPAN = 1 << 41                   # address space per simulated device (device i starts at base + i*SPAN)
+GEN_SPAN = 1 << 45                   # each reset() moves the address space on: a stale pointer from before a
+                                     # reset never names a new allocation (it is simply unknown)
 U64_MAX = (1 << 64) - 1
 
 
@@ -165,9 +167,9 @@ def _device_attributes(cc, nsm=16):
 
 
 class Device:
-    def __init__(self, ordinal, cfg, handle):
+    def __init__(self, ordinal, cfg, handle, base):
         self.ordinal, self.capacity, self.cc = ordinal, cfg["memory"], cfg["cc"]
-        self.mem = DeviceMemory(self.capacity, base=BASE_ADDRESS + ordinal * DEV_SPAN)
+        self.mem = DeviceMemory(self.capacity, base=base + ordinal * DEV_SPAN)
         self.attrs = _device_attributes(self.cc)
         self.attrs[_ATTR.CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] = ordinal + 1
         self.ctx, self.refcount = handle, 0   # primary context handle, retain count
@@ -230,11 +232,13 @@ class _State:
     def __init__(self):
         self.cfg = _config()
         self.gen = next(_generations)
+        self.base = BASE_ADDRESS + (self.gen - 1) % 4096 * GEN_SPAN
         self.initialized = False
-        self._ids = itertools.count(1)
-        self.devices = [Device(i, self.cfg, self.handle(0xC7C0_0000)) for i in range(self.cfg["ndev"])]
+        self.devices = [Device(i, self.cfg, self.handle(0xC7C0_0000), self.base) for i in range(self.cfg["ndev"])]
         self.streams, self.events, self.modules, self.funcs, self.pools = {}, {}, {}, {}, {}
         self.host = {}                        # pinned: addr -> (numpy buffer, size)
+        self.running = 0                      # >0 while queued work executes (finalizers may re-enter)
+        self.zombies = []                     # pinned buffers freed mid-execution, released at a sync point
         self.host_bases = []                  # sorted pinned addrs
         self.pending_free = set()             # addrs with a cuMemFreeAsync queued
         self.alloc_pool = {}                  # device addr -> Pool
@@ -248,10 +252,12 @@ class _State:
         self.bytes = collections.Counter()    # HtoD / DtoH / DtoD / memset bytes run
 
     def handle(self, base):
-        return base + next(self._ids) * 0x100
+        return base + next(_ids) * 0x100
 
 
 _generations = itertools.count(1)
+_ids = itertools.count(1)           # never restarts: a stale handle from before a reset() stays invalid
+_graveyard = {}                     # pinned buffers of earlier resets: runtime objects may still view them
 _lock = threading.RLock()
 _tls = threading.local()
 _S = _State()
@@ -396,8 +402,8 @@ def _pool(h):
 
 def _dev_of(addr):
     """The device whose address range holds ``addr`` (UVA), or None."""
-    i = (addr - BASE_ADDRESS) // DEV_SPAN
-    return _S.devices[i] if addr >= BASE_ADDRESS and i < len(_S.devices) else None
+    i = (addr - _S.base) // DEV_SPAN
+    return _S.devices[i] if 0 <= i < len(_S.devices) else None
 
 
 def _dev_range(addr, n, what):
@@ -447,6 +453,14 @@ def _deps(op):
 def _run(targets):
     """Run queued ops until every ``(stream, seq)`` target has run everything up to ``seq``."""
     stack = list(targets)
+    _S.running += 1
+    try:
+        _drain(stack)
+    finally:
+        _S.running -= 1
+
+
+def _drain(stack):
     while stack:
         s, k = stack[-1]
         if not s.q or s.q[0].seq > k:
@@ -494,6 +508,8 @@ def _sync_point(dev):
     for p in list(dev.pools.values()):
         p.shrink(p.threshold // GRANULE * GRANULE)
     dev.streams = [s for s in dev.streams if not (s.destroyed and not s.q)]
+    if not _S.running:
+        _S.zombies.clear()
 
 
 def _pending(stream, seq=float("inf")):
@@ -824,7 +840,7 @@ def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
     p.allocs[addr] = n
     p.used_high, p.reserved_high = max(p.used_high, p.used), max(p.reserved_high, p.reserved)
     _S.alloc_pool[addr] = p
-    _S.buffer_ids[addr] = next(_S._ids)
+    _S.buffer_ids[addr] = next(_ids)
     return drv.CUdeviceptr(addr)
 
 
@@ -879,9 +895,16 @@ def cuMemHostAlloc(bytesize, Flags):
 def cuMemFreeHost(p):
     addr = _host_ptr(p)
     if addr not in _S.host:
+        if _graveyard.pop(addr, None) is not None:  # from before a reset(): release it, but say so
+            raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"cuMemFreeHost(0x{addr:x}): allocated before rawdev.sim.reset()")
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"cuMemFreeHost(0x{addr:x}): not a cuMemHostAlloc pointer")
-    del _S.host[addr]
+    if not _S.running:  # cuMemFreeHost synchronizes: no queued copy may still read or write it
+        for dev in _S.devices:
+            _run_all(dev)
+    buf = _S.host.pop(addr)[0]
     _S.host_bases.remove(addr)
+    if _S.running:  # a finalizer ran mid-execution: it cannot sync, so keep the memory until the next sync point
+        _S.zombies.append(buf)
 
 
 # ============================================================================== copies and memsets
@@ -1325,6 +1348,7 @@ def reset():
     error, armed faults, counters; re-reads the RAWDEV_SIM_* environment. cuInit is needed again."""
     global _S
     with _lock:
+        _graveyard.update({a: b for a, (b, _) in _S.host.items()})
         _S = _State()
 
 
