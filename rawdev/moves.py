@@ -353,12 +353,13 @@ def _load_into_device(dev, entries):
     """Write sources into existing cuda storage: one pinned staging buffer, one HtoD per run of adjacent
     targets (one in all for a model moved here as an arena), on the copy stream between events."""
     rdev = _rdev(dev)
-    direct = []
-    for target, src, key in entries:
+    direct, host_entries, hosts = [], [], []
+    for entry in entries:
+        target, src, _ = entry
         if src.is_cuda and src.device == target.device and src.dtype is target.dtype:
-            direct.append((target, src, key))  # already on the device: a device-side copy
-    hosts = []
-    host_entries = [e for e in entries if not any(e is d for d in direct)]
+            direct.append(entry)  # already on the device: a device-side copy
+        else:
+            host_entries.append(entry)
     named = [(key, src) for _, src, key in host_entries]
     for (target, src, key), (_, arr) in zip(host_entries, to_host_arrays(named)):
         if src.dtype is not target.dtype:

@@ -11,8 +11,9 @@ class Lin(Module):
         super().__init__()
         self.in_features, self.out_features = fan_in, fan_out
         self.weight = Parameter(randn(fan_out, fan_in))
-        self.bias = Parameter(randn(fan_out)) if bias else None
-        if not bias:
+        if bias:
+            self.bias = Parameter(randn(fan_out))
+        else:
             self.register_parameter("bias", None)
 
     def extra_repr(self):
