@@ -433,6 +433,10 @@ def test_module_load_errors_write_the_jit_log(fake_isa):
     assert len(err) == 15                                     # truncated to the buffer, NUL-terminated
     res, err, _ = load(FAKE_PTX.replace("sm_75", "sm_80"))
     assert res[0] == R.CUDA_ERROR_INVALID_PTX and "sm_80" in err
+    log, J = bytearray(256), drv.CUjit_option                  # the runtime passes bytearrays
+    res = sim.cuModuleLoadDataEx(b".version 8.0\n.target sm_75\nfrobnicate;", 2,
+                                 [J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES], [log, 256])
+    assert res[0] == R.CUDA_ERROR_INVALID_PTX and b"frobnicate" in log.split(b"\0")[0]
     res, err, info = load(FAKE_PTX)
     mod = ok(res)
     assert err == "" and "Compiling entry function 'fill' for 'sm_75'" in info

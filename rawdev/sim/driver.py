@@ -28,6 +28,33 @@ Model (see docs/INTERNALS.md, "Sim driver ↔ runtime"):
   points (stream/event/ctx synchronize) and on cuMemPoolTrimTo. Allocation is immediate (the address
   is valid at once); cuMemFreeAsync frees when its stream runs to it.
 * Elapsed time comes from a simulated clock that advances by the wall time of each executed op.
+
+Choices where the simulator had to pick (each follows the real driver where its docs say):
+
+* Sticky errors spare what needs no context: cuGetErrorName/String, cuDriverGetVersion, cuInit,
+  cuDeviceGet*/cuDeviceTotalMem, cuDevicePrimaryCtxRetain/Release (so teardown works).
+* cuPointerGetAttributes on an unknown pointer returns CUDA_SUCCESS with NULL/0 attributes
+  (MEMORY_TYPE 0, DEVICE_ORDINAL -2): the documented behaviour of the plural call.
+* cuDeviceGetName returns the whole ``length``-byte buffer (name, NUL, filler) like cuda-python.
+* 0-byte cuMemAllocFromPoolAsync / cuMemHostAlloc → CUDA_ERROR_INVALID_VALUE.
+* Pool *_MEM_* / RELEASE_THRESHOLD attributes are cuuint64_t both ways (an int raises, as the
+  binding's ``value.getPtr()`` does); cuDeviceGetAttribute of an unmodelled attribute →
+  CUDA_ERROR_INVALID_VALUE rather than a made-up number.
+* Primary context released to refcount 0: the handle stops working (CUDA_ERROR_INVALID_CONTEXT) but
+  the device's memory, streams and modules are kept (the real driver would destroy them).
+* CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) both mean the legacy default stream.
+* A copy that runs after its memory was freed (another stream freed it first) → sticky
+  CUDA_ERROR_ILLEGAL_ADDRESS with a use-after-free detail.
+* PTX checks at load: ``.version`` newer than the driver JITs → CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  ``.target sm_XY`` above the device's compute capability → CUDA_ERROR_INVALID_PTX; a parse error →
+  CUDA_ERROR_INVALID_PTX; no interpreter importable → CUDA_ERROR_JIT_COMPILER_NOT_FOUND. The log
+  text goes to CU_JIT_ERROR_LOG_BUFFER (NUL-terminated, truncated to its size) and to
+  :func:`last_error_detail`.
+* reset() moves the device address space and never reuses handles, so a finalizer of an object
+  from before the reset can never free or touch something allocated after it.
+
+Environment (read at import and at every reset()): RAWDEV_SIM_DEVICES (1), RAWDEV_SIM_MEMORY
+(bytes, K/M/G suffixes; 4G), RAWDEV_SIM_DRIVER_VERSION (12080), RAWDEV_SIM_CC ("7.5").
 """
 
 from __future__ import annotations
@@ -1165,14 +1192,17 @@ def cuModuleGetFunction(hmod, name):
         raise TypeError(f"expected bytes, {type(name).__name__} found")
     m, key = _module(hmod), name.decode()
     if key not in m.funcs:
-        entries = getattr(m.ptx, "entries", {})
+        entries = getattr(m.ptx, "entries", None) or m.info
         if key not in entries:
             raise _Err(R.CUDA_ERROR_NOT_FOUND, f"no .entry {key!r} in the module (has: {', '.join(entries)})")
         info = m.info.get(key) or dict(params=[], param_size=0, shared=0, regs=32, maxntid=1024)
         ent = entries[key]
-        if getattr(ent, "params", None) is not None:  # the interpreter's layout is the one it reads
-            info = dict(info, params=[(int(p.size), int(p.offset)) for p in ent.params],
-                        param_size=int(getattr(ent, "param_size", info["param_size"])))
+        ps = getattr(ent, "params", None)
+        if ps is not None and all(hasattr(p, "size") and hasattr(p, "offset") for p in ps):
+            # the interpreter's layout is the one its ld.param reads
+            layout = [(int(p.size), int(p.offset)) for p in ps]
+            info = dict(info, params=layout, param_size=int(getattr(
+                ent, "param_size", max((o + n for n, o in layout), default=0))))
         f = Func(_S.handle(0xF000_0000), m, key, ent, info)
         m.funcs[key] = f
         _S.funcs[f.handle] = f
