@@ -16,7 +16,12 @@ from collections.abc import Mapping
 
 import numpy as np
 import safetensors
-from safetensors import TensorSpec, deserialize, safe_open, serialize_file
+from safetensors import deserialize, safe_open, serialize_file
+
+try:
+    from safetensors import TensorSpec          # safetensors >= 0.7: pointer + length, no copy
+except ImportError:  # pragma: no cover - older safetensors takes {"dtype", "shape", "data": bytes}
+    TensorSpec = None
 
 from . import dtypes as _dt
 from .device import as_device
@@ -55,8 +60,11 @@ def save(obj, f, metadata=None):
     for (k, v), (_, arr) in zip(items, arrays):
         arr = np.ascontiguousarray(arr)
         alive.append(arr)
-        specs[k] = TensorSpec(dtype=_SPEC_NAME[v.dtype], shape=list(v.shape),
-                              data_ptr=arr.ctypes.data if arr.nbytes else 0, data_len=arr.nbytes)
+        if TensorSpec is None:
+            specs[k] = {"dtype": _SPEC_NAME[v.dtype], "shape": list(v.shape), "data": arr.tobytes()}
+        else:
+            specs[k] = TensorSpec(dtype=_SPEC_NAME[v.dtype], shape=list(v.shape),
+                                  data_ptr=arr.ctypes.data if arr.nbytes else 0, data_len=arr.nbytes)
     meta = {"format": _FORMAT, _ORDER_KEY: json.dumps([k for k, _ in items])}
     if metadata:
         for k, v in metadata.items():
