@@ -6,9 +6,17 @@ or rawdev.use_driver(name) before that).
 import sys as _sys
 
 from . import cuda, errors
+from .device import device
+from .dtypes import *  # noqa: F401,F403  (float32, float16, bfloat16, int64, int32, uint8, bool, ...)
+from .dtypes import dtype, get_default_dtype
 from .errors import CudaError, NoDeviceError, NoDriverError, OutOfMemoryError
+from .random import Generator, initial_seed, manual_seed, seed
 from .runtime.seam import use_driver
 from .runtime.trace import trace
+from .serialization import load, save
+from .tensor import *  # noqa: F401,F403  (Tensor, tensor, zeros, ones, randn, ...)
+from .tensor import Size, Tensor, is_tensor
+from . import nn  # noqa: E402  (after Tensor: layers build on it)
 
 __version__ = "0.1.0"
 
