@@ -94,10 +94,11 @@ def _upload(items, dev, what):
     try:
         staging = memory.PinnedBuffer(total, owner=f"staging for {what}")
         step = "packing the staging buffer"
+        arr = staging.array
         for it in items:
             if it.nbytes:
-                step = f"packing {it.describe()} into the staging buffer"
-                staging.array[it.offset:it.offset + it.nbytes] = it.host.reshape(-1).view(np.uint8)
+                step = it  # described only if something fails (a move can have thousands of tensors)
+                arr[it.offset:it.offset + it.nbytes] = it.host.reshape(-1).view(np.uint8)
         step = f"allocating the {fmt_bytes(total)} device arena"
         arena = memory.DeviceBuffer.alloc(rdev, total, stream=rdev.copy_stream, owner=what)
         for it in items:
@@ -112,6 +113,8 @@ def _upload(items, dev, what):
         return arena
     except BaseException as e:
         _undo_upload(rdev, staging, arena, copied)
+        if isinstance(step, _Item):
+            step = f"packing {step.describe()} into the staging buffer"
         _reraise(e, _context(what, items, dev, step))
 
 
@@ -188,17 +191,19 @@ def _download_one_device(dev, items, what, non_blocking):
                 pass
             staging.free()
         _reraise(e, _context(what, items, CPU, step))
+    if non_blocking:
+        block = staging.array     # the tensors live in pinned memory; reads wait for `done`
+    else:
+        # One host copy of the whole block frees the pinned buffer at once; the tensors are views of it,
+        # as they were views of the arena on the device.
+        done.synchronize()
+        block = np.array(staging.array, copy=True)
+        staging.free()
     for (buf, lo, hi, its), soff in zip(spans, layout):
         for it in its:
             start = soff + it.t._offset - lo
-            it.host = staging.array[start:start + it.t.nbytes].view(it.t.dtype.storage).reshape(tuple(it.t.shape))
-    if non_blocking:
-        return done, staging
-    done.synchronize()
-    for it in items:
-        it.host = np.array(it.host, copy=True)
-    staging.free()
-    return None, None
+            it.host = block[start:start + it.t.nbytes].view(it.t.dtype.storage).reshape(tuple(it.t.shape))
+    return (done, staging) if non_blocking else (None, None)
 
 
 # ----------------------------------------------------------------------------- the move itself

@@ -1,5 +1,7 @@
 """rawdev.Size: a tuple of ints that prints like torch.Size (error messages quote it)."""
 
+import math
+
 
 class Size(tuple):
     __slots__ = ()
@@ -13,10 +15,7 @@ class Size(tuple):
     __str__ = __repr__
 
     def numel(self):
-        n = 1
-        for d in self:
-            n *= d
-        return n
+        return math.prod(self)
 
     def __getitem__(self, i):
         r = super().__getitem__(i)
