@@ -1,0 +1,178 @@
+"""The backward pass: walk the recorded graph from the roots in dependency order, summing gradients.
+
+Gradients that meet at a node are summed (out of place) before the node runs; a leaf's gradient is
+added into `.grad` (rawdev.ops.dispatch.accumulate_leaf_grad). Unless retain_graph, each node frees
+its saved tensors right after it ran, so activations are released during the backward pass.
+"""
+from .function import AccumulateGrad, BackwardNode
+from .grad_mode import no_grad
+
+__all__ = ["backward", "grad", "run_backward"]
+
+
+def _as_tuple(x):
+    from ..tensor.core import Tensor
+    if x is None:
+        return None
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _make_grads(outputs, grad_outputs):
+    from ..ops import dispatch
+    from ..tensor.core import Tensor
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if grad_outputs is not None else None
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            g = dispatch.ones_like(out)
+        elif isinstance(g, Tensor):
+            if g.shape != out.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g.shape)} and "
+                                   f"output[{i}] has a shape of {tuple(out.shape)}.")
+            if g.device != out.device:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"{g.device} (grad_output[{i}]) and {out.device} (output[{i}])!")
+            g = g.detach()
+        else:
+            raise TypeError(f"gradients can be Tensors or None, but got {type(g).__name__}")
+        grads.append(g)
+    return grads
+
+
+def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture=False, accumulate=True):
+    """Core engine. With capture, returns {id(input): grad} for `inputs` instead of accumulating into them."""
+    from ..ops import dispatch
+    outputs = _as_tuple(outputs)
+    grads = _make_grads(outputs, _as_tuple(grad_outputs))
+    roots = []
+    for i, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if out.grad_fn is None:
+            roots.append((out.__dict__.get("_accumulate_grad") or _acc(out), 0))
+        else:
+            roots.append((out.grad_fn, out.__dict__.get("_output_nr", 0)))
+
+    # which nodes receive gradient, and by how many edges
+    deps, stack, seen = {}, [n for n, _ in roots], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
+
+    capture_map = {}
+    if inputs is not None:
+        for t in inputs:
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            node = t.grad_fn if t.grad_fn is not None else (t.__dict__.get("_accumulate_grad") or _acc(t))
+            key = (node, t.__dict__.get("_output_nr", 0) if t.grad_fn is not None else 0)
+            capture_map.setdefault(key, []).append(t)
+
+    buffers = {}   # node -> list of grads per output
+
+    def add_grad(node, idx, g):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * max(node.num_outputs, 1)
+        buf[idx] = g if buf[idx] is None else dispatch.add_grads(buf[idx], g)
+
+    for (node, idx), g in zip(roots, grads):
+        add_grad(node, idx, g)
+
+    captured = {}
+    ready = [n for n, _ in roots if deps.get(n, 0) == 0]
+    ready = list({id(n): n for n in ready}.values())
+    with no_grad():
+        while ready:
+            ready.sort(key=lambda n: n.seq)
+            node = ready.pop()          # the most recently created ready node first, like PyTorch
+            gin = buffers.pop(node, None) or [None] * node.num_outputs
+            for i, g in enumerate(gin):
+                for t in capture_map.get((node, i), ()):
+                    captured[id(t)] = g
+            if node._retained is not None and gin[0] is not None:
+                t = node._retained()
+                if t is not None:
+                    t._grad = dispatch.clone(gin[0])
+            if isinstance(node, AccumulateGrad):
+                if accumulate and not (capture and (node, 0) in capture_map) and gin[0] is not None:
+                    node.apply(gin[0])
+                continue
+            if all(g is None for g in gin):
+                out_grads = (None,) * len(node.next_functions)
+            else:
+                out_grads = node.apply(*gin)
+            if not retain_graph and isinstance(node, BackwardNode):
+                node.release()
+            if len(out_grads) < len(node.next_functions):
+                out_grads = tuple(out_grads) + (None,) * (len(node.next_functions) - len(out_grads))
+            for (nxt, idx), g in zip(node.next_functions, out_grads):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    add_grad(nxt, idx, g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.append(nxt)
+    return captured
+
+
+def _acc(t):
+    from .function import _edge
+    return _edge(t)[0]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """rawdev.autograd.backward: accumulate d(tensors)/d(leaf) into every leaf's .grad."""
+    if create_graph:
+        raise NotImplementedError("rawdev's autograd does not record the backward pass (create_graph=True); "
+                                  "higher-order gradients are not supported")
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        captured = run_backward(tensors, grad_tensors, bool(retain_graph), inputs=inputs, capture=True,
+                                accumulate=False)
+        from ..ops import dispatch
+        for t in inputs:
+            g = captured.get(id(t))
+            if g is not None:
+                if t.grad_fn is None:
+                    dispatch.accumulate_leaf_grad(t, g)
+                else:
+                    t._grad = dispatch.clone(g)
+        return
+    run_backward(tensors, grad_tensors, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         materialize_grads=False):
+    """rawdev.autograd.grad: the gradients of outputs w.r.t. inputs, returned (nothing accumulated)."""
+    if create_graph:
+        raise NotImplementedError("rawdev's autograd does not record the backward pass (create_graph=True)")
+    single = not isinstance(inputs, (tuple, list))
+    inputs = _as_tuple(inputs)
+    captured = run_backward(outputs, grad_outputs, bool(retain_graph), inputs=inputs, capture=True,
+                            accumulate=False)
+    res = []
+    from ..ops import dispatch
+    for i, t in enumerate(inputs):
+        g = captured.get(id(t))
+        if g is None:
+            if materialize_grads:
+                g = dispatch.zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(f"One of the differentiated Tensors appears to not have been used in the graph. "
+                                   f"Set allow_unused=True if this is the desired behavior.")
+        res.append(g)
+    return tuple(res)

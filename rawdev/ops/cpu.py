@@ -1,0 +1,378 @@
+"""The cpu path of every op: numpy, in the tensor's own dtype (float64 for gradient checks).
+
+Each function takes and returns rawdev Tensors (no autograd here). This is also the oracle the cuda
+path is tested against. The signatures are the backend contract; rawdev/ops/cuda.py has the same ones.
+"""
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..device import CPU
+from ..tensor.core import Tensor
+
+NAME = "cpu"
+
+
+def v(t):
+    """numpy values of a cpu tensor (shared when the dtype allows)."""
+    return t._values()
+
+
+def wrap(arr, dt=None):
+    arr = np.asarray(arr)
+    if dt is None:
+        dt = _dt.from_numpy_dtype(arr.dtype)
+    if dt is _dt.bfloat16:
+        return Tensor._make_cpu(_dt.to_storage(arr, dt), dt)
+    if arr.dtype != dt.storage or not arr.flags.c_contiguous:
+        arr = np.array(arr, dtype=dt.storage, order="C")
+    return Tensor._make_cpu(arr, dt)
+
+
+def _vdt(dt):
+    """numpy dtype the values of dt are computed in."""
+    return np.float32 if dt is _dt.bfloat16 else dt.storage
+
+
+# ------------------------------------------------------------------ creation / copies
+def empty(shape, dt, dev=CPU, owner=None):
+    return Tensor._make_cpu(np.empty(tuple(shape), dt.storage), dt)
+
+
+def full(shape, value, dt, dev=CPU, owner=None):
+    return wrap(np.full(tuple(shape), value, _vdt(dt)), dt)
+
+
+def clone(x, owner=None):
+    return Tensor._make_cpu(np.array(x._host_storage(), copy=True), x.dtype)
+
+
+def copy_into(dst, src):
+    np.copyto(dst._host_storage(), src._host_storage())
+    dst._bump_version()
+
+
+# ------------------------------------------------------------------ elementwise
+def add(a, b, alpha=1.0, dt=None):
+    """a + alpha*b with broadcasting; dt: result dtype."""
+    r = v(a) + (v(b) if alpha == 1 else v(b) * np.asarray(alpha, _vdt(b.dtype)))
+    return wrap(r, dt or _dt.from_numpy_dtype(r.dtype))
+
+
+def add_(a, b, alpha=1.0):
+    """In place: a += alpha*b (b broadcast to a)."""
+    av = a._host_storage()
+    if alpha == 1:
+        av += v(b).astype(av.dtype, copy=False)
+    else:
+        av += (v(b) * alpha).astype(av.dtype, copy=False)
+    a._bump_version()
+    return a
+
+
+def scale_(x, s):
+    xv = x._host_storage()
+    xv *= np.asarray(s, xv.dtype)
+    x._bump_version()
+    return x
+
+
+def transpose2d(x):
+    return wrap(np.ascontiguousarray(v(x).T), x.dtype)
+
+
+def mul(a, b, dt=None):
+    r = v(a) * v(b)
+    return wrap(r, dt or _dt.from_numpy_dtype(r.dtype))
+
+
+def div(a, b, dt=None):
+    r = v(a) / v(b)
+    return wrap(r, dt or _dt.from_numpy_dtype(r.dtype))
+
+
+def scale(x, s):
+    """x * s for a Python scalar s, in x's dtype."""
+    xv = v(x)
+    return wrap(xv * np.asarray(s, xv.dtype), x.dtype)
+
+
+def add_scalar(x, s):
+    xv = v(x)
+    return wrap(xv + np.asarray(s, xv.dtype), x.dtype)
+
+
+def div_scalar(x, s):
+    xv = v(x)
+    return wrap(xv / np.asarray(s, xv.dtype), x.dtype)
+
+
+def rsub_scalar(x, s):
+    xv = v(x)
+    return wrap(np.asarray(s, xv.dtype) - xv, x.dtype)
+
+
+def rdiv_scalar(x, s):
+    xv = v(x)
+    return wrap(np.asarray(s, xv.dtype) / xv, x.dtype)
+
+
+def neg(x):
+    return wrap(-v(x), x.dtype)
+
+
+def pow_scalar(x, e):
+    xv = v(x)
+    return wrap(np.power(xv, np.asarray(e, xv.dtype)), x.dtype)
+
+
+def _erf(x):
+    try:
+        from scipy.special import erf
+        return erf(x)
+    except ImportError:   # numpy has no erf: vectorized math.erf
+        return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+def _gelu_tanh(x):
+    k0, k1 = np.asarray(math.sqrt(2.0 / math.pi), x.dtype), np.asarray(0.044715, x.dtype)
+    return 0.5 * x * (1 + np.tanh(k0 * (x + k1 * x * x * x)))
+
+
+def unary(op, x, p=None):
+    """op: relu, leaky_relu (p = negative slope), gelu (erf), gelu_tanh, tanh, sigmoid, exp, log."""
+    xv = v(x)
+    one = np.asarray(1, xv.dtype)
+    if op == "relu":
+        r = np.maximum(xv, np.asarray(0, xv.dtype))
+    elif op == "leaky_relu":
+        r = np.where(xv > 0, xv, xv * np.asarray(p, xv.dtype))
+    elif op == "gelu":
+        r = 0.5 * xv * (one + _erf(xv / np.asarray(math.sqrt(2.0), xv.dtype)))
+    elif op == "gelu_tanh":
+        r = _gelu_tanh(xv)
+    elif op == "tanh":
+        r = np.tanh(xv)
+    elif op == "sigmoid":
+        with np.errstate(over="ignore"):
+            r = one / (one + np.exp(-xv))
+    elif op == "exp":
+        r = np.exp(xv)
+    elif op == "log":
+        r = np.log(xv)
+    else:
+        raise ValueError(f"unknown unary op {op}")
+    return wrap(np.asarray(r, xv.dtype), x.dtype)
+
+
+def unary_bwd(op, gy, x, y, p=None):
+    """Gradient of unary(op) given the output gradient gy, the input x and the output y."""
+    g = v(gy)
+    dtp = g.dtype
+    if op == "relu":
+        r = np.where(v(y) > 0, g, np.asarray(0, dtp))
+    elif op == "leaky_relu":
+        r = np.where(v(x) > 0, g, g * np.asarray(p, dtp))
+    elif op == "gelu":
+        xv = v(x)
+        cdf = 0.5 * (1 + _erf(xv / np.asarray(math.sqrt(2.0), dtp)))
+        pdf = np.exp(-0.5 * xv * xv) / np.asarray(math.sqrt(2 * math.pi), dtp)
+        r = g * (cdf + xv * pdf)
+    elif op == "gelu_tanh":
+        xv = v(x)
+        k0, k1 = np.asarray(math.sqrt(2.0 / math.pi), dtp), np.asarray(0.044715, dtp)
+        inner = k0 * (xv + k1 * xv ** 3)
+        t = np.tanh(inner)
+        r = g * (0.5 * (1 + t) + 0.5 * xv * (1 - t * t) * k0 * (1 + 3 * k1 * xv * xv))
+    elif op == "tanh":
+        yv = v(y)
+        r = g * (1 - yv * yv)
+    elif op == "sigmoid":
+        yv = v(y)
+        r = g * yv * (1 - yv)
+    elif op == "exp":
+        r = g * v(y)
+    elif op == "log":
+        r = g / v(x)
+    else:
+        raise ValueError(f"unknown unary op {op}")
+    return wrap(np.asarray(r, dtp), gy.dtype)
+
+
+# ------------------------------------------------------------------ reductions
+def sum_dims(x, dims, keepdim=False, dt=None):
+    xv = v(x)
+    r = np.sum(xv, axis=tuple(dims), keepdims=keepdim, dtype=xv.dtype if dt is None else _vdt(dt))
+    return wrap(r, dt or x.dtype)
+
+
+def sum_to(g, shape):
+    """Reduce a broadcast gradient back to `shape`."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    gv = v(g)
+    lead = gv.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gv.shape[i + lead] != 1)
+    r = np.sum(gv, axis=axes, keepdims=True) if axes else gv
+    return wrap(r.reshape(shape), g.dtype)
+
+
+def expand(x, shape):
+    return wrap(np.broadcast_to(v(x), tuple(shape)), x.dtype)
+
+
+# ------------------------------------------------------------------ matrix products
+def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0):
+    """op(a)[M,K] · op(b)[K,N] (* alpha) (+ bias[N]) then act (0 none, 1 relu, 2 gelu-tanh); 2-D only."""
+    av, bv = v(a), v(b)
+    r = (av.T if ta else av) @ (bv.T if tb else bv)
+    if alpha != 1:
+        r = r * np.asarray(alpha, r.dtype)
+    if bias is not None:
+        r = r + v(bias)
+    if act == 1:
+        r = np.maximum(r, 0)
+    elif act == 2:
+        r = _gelu_tanh(r)
+    return wrap(r, a.dtype)
+
+
+def matmul(a, b):
+    """numpy matmul semantics (batched, broadcast, 1-D promotion)."""
+    r = np.matmul(v(a), v(b))
+    return wrap(r, a.dtype)
+
+
+# ------------------------------------------------------------------ softmax family
+def softmax(x, dim, log=False):
+    xv = v(x)
+    m = np.max(xv, axis=dim, keepdims=True)
+    z = xv - m
+    if log:
+        r = z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+    else:
+        e = np.exp(z)
+        r = e / np.sum(e, axis=dim, keepdims=True)
+    return wrap(r, x.dtype)
+
+
+def softmax_bwd(gy, y, dim, log=False):
+    g, yv = v(gy), v(y)
+    if log:
+        r = g - np.exp(yv) * np.sum(g, axis=dim, keepdims=True)
+    else:
+        r = yv * (g - np.sum(g * yv, axis=dim, keepdims=True))
+    return wrap(r, gy.dtype)
+
+
+# ------------------------------------------------------------------ losses
+def _ce_weights(target, n_cls, weight, ignore_index, dtp):
+    t = v(target).astype(np.int64)
+    valid = t != ignore_index
+    if np.any((t[valid] < 0) | (t[valid] >= n_cls)):
+        bad = t[valid][(t[valid] < 0) | (t[valid] >= n_cls)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
+    ts = np.where(valid, t, 0)
+    w = (v(weight)[ts] if weight is not None else np.ones(t.shape, dtp)) * valid
+    return ts, w.astype(dtp), valid
+
+
+def cross_entropy(logits, target, weight, ignore_index, reduction, smoothing):
+    """logits [N, C], target [N] class indices. Returns (loss, logp) with PyTorch's semantics."""
+    logp = v(softmax(logits, 1, log=True))
+    dtp = logp.dtype
+    n, c = logp.shape
+    ts, w, valid = _ce_weights(target, c, weight, ignore_index, dtp)
+    nll = -logp[np.arange(n), ts] * w
+    if smoothing:
+        wc = v(weight) if weight is not None else np.ones(c, dtp)
+        smooth = -(logp * wc).sum(1) * valid
+        per = (1 - smoothing) * nll + (smoothing / c) * smooth
+    else:
+        per = nll
+    if reduction == "none":
+        r = per
+    elif reduction == "sum":
+        r = per.sum()
+    else:
+        r = per.sum() / w.sum()
+    return wrap(np.asarray(r, dtp), logits.dtype), wrap(logp, logits.dtype)
+
+
+def cross_entropy_bwd(gy, logp, target, weight, ignore_index, reduction, smoothing):
+    lp = v(logp)
+    dtp = lp.dtype
+    n, c = lp.shape
+    ts, w, valid = _ce_weights(target, c, weight, ignore_index, dtp)
+    g = v(gy)
+    if reduction == "none":
+        gs = g.reshape(n)
+    elif reduction == "sum":
+        gs = np.full(n, g.reshape(()), dtp)
+    else:
+        gs = np.full(n, g.reshape(()) / w.sum(), dtp)
+    p = np.exp(lp)
+    onehot = np.zeros_like(lp)
+    onehot[np.arange(n), ts] = 1
+    # d(nll_i)/dz = w_i (p - onehot); d(smooth_i)/dz = valid_i (sum(wc) p - wc)
+    grad = (1 - smoothing) * (w[:, None] * (p - onehot))
+    if smoothing:
+        wc = v(weight) if weight is not None else np.ones(c, dtp)
+        grad = grad + (smoothing / c) * (valid[:, None] * (wc.sum() * p - wc[None, :]))
+    return wrap(grad * gs[:, None], gy.dtype)
+
+
+# ------------------------------------------------------------------ dropout
+def dropout_mask(shape, p, dt, dev, generator):
+    """Keep-mask scaled by 1/(1-p), drawn from rawdev's host generator."""
+    keep = generator.np.random(tuple(shape)) >= p
+    return wrap(keep.astype(_vdt(dt)) / np.asarray(1 - p, _vdt(dt)), dt)
+
+
+# ------------------------------------------------------------------ optimizers (one tensor at a time)
+def sgd_step(p, g, buf, lr, momentum, dampening, nesterov, weight_decay, maximize, first):
+    """PyTorch's SGD for one parameter, in place. buf: momentum buffer (or None)."""
+    pv, gv = p._host_storage(), v(g)
+    d = -gv if maximize else gv
+    if weight_decay:
+        d = d + weight_decay * pv
+    if momentum:
+        bv = buf._host_storage()
+        if first:
+            bv[...] = d
+        else:
+            bv *= momentum
+            bv += (1 - dampening) * d
+        d = d + momentum * bv if nesterov else bv
+    pv -= (lr * d).astype(pv.dtype, copy=False)
+    p._bump_version()
+
+
+def adam_step(p, g, m, s, smax, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize, step):
+    """PyTorch's Adam / AdamW (decoupled) for one parameter, in place (m: exp_avg, s: exp_avg_sq)."""
+    pv, gv = p._host_storage(), v(g)
+    dtp = pv.dtype
+    gv = -gv if maximize else gv
+    if weight_decay:
+        if decoupled:
+            pv *= dtp.type(1 - lr * weight_decay)
+        else:
+            gv = gv + weight_decay * pv
+    mv, sv = m._host_storage(), s._host_storage()
+    mv += (gv - mv) * dtp.type(1 - beta1)          # lerp, as PyTorch's exp_avg.lerp_(grad, 1 - beta1)
+    sv *= dtp.type(beta2)
+    sv += dtp.type(1 - beta2) * gv * gv
+    bc1 = 1 - beta1 ** step
+    bc2 = 1 - beta2 ** step
+    step_size = lr / bc1
+    bc2_sqrt = math.sqrt(bc2)
+    if amsgrad:
+        xv = smax._host_storage()
+        np.maximum(xv, sv, out=xv)
+        denom = np.sqrt(xv) / dtp.type(bc2_sqrt) + dtp.type(eps)
+    else:
+        denom = np.sqrt(sv) / dtp.type(bc2_sqrt) + dtp.type(eps)
+    pv -= (dtp.type(step_size) * mv / denom).astype(dtp, copy=False)
+    p._bump_version()

@@ -1,0 +1,87 @@
+"""The small dispatcher: which backend runs an op (cpu = numpy, cuda = shipped PTX), device checks,
+and the gradient helpers the autograd engine calls."""
+from .. import dtypes as _dt
+from . import cpu
+
+__all__ = ["backend", "check_same_device"]
+
+
+def check_same_device(op, *tensors):
+    """The common device of tensors (None entries skipped); mixing devices names both, like PyTorch."""
+    dev, first = None, None
+    for i, t in enumerate(tensors):
+        if t is None:
+            continue
+        if dev is None:
+            dev, first = t.device, i
+        elif t.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{dev} and {t.device}! (when checking argument for {op}: argument {first} is on "
+                               f"{dev}, argument {i} is on {t.device})")
+    return dev
+
+
+def backend(op, *tensors):
+    """The backend module for tensors that must share a device (RuntimeError naming both otherwise)."""
+    dev = check_same_device(op, *tensors)
+    if dev is None or dev.type == "cpu":
+        return cpu
+    from . import cuda
+    return cuda
+
+
+def backend_of(t):
+    if t.device.type == "cpu":
+        return cpu
+    from . import cuda
+    return cuda
+
+
+# ------------------------------------------------------------------ used by the autograd engine
+def ones_like(t):
+    return backend_of(t).full(t.shape, 1, t.dtype, t.device)
+
+
+def zeros_like(t):
+    return backend_of(t).full(t.shape, 0, t.dtype, t.device)
+
+
+def zeros_like_meta(meta):
+    shape, dt, dev = meta
+    b = cpu if dev.type == "cpu" else backend_of_device(dev)
+    return b.full(shape, 0, dt, dev)
+
+
+def backend_of_device(dev):
+    if dev.type == "cpu":
+        return cpu
+    from . import cuda
+    return cuda
+
+
+def clone(t):
+    return backend_of(t).clone(t)
+
+
+def add_grads(a, b):
+    """Sum of two gradients for the same tensor (out of place)."""
+    return backend("add", a, b).add(a, b)
+
+
+def accumulate_leaf_grad(var, g):
+    """var.grad = g (a private copy) or var.grad += g, as PyTorch's AccumulateGrad."""
+    if tuple(g.shape) != tuple(var.shape):
+        raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient - got {list(g.shape)} but expected "
+                           f"shape compatible with {list(var.shape)}")
+    if g.device != var.device:
+        raise RuntimeError(f"gradient for a tensor on {var.device} was computed on {g.device}")
+    be = backend_of(var)
+    if g.dtype is not var.dtype:
+        g = g.to(dtype=var.dtype)
+    if var._grad is None:
+        var._grad = be.new_grad(var, g) if hasattr(be, "new_grad") else be.clone(g)
+    else:
+        cur = var._grad
+        if cur.device != var.device:
+            raise RuntimeError("the existing .grad is on another device than its tensor")
+        be.add_(cur, g)
