@@ -22,7 +22,7 @@ class device:
             return
         if isinstance(type, int) and not isinstance(type, bool):
             if type < 0:
-                raise RuntimeError(f"Device index must not be negative")
+                raise RuntimeError("Device index must not be negative")
             self._type, self._index = "cuda", type
             return
         if not isinstance(type, str):
@@ -43,7 +43,7 @@ class device:
             if not isinstance(index, int) or isinstance(index, bool):
                 raise TypeError(f"device(): argument 'index' must be int, not {_tn(index)}")
             if index < 0:
-                raise RuntimeError(f"Device index must not be negative")
+                raise RuntimeError("Device index must not be negative")
             if kind == "cpu" and index != 0:
                 raise RuntimeError(f"CPU device index must be -1 or zero, got {index}")
             if kind == "cpu":

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device import CPU, as_device
-from .errors import CudaError, IllegalAddressError, NoDeviceError, OutOfMemoryError
+from .errors import CudaError, IllegalAddressError, OutOfMemoryError
 from .runtime import memory
 from .runtime.trace import fmt_bytes
 from .tensor.core import Tensor

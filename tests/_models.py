@@ -3,7 +3,7 @@ import numpy as np
 
 from rawdev import dtypes
 from rawdev.nn import Module, Parameter, Sequential
-from rawdev.tensor import from_numpy, ones, randn, zeros
+from rawdev.tensor import ones, randn, zeros
 
 
 class Lin(Module):

@@ -7,7 +7,7 @@ import pytest
 from _models import BN, Act, Lin
 from rawdev import dtypes
 from rawdev.nn import Buffer, Module, ModuleDict, ModuleList, Parameter, Sequential
-from rawdev.tensor import ones, randn, zeros
+from rawdev.tensor import ones, zeros
 
 
 class raises_key:

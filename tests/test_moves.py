@@ -11,7 +11,7 @@ from rawdev import dtypes
 from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError
 from rawdev.nn import Module, Parameter, Sequential
 from rawdev.runtime import memory, reset_for_tests, seam, trace
-from rawdev.tensor import Tensor, randn, tensor, zeros
+from rawdev.tensor import randn, tensor, zeros
 
 MOVE_CALLS = ["cuMemHostAlloc", "cuMemAllocFromPoolAsync", "cuMemcpyHtoDAsync", "cuEventCreate", "cuEventRecord",
               "cuStreamWaitEvent"]

@@ -526,7 +526,6 @@ class Module:
                     load(child, child_state_dict, child_prefix)
 
         load(self, state_dict)
-        del load
 
         if strict:
             if len(unexpected_keys) > 0:

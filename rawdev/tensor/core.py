@@ -416,7 +416,7 @@ class Tensor:
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -547,9 +547,9 @@ class Tensor:
         return out
 
     def cuda(self, device=None, non_blocking=False):
-        dev = _device_cls("cuda", 0) if device is None else as_device(device if not isinstance(device, int) else _device_cls("cuda", device))
+        dev = as_device("cuda" if device is None else device)  # an int is a cuda index, as in PyTorch
         if dev.type != "cuda":
-            raise RuntimeError(f"Invalid device, must be cuda device")
+            raise RuntimeError("Invalid device, must be cuda device")
         return self.to(dev, non_blocking=non_blocking)
 
     def cpu(self, non_blocking=False):
