@@ -3,8 +3,8 @@
 A move is all-or-nothing and costs one copy:
   1. plan   : every tensor that must move, its owner tag ("0.weight", "0.weight.grad") and its target dtype;
   2. place  : host -> device: pack all bytes at ARENA_ALIGN offsets into one pinned staging buffer,
-              allocate one device arena, one cuMemcpyHtoDAsync on the copy stream, the compute stream
-              waits on an event; device -> host: one pinned buffer, one cuMemcpyDtoHAsync per source
+              allocate one device arena (in compute-stream order), one cuMemcpyHtoDAsync on the copy
+              stream (after an event marking the allocation), the compute stream waits on an event; device -> host: one pinned buffer, one cuMemcpyDtoHAsync per source
               buffer (one for a module that was moved here as an arena);
   3. commit : only when every allocation and copy has succeeded do the tensors switch storage.
 A failure in step 2 frees what step 2 allocated and raises; no tensor has changed.
@@ -100,9 +100,13 @@ def _upload(items, dev, what):
                 step = it  # described only if something fails (a move can have thousands of tensors)
                 arr[it.offset:it.offset + it.nbytes] = it.host.reshape(-1).view(np.uint8)
         step = f"allocating the {fmt_bytes(total)} device arena"
-        arena = memory.DeviceBuffer.alloc(rdev, total, stream=rdev.copy_stream, owner=what)
+        # Allocated in the compute stream's order, so that its eventual free is ordered after the
+        # kernels that use it; the copy stream then waits for that point before writing into it.
+        arena = memory.DeviceBuffer.alloc(rdev, total, stream=rdev.compute_stream, owner=what)
         for it in items:
             arena.tag(it.offset, it.nbytes, it.name)
+        step = "ordering the copy after the arena's allocation"
+        rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
         if total:
             step = "copying the staging buffer to the device arena"
             memory.copy_htod(arena.ptr, staging.ptr, total, stream=rdev.copy_stream, owner=what)

@@ -78,7 +78,7 @@ class Module:
         super().__setattr__("_modules", {})
         super().__setattr__("_forward_pre_hooks", OrderedDict())
         super().__setattr__("_forward_hooks", OrderedDict())
-        super().__setattr__("_hook_id", itertools.count())
+        super().__setattr__("_next_hook_id", 0)  # an int, not itertools.count: modules must deepcopy
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -95,11 +95,18 @@ class Module:
                 out = res
         return out
 
+    def _hook_handle(self, hooks, hook):
+        hid = self.__dict__["_next_hook_id"]
+        self.__dict__["_next_hook_id"] = hid + 1
+        return _RemovableHandle(hooks, hid, hook)
+
     def register_forward_pre_hook(self, hook):
-        return _RemovableHandle(self._forward_pre_hooks, next(self._hook_id), hook)
+        """hook(module, args) -> None or new args; runs before forward."""
+        return self._hook_handle(self._forward_pre_hooks, hook)
 
     def register_forward_hook(self, hook):
-        return _RemovableHandle(self._forward_hooks, next(self._hook_id), hook)
+        """hook(module, args, output) -> None or a new output; runs after forward."""
+        return self._hook_handle(self._forward_hooks, hook)
 
     # ------------------------------------------------------------------ registration
     def register_buffer(self, name, tensor, persistent=True):
