@@ -30,3 +30,10 @@ def _excepthook(tp, value, tb, _previous=_sys.excepthook):
 
 
 _sys.excepthook = _excepthook
+
+# --- autograd, ops, optim, utils (issue #5) ---
+from . import autograd, ops  # noqa: E402  (ops installs Tensor's math methods)
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .ops.functions import (add, div, exp, flatten, log, log_softmax, matmul, mean, mm, mul, neg, pow,  # noqa: E402,A004
+                            relu, reshape, sigmoid, softmax, squeeze, sub, sum, tanh, unsqueeze)
+from . import optim, utils  # noqa: E402

@@ -118,13 +118,23 @@ class FunctionCtx:
 
 
 class BackwardNode(Node):
-    """The node a Function.apply records: calls the Function's backward with its ctx."""
+    """The node a Function.apply records: calls the Function's backward with its ctx.
+
+    Each node's class is a subclass named after the op ("AddmmBackward0"), so reprs read like PyTorch's.
+    """
 
     def __init__(self, fn_cls, ctx):
         super().__init__()
         self.fn_cls, self.ctx = fn_cls, ctx
-        self._name = getattr(fn_cls, "node_name", None) or f"{fn_cls.__name__.lstrip('_')}Backward0"
-        ctx._node_name = self._name
+        self.rename(getattr(fn_cls, "node_name", None) or f"{fn_cls.__name__.lstrip('_')}Backward")
+
+    def rename(self, name):
+        self._name = name
+        self.ctx._node_name = name
+        cls = _node_classes.get(name)
+        if cls is None:
+            cls = _node_classes[name] = type(name, (BackwardNode,), {"__module__": "rawdev.autograd"})
+        self.__class__ = cls
 
     def apply(self, *grads):
         ctx = self.ctx
@@ -140,6 +150,9 @@ class BackwardNode(Node):
 
     def release(self):
         self.ctx._free()
+
+
+_node_classes = {}
 
 
 def _edge(t):

@@ -5,3 +5,11 @@ from .module import Module
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "Parameter", "Buffer", "Sequential", "ModuleList", "ModuleDict"]
+
+# --- layers, losses, functional, init (the ops layer, issue #5) ---
+from . import functional, init  # noqa: E402
+from .layers import (GELU, CrossEntropyLoss, Dropout, Flatten, Identity, LeakyReLU, Linear, LogSoftmax,  # noqa: E402
+                     MSELoss, NLLLoss, ReLU, Sigmoid, Softmax, Tanh, Unflatten)
+
+__all__ += ["functional", "init", "Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
+            "Dropout", "Flatten", "Unflatten", "Identity", "CrossEntropyLoss", "MSELoss", "NLLLoss"]

@@ -376,3 +376,25 @@ def adam_step(p, g, m, s, smax, lr, beta1, beta2, eps, weight_decay, decoupled, 
         denom = np.sqrt(sv) / dtp.type(bc2_sqrt) + dtp.type(eps)
     pv -= (dtp.type(step_size) * mv / denom).astype(dtp, copy=False)
     p._bump_version()
+
+
+def zeros_state(p, key):
+    return Tensor._make_cpu(np.zeros(tuple(p.shape), p.dtype.storage), p.dtype)
+
+
+def alloc_states(params, key):
+    """Zeroed optimizer state tensors like params (key: "exp_avg", "momentum_buffer", ...)."""
+    return [zeros_state(p, key) for p in params]
+
+
+def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, weight_decay, maximize):
+    for i, (p, g) in enumerate(zip(params, grads)):
+        sgd_step(p, g, bufs[i] if bufs else None, lr, momentum, dampening, nesterov, weight_decay, maximize,
+                 first[i])
+
+
+def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
+               maximize):
+    for i, (p, g) in enumerate(zip(params, grads)):
+        adam_step(p, g, ms[i], vs[i], vmaxs[i] if vmaxs else None, lr, beta1, beta2, eps, weight_decay, decoupled,
+                  amsgrad, maximize, steps[i])

@@ -568,7 +568,7 @@ class _Unary(Function):
 def _unary(op, x, p=None):
     out = _Unary.apply(x, op, p)
     if out.grad_fn is not None:
-        out.grad_fn._name = _NODE[op]
+        out.grad_fn.rename(_NODE[op])
     return out
 
 
@@ -627,7 +627,7 @@ def _softmax(x, dim, log, dtype):
         return reshape(_softmax(x1, 0, log, None), ())
     out = _Softmax.apply(x, x._wrap_dim(dim), log)
     if out.grad_fn is not None:
-        out.grad_fn._name = "LogSoftmaxBackward0" if log else "SoftmaxBackward0"
+        out.grad_fn.rename("LogSoftmaxBackward0" if log else "SoftmaxBackward0")
     return out
 
 
@@ -741,5 +741,5 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa
     mask = B.dropout_mask(input.shape, p, input.dtype, input.device, generator or _random.default_generator)
     out = _Mul.apply(input, mask)
     if out.grad_fn is not None:
-        out.grad_fn._name = "NativeDropoutBackward0"
+        out.grad_fn.rename("NativeDropoutBackward0")
     return out

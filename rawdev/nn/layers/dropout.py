@@ -1,0 +1,20 @@
+from ..module import Module
+from ...ops import functions as F
+
+__all__ = ["Dropout"]
+
+
+class Dropout(Module):
+    """Zeroes each element with probability p in training (mask from rawdev's generator), scales by 1/(1-p)."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"

@@ -1,0 +1,88 @@
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.dispatch import backend_of
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam (and, with decoupled weight decay, AdamW), amsgrad and maximize included.
+
+    m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  (amsgrad: v̂ = max(v̂, v))
+    p -= lr/(1-β1^t) · m / (√v(or v̂)/√(1-β2^t) + eps)
+    """
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
+                        fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        from ..tensor.factory import tensor
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                params = [p for p in group["params"] if p.grad is not None]
+                if not params:
+                    continue
+                by_dev = {}
+                for p in params:
+                    by_dev.setdefault(p.device, []).append(p)
+                for dev_params in by_dev.values():
+                    B = backend_of(dev_params[0])
+                    new = [p for p in dev_params if len(self.state[p]) == 0]
+                    if new:
+                        keys = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
+                        allocs = {k: B.alloc_states(new, k) for k in keys}
+                        for i, p in enumerate(new):
+                            st = self.state[p]
+                            st["step"] = tensor(0.0)
+                            for k in keys:
+                                st[k] = allocs[k][i]
+                    if group["amsgrad"]:
+                        need = [p for p in dev_params if "max_exp_avg_sq" not in self.state[p]]
+                        if need:
+                            for p, b in zip(need, B.alloc_states(need, "max_exp_avg_sq")):
+                                self.state[p]["max_exp_avg_sq"] = b
+                    steps = []
+                    for p in dev_params:
+                        st = self.state[p]["step"]
+                        st.fill_(st.item() + 1)    # the step count lives on the host (as PyTorch's default)
+                        steps.append(int(st.item()))
+                    st = [self.state[p] for p in dev_params]
+                    beta1, beta2 = group["betas"]
+                    B.adam_group(dev_params, [p.grad for p in dev_params], [s["exp_avg"] for s in st],
+                                 [s["exp_avg_sq"] for s in st],
+                                 [s["max_exp_avg_sq"] for s in st] if group["amsgrad"] else None, steps,
+                                 lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                                 weight_decay=group["weight_decay"], decoupled=self._decoupled,
+                                 amsgrad=group["amsgrad"], maximize=group["maximize"])
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (p *= 1 - lr·wd before the update); default weight_decay 1e-2."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused)

@@ -1,0 +1,160 @@
+"""optim.Optimizer: param groups, per-parameter state, zero_grad, state_dict/load_state_dict (PyTorch's format).
+
+On cuda, state tensors are allocated on the parameter's device, laid out like the parameters (a group whose
+parameters share one arena gets state arenas with the same offsets, so one kernel launch updates the group),
+and tagged for the memory tool: "exp_avg of 0.weight", "momentum_buffer of 0.weight".
+"""
+import copy
+from collections import defaultdict
+
+from ..autograd.grad_mode import no_grad
+from ..tensor.core import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            f"got {type(params).__name__}")
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for g in param_groups:
+            self.add_param_group(g)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += "\n"
+            s += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len(set(map(id, params))):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error", stacklevel=3)
+        param_set = set()
+        for group in self.param_groups:
+            param_set.update(map(id, group["params"]))
+        if not param_set.isdisjoint(set(map(id, param_group["params"]))):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        if set_to_none:
+                            p.grad = None
+                        else:
+                            if p.grad.grad_fn is not None:
+                                p.grad.detach_()
+                            else:
+                                p.grad.requires_grad_(False)
+                            p.grad.zero_()
+
+    # ------------------------------------------------------------------ state_dict
+    def state_dict(self):
+        index, start = {}, 0
+
+        def pack_group(group):
+            nonlocal start
+            index.update({id(p): i for i, p in enumerate(group["params"], start) if id(p) not in index})
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack_group(g) for g in self.param_groups]
+        state = {index[id(k)]: v for k, v in self.state.items() if id(k) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        groups, saved_groups = self.param_groups, state_dict["param_groups"]
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's "
+                             "group")
+        id_map = {old: p for g, s in zip(groups, saved_groups) for old, p in zip(s["params"], g["params"])}
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                p = id_map[k]
+                state[p] = {key: self._cast_state(p, key, val) for key, val in v.items()}
+        self.state = state
+        new_groups = []
+        for g, s in zip(groups, saved_groups):
+            ng = {k: copy.deepcopy(v) for k, v in s.items() if k != "params"}
+            ng["params"] = g["params"]
+            new_groups.append(ng)
+        self.param_groups = new_groups
+        self._after_load()
+
+    def _cast_state(self, p, key, value):
+        """State tensors go to the parameter's device (floats also to its dtype); `step` stays as saved."""
+        if not isinstance(value, Tensor):
+            return copy.deepcopy(value)
+        if key == "step":
+            return value.detach().clone()
+        with no_grad():
+            out = self._alloc_state(p, key)
+            out.copy_(value.detach())
+        return out
+
+    def _after_load(self):
+        pass
+
+    def _alloc_state(self, p, key):
+        from ..ops.dispatch import backend_of
+        return backend_of(p).zeros_state(p, key)
+
+    def step(self, closure=None):
+        raise NotImplementedError
