@@ -14,6 +14,9 @@ memory.keep_alive on the copy stream, so they live until the copy is known compl
 makes non_blocking=True safe.
 """
 
+import os
+import weakref
+
 import numpy as np
 
 from . import dtypes as _dt
@@ -24,7 +27,7 @@ from .runtime.trace import fmt_bytes
 from .tensor.core import Tensor
 
 __all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays", "apply_load_plan",
-           "cuda_available", "NO_GPU_HINT"]
+           "cuda_available", "release_staging", "NO_GPU_HINT"]
 
 NO_GPU_HINT = ("model.cuda(): no CUDA GPU is available, so the model stays on the cpu. To run on rawdev's "
                "simulated GPU, set RAWDEV_DRIVER=sim (or call rawdev.use_driver('sim') before the first CUDA "
@@ -33,6 +36,39 @@ NO_GPU_HINT = ("model.cuda(): no CUDA GPU is available, so the model stays on th
 # Device->host copies of ranges of one buffer are merged when the gap between them is below this:
 # copying a little unused memory is cheaper than another driver call.
 _MERGE_GAP = 1 << 20
+
+
+# Pinned staging buffers are reused across moves, as PyTorch's caching host allocator reuses pinned
+# blocks: cuMemHostAlloc of a large buffer costs more than the copy it serves. One idle buffer per
+# device is kept (the larger one, up to this many bytes) and handed out again only once the event
+# after its last copy has completed. release_staging() gives it back to the driver.
+STAGING_CACHE_MAX = int(os.environ.get("RAWDEV_STAGING_CACHE_BYTES", str(2 << 30)))
+_staging = weakref.WeakKeyDictionary()   # runtime Device -> (PinnedBuffer, Event | None)
+
+
+def _acquire_staging(rdev, nbytes, owner):
+    entry = _staging.get(rdev)
+    if entry is not None:
+        buf, ev = entry
+        if buf.nbytes >= nbytes and (ev is None or ev.query()):
+            del _staging[rdev]
+            return buf
+    return memory.PinnedBuffer(nbytes, owner=owner)
+
+
+def _offer_staging(rdev, buf, ev=None):
+    """Keep buf for the next move (ev: the event after its last copy). A buffer not kept is dropped; one
+    still being copied from is held by memory.keep_alive until its copy completes."""
+    if not 0 < buf.nbytes <= STAGING_CACHE_MAX:
+        return
+    entry = _staging.get(rdev)
+    if entry is None or entry[0].nbytes <= buf.nbytes:
+        _staging[rdev] = (buf, ev)
+
+
+def release_staging():
+    """Drop the cached pinned staging buffers (rawdev.cuda.empty_cache can call this)."""
+    _staging.clear()
 
 
 def cuda_available():
@@ -92,7 +128,7 @@ def _upload(items, dev, what):
     copied = False
     step = "allocating the pinned staging buffer"
     try:
-        staging = memory.PinnedBuffer(total, owner=f"staging for {what}")
+        staging = _acquire_staging(rdev, total, f"staging for {what}")
         step = "packing the staging buffer"
         arr = staging.array
         for it in items:
@@ -112,8 +148,10 @@ def _upload(items, dev, what):
             memory.copy_htod(arena.ptr, staging.ptr, total, stream=rdev.copy_stream, owner=what)
             copied = True
         step = "ordering the compute stream after the copy"
-        rdev.compute_stream.wait_event(rdev.copy_stream.record_event())
+        copied_ev = rdev.copy_stream.record_event()
+        rdev.compute_stream.wait_event(copied_ev)
         memory.keep_alive(rdev.copy_stream, staging, *[it.host for it in items])
+        _offer_staging(rdev, staging, copied_ev)
         return arena
     except BaseException as e:
         _undo_upload(rdev, staging, arena, copied)
@@ -175,7 +213,9 @@ def _download_one_device(dev, items, what, non_blocking):
     total = off
     staging, step = None, "allocating the pinned staging buffer"
     try:
-        staging = memory.PinnedBuffer(total, owner=f"staging for {what}")
+        # Non-blocking: the tensors will live in this buffer, so it is their own (never a cached one).
+        staging = memory.PinnedBuffer(total, owner=f"{what} on the host") if non_blocking else \
+            _acquire_staging(rdev, total, f"staging for {what}")
         step = "ordering the copy stream after the compute stream"
         rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
         for (buf, lo, hi, its), soff in zip(spans, layout):
@@ -201,8 +241,8 @@ def _download_one_device(dev, items, what, non_blocking):
         # One host copy of the whole block frees the pinned buffer at once; the tensors are views of it,
         # as they were views of the arena on the device.
         done.synchronize()
-        block = np.array(staging.array, copy=True)
-        staging.free()
+        block = np.array(staging.array[:total], copy=True)
+        _offer_staging(rdev, staging)
     for (buf, lo, hi, its), soff in zip(spans, layout):
         for it in its:
             start = soff + it.t._offset - lo
@@ -386,7 +426,7 @@ def _load_into_device(dev, entries):
             runs.append([t._buf, t._offset, t._offset + t.nbytes, [h]])
     total = sum(memory.align(r[2] - r[1]) for r in runs)
     if runs:
-        staging = memory.PinnedBuffer(total, owner="staging for load_state_dict")
+        staging = _acquire_staging(rdev, total, "staging for load_state_dict")
         rdev.copy_stream.wait_event(rdev.compute_stream.record_event())  # kernels using the old values first
         soff = 0
         for buf, lo, hi, hs in runs:
@@ -397,8 +437,10 @@ def _load_into_device(dev, entries):
                 memory.copy_htod(buf.ptr + lo, staging.ptr + soff, hi - lo, stream=rdev.copy_stream,
                                  owner=hs[0][2] if len(hs) == 1 else "load_state_dict")
             soff += memory.align(hi - lo)
-        rdev.compute_stream.wait_event(rdev.copy_stream.record_event())
+        copied_ev = rdev.copy_stream.record_event()
+        rdev.compute_stream.wait_event(copied_ev)
         memory.keep_alive(rdev.copy_stream, staging)
+        _offer_staging(rdev, staging, copied_ev)
     for target, src, key in direct:
         if target.nbytes:
             memory.copy_dtod(target.data_ptr(), src.data_ptr(), target.nbytes, stream=rdev.compute_stream, owner=key)

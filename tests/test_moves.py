@@ -6,6 +6,7 @@ import pytest
 from cuda.bindings.driver import CUresult
 
 import rawdev.sim as sim
+from rawdev import moves
 from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError
@@ -142,6 +143,7 @@ def test_bfloat16_round_trip_exact(dev):
 @pytest.mark.parametrize("fn", MOVE_CALLS)
 def test_injected_failure_at_each_call_leaves_module_unchanged(dev, fn):
     gc.collect()  # objects of earlier tests' (reset) simulators must not be finalized mid-test
+    moves.release_staging()
     m = Sequential(Lin(16, 32), BN(32), Lin(32, 4))
     m[0].weight.grad = randn(32, 16)
     before = snapshot(m)
@@ -151,6 +153,7 @@ def test_injected_failure_at_each_call_leaves_module_unchanged(dev, fn):
     settle(dev)
     used = memory.pool_used(dev)
     for nth in range(1, n_calls + 1):
+        moves.release_staging()  # so that every attempt allocates its staging buffer
         sim_or_skip(fn, nth)
         with pytest.raises(CudaError) as ei:
             m.cuda()
@@ -172,6 +175,7 @@ def test_injected_failure_moving_back_leaves_module_on_device(dev, fn):
     before = snapshot(m)
     m.cuda()
     ptrs = [p.data_ptr() for p in m.parameters()]
+    moves.release_staging()
     sim_or_skip(fn, 1)
     with pytest.raises(CudaError, match="moving Sequential to cpu"):
         m.cpu()
@@ -312,6 +316,7 @@ def sim_or_skip(fn, nth):
 
 
 def _count_calls(action, fn):
+    moves.release_staging()
     with trace() as t:
         action()
     return t.count(fn)
@@ -351,3 +356,19 @@ def test_state_dict_of_cuda_model_aliases_the_arena(dev):
     sd = m.state_dict()
     assert all(v.is_cuda for v in sd.values())
     assert sd["0.weight"].data_ptr() == m[0].weight.data_ptr()
+
+
+def test_staging_buffer_is_reused_once_its_copy_is_done(dev):
+    moves.release_staging()
+    m = mlp()
+    m.cuda()
+    dev.synchronize()
+    m.cpu()
+    with trace() as t:
+        m.cuda()
+    assert t.count("cuMemHostAlloc") == 0 and t.count("cuMemcpyHtoDAsync") == 1
+    m.cpu()                      # a blocking .cpu() offers its staging buffer back too
+    moves.release_staging()
+    with trace() as t:
+        m.cuda()
+    assert t.count("cuMemHostAlloc") == 1
