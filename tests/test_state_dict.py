@@ -192,3 +192,38 @@ def test_failed_load_into_cuda_model_changes_nothing(dev):
         m.load_state_dict(sd)
     assert t.count("cuMemcpyHtoDAsync") == 0
     assert snapshot(m) == before
+
+
+class VersionedBN(BN):
+    """A PyTorch-style override (as BatchNorm's): fills in a key old checkpoints lack, then super()."""
+    _version = 2
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and prefix + "num_batches_tracked" not in state_dict:
+            state_dict[prefix + "num_batches_tracked"] = tensor(0)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
+def test_overridden_load_from_state_dict_still_validates_first():
+    m = Sequential(VersionedBN(3), Lin(3, 2))
+    old = Sequential(VersionedBN(3), Lin(3, 2)).state_dict()
+    del old["0.num_batches_tracked"]
+    old._metadata["0"]["version"] = 1
+    m.load_state_dict(old)
+    assert m[0].running_mean.tolist() == old["0.running_mean"].tolist()
+    before = snapshot(m)
+    bad = Sequential(VersionedBN(3), Lin(3, 2)).state_dict()
+    bad["1.weight"] = zeros(9)     # checked after module 0, which must not have been copied
+    with pytest.raises(RuntimeError, match="size mismatch for 1.weight"):
+        m.load_state_dict(bad)
+    assert snapshot(m) == before
+
+
+def test_module_apply_private():
+    m = Sequential(Lin(2, 2), BN(2))
+    w = m[0].weight
+    m._apply(lambda t: t.to(dtypes.float64))
+    assert m[0].weight is w and w.dtype is dtypes.float64 and m[1].running_mean.dtype is dtypes.float64

@@ -8,6 +8,7 @@ Differences, on purpose:
 """
 
 import itertools
+import threading
 import warnings
 from collections import OrderedDict, namedtuple
 
@@ -44,6 +45,11 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
+
+
+# The copy plan of the load_state_dict in progress on this thread: a subclass that overrides
+# _load_from_state_dict PyTorch-style and calls super() without `plan` still only plans its copies.
+_loading = threading.local()
 
 
 def _addindent(s_, num_spaces):
@@ -400,6 +406,23 @@ class Module:
         moves.move_module(self, dev, dt, non_blocking=non_blocking)
         return self
 
+    def _apply(self, fn, recurse=True):
+        """PyTorch's _apply: replace every parameter's (and grad's) storage by fn(tensor)'s, and every
+        buffer by fn(buffer). Parameter objects stay the same. Moves use rawdev.moves, not this."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for key, param in self._parameters.items():
+            if param is None:
+                continue
+            param.data = fn(param.detach())
+            if param.grad is not None:
+                param.grad.data = fn(param.grad.detach())
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
     def cuda(self, device=None):
         """Move to the GPU; with no GPU available, warn and return the model unchanged on the cpu."""
         from .. import moves
@@ -468,7 +491,18 @@ class Module:
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs, plan=None):
-        """Check this module's keys; append (target, source, key) pairs to plan instead of copying."""
+        """Check this module's keys and plan (not do) the copies: entries go to the load_state_dict's plan,
+        which copies only once every module has been checked. Called on its own, it copies at the end."""
+        if plan is None:
+            plan = getattr(_loading, "plan", None)
+            if plan is None:
+                own = []
+                self._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                           unexpected_keys, error_msgs, plan=own)
+                if not error_msgs:
+                    from .. import moves
+                    moves.apply_load_plan(own)
+                return
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_name_params = itertools.chain(self._parameters.items(), persistent_buffers.items())
         local_state = {k: v for k, v in local_name_params if v is not None}
@@ -525,14 +559,19 @@ class Module:
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
-                                         unexpected_keys, error_msgs, plan=plan)
+                                         unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
                     child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
                     load(child, child_state_dict, child_prefix)
 
-        load(self, state_dict)
+        outer = getattr(_loading, "plan", None)
+        _loading.plan = plan
+        try:
+            load(self, state_dict)
+        finally:
+            _loading.plan = outer
 
         if strict:
             if len(unexpected_keys) > 0:
