@@ -1,0 +1,169 @@
+"""`rawdev demo`: train an MLP on the UCI digits (8x8 images, 1,797 samples) on the GPU — or on rawdev's
+simulated GPU when there is none — and show what happens underneath: the driver calls of the
+`model.cuda()` move, a progress bar per epoch, the test accuracy and the device memory, block by block."""
+import sys
+import time
+
+import numpy as np
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("demo", help="train an MLP on the digits data set (GPU, or the simulated GPU)",
+                              description=__doc__)
+    p.add_argument("--epochs", type=int, default=8, help="passes over the training set (default 8)")
+    p.add_argument("--batch-size", type=int, default=128, help="batch size (default 128)")
+    p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01, Adam)")
+    p.add_argument("--hidden", type=int, default=64, help="hidden layer width (default 64)")
+    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
+                   help="adam (default) or sgd (momentum 0.9)")
+    p.add_argument("--device", default="auto",
+                   help="auto (default: the GPU if there is one, else the simulator), cuda, sim, or cpu")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--save", metavar="PATH", help="save the trained weights (safetensors) to PATH")
+    p.add_argument("--quiet-trace", action="store_true", help="do not print the driver calls of the move")
+    p.set_defaults(fn=run)
+    return p
+
+
+def choose_device(name):
+    """'auto' | 'cuda' | 'sim' | 'cpu' -> rawdev.device, switching to the simulator (with a notice) if needed."""
+    import rawdev
+    from rawdev.runtime import seam
+    if name == "cpu":
+        return rawdev.device("cpu")
+    if name == "sim":
+        if seam._name != "sim":
+            from rawdev.runtime import reset_for_tests
+            reset_for_tests("sim")
+        return rawdev.device("cuda")
+    if rawdev.cuda.is_available():
+        return rawdev.device("cuda")
+    if name == "cuda":
+        raise SystemExit("rawdev demo --device cuda: no CUDA GPU is available (use --device sim or auto)")
+    print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX kernels; "
+          "slower than a GPU, same results).")
+    from rawdev.runtime import reset_for_tests
+    reset_for_tests("sim")
+    return rawdev.device("cuda")
+
+
+def split_digits(seed=0, test_fraction=0.2):
+    """Normalized digits, fixed shuffled split: (Xtr, ytr, Xte, yte) as numpy arrays."""
+    from rawdev.data import load_digits
+    X, y = load_digits()
+    X = X / np.float32(16.0)
+    perm = np.random.default_rng(seed).permutation(len(X))
+    n_test = int(round(len(X) * test_fraction))
+    te, tr = perm[:n_test], perm[n_test:]
+    return (np.ascontiguousarray(X[tr]), np.ascontiguousarray(y[tr]), np.ascontiguousarray(X[te]),
+            np.ascontiguousarray(y[te]))
+
+
+def build_model(hidden=64, seed=0):
+    import rawdev
+    from rawdev import nn
+    rawdev.manual_seed(seed)
+    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 10))
+
+
+def _bar(done, total, width=24):
+    n = int(width * done / max(total, 1))
+    return "#" * n + "-" * (width - n)
+
+
+def memory_report(dev):
+    """rawdev.cuda.memory_summary() when the memory tool is there; else the allocation table, by owner."""
+    import rawdev
+    if dev.type != "cuda":
+        return "(cpu: no device memory)"
+    fn = getattr(rawdev.cuda, "memory_summary", None)
+    if fn is not None:
+        return fn()
+    from rawdev.runtime import get_device
+    from rawdev.runtime.trace import fmt_bytes
+    alloc = get_device(dev.index or 0).allocator
+    alloc.flush()
+    lines = [f"device memory on {dev}: {fmt_bytes(alloc.stats['allocated'])} in {len(alloc.live)} blocks, "
+             f"peak {fmt_bytes(alloc.stats['peak'])}"]
+    for b in sorted(alloc.live.values(), key=lambda b: -b.nbytes):
+        lines.append(f"  0x{b.ptr:x}  {fmt_bytes(b.nbytes):>10}  {b.owner or 'unnamed'}")
+        for off, n, who in b.parts:
+            lines.append(f"      +{off:<8d}{fmt_bytes(n):>10}  {who}")
+    return "\n".join(lines)
+
+
+def run(args):
+    import rawdev
+    from rawdev import nn, optim
+    from rawdev.runtime import seam
+    from rawdev.utils.data import DeviceLoader
+
+    t_start = time.perf_counter()
+    device = choose_device(args.device)
+    if device.type == "cuda":
+        from rawdev.runtime import get_device
+        d = get_device(0)
+        kind = "rawdev's simulated GPU" if seam.driver_name() == "sim" else "NVIDIA driver"
+        print(f"driver: {seam.driver_name()} ({kind})  device: {device} {d.name} "
+              f"(sm_{d.capability[0]}{d.capability[1]})")
+    else:
+        print("driver: none  device: cpu (numpy)")
+
+    Xtr, ytr, Xte, yte = split_digits(args.seed)
+    print(f"data: UCI optdigits, {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
+    model = build_model(args.hidden, args.seed)
+    print(model)
+
+    with rawdev.trace() as t:
+        model.to(device)
+    if device.type == "cuda" and not args.quiet_trace:
+        print(f"\nmodel.to({str(device)!r}) — the driver calls:")
+        print(t)
+
+    if args.optimizer == "adam":
+        opt = optim.Adam(model.parameters(), lr=args.lr)
+    else:
+        opt = optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    loader = DeviceLoader(Xtr, ytr, batch_size=args.batch_size, shuffle=True, generator=rawdev.Generator(args.seed),
+                          device=device)
+    tty = sys.stdout.isatty()
+    print()
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        t0 = time.perf_counter()
+        total, n = 0.0, 0
+        steps = len(loader)
+        for i, (x, y) in enumerate(loader, 1):
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            total += loss.item() * y.shape[0]
+            n += y.shape[0]
+            if tty:
+                print(f"\repoch {epoch:>2}/{args.epochs} [{_bar(i, steps)}] {i}/{steps}  loss {total / n:.4f}",
+                      end="", flush=True)
+        line = (f"epoch {epoch:>2}/{args.epochs} [{_bar(steps, steps)}] {steps}/{steps}  loss {total / n:.4f}  "
+                f"{time.perf_counter() - t0:.1f} s")
+        print(("\r" + line) if tty else line, flush=True)
+
+    acc = evaluate(model, Xte, yte, device)
+    print(f"\ntest accuracy: {acc * 100:.2f}% ({int(round(acc * len(yte)))}/{len(yte)})")
+    if args.save:
+        rawdev.save(model.state_dict(), args.save)
+        print(f"saved the weights to {args.save}")
+    print()
+    print(memory_report(device))
+    print(f"\ntotal time: {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+def evaluate(model, X, y, device):
+    import rawdev
+    model.eval()
+    with rawdev.no_grad():
+        logits = model(rawdev.tensor(X).to(device)).cpu()
+    pred = np.asarray(logits).argmax(1)
+    return float((pred == y).mean())
