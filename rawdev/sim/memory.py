@@ -324,10 +324,7 @@ class DeviceMemory:
             else:
                 buf.view(dt)[off >> shift] = values[sel]
 
-    _UFUNCS = {
-        "add": np.add, "min": np.minimum, "max": np.maximum,
-        "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    }
+    _UFUNCS = None  # set below
 
     def atomic(self, op, addrs, values, dtype, compare=None, return_old=True):
         """Atomic read-modify-write, one per lane, applied in lane order.
@@ -347,8 +344,8 @@ class DeviceMemory:
         isz = dt.itemsize
         shift = np.uint64(isz.bit_length() - 1)
         old_all = np.empty(n, dtype=dt) if return_old else None
-        uf = self._UFUNCS.get(op)
-        if op not in self._UFUNCS and op not in ("exch", "cas", "inc", "dec"):
+        uf = _UFUNCS.get(op)
+        if op not in _UFUNCS and op not in ("exch", "cas", "inc", "dec"):
             raise ValueError(f"unknown atomic op {op!r}")
         if op == "cas" and compare is None:
             raise ValueError("atomic cas needs compare=")
@@ -360,7 +357,7 @@ class DeviceMemory:
             if not return_old and uf is not None:
                 uf.at(view, eidx, v)
                 continue
-            old = self._atomic_one(op, uf, view, eidx, v, c)
+            old = _rmw(op, uf, view, eidx, v, c)
             if return_old:
                 if sel is None:
                     old_all[:] = old
@@ -368,62 +365,86 @@ class DeviceMemory:
                     old_all[sel] = old
         return old_all
 
-    @staticmethod
-    def _apply(op, uf, cur, v, c):
-        if uf is not None:
-            return uf(cur, v)
-        if op == "exch":
-            return v
-        if op == "cas":
-            return np.where(cur == c, v, cur)
-        if op == "inc":
-            return np.where(cur >= v, np.zeros_like(cur), cur + np.ones_like(cur))
-        if op == "dec":
-            return np.where((cur == 0) | (cur > v), v, cur - np.ones_like(cur))
-        raise ValueError(op)
 
-    def _atomic_one(self, op, uf, view, eidx, v, c):
-        n = eidx.shape[0]
-        order = np.argsort(eidx, kind="stable")
-        se = eidx[order]
-        first = np.ones(n, dtype=bool)
-        first[1:] = se[1:] != se[:-1]
-        if first.all():  # no collisions: one vectorized read-modify-write
-            cur = view[eidx]
-            with np.errstate(all="ignore"):
-                view[eidx] = self._apply(op, uf, cur, v, c)
-            return cur
-        starts = np.flatnonzero(first)
-        counts = np.diff(np.append(starts, n))
-        ngroups = starts.shape[0]
-        maxmult = int(counts.max())
-        old_sorted = np.empty(n, dtype=view.dtype)
-        vs = v[order]
-        cs = None if c is None else c[order]
+_UFUNCS = {
+    "add": np.add, "min": np.minimum, "max": np.maximum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+DeviceMemory._UFUNCS = _UFUNCS
+
+
+def rmw_sequential(op, view, eidx, values, compare=None, return_old=True):
+    """Atomic read-modify-write on an array ``view`` at element indices ``eidx``, in lane order.
+
+    Used for shared-memory atomics by the interpreter. Returns the old values (or None).
+    """
+    uf = _UFUNCS.get(op)
+    eidx = np.asarray(eidx, dtype=np.intp)
+    values = np.broadcast_to(np.asarray(values).astype(view.dtype, copy=False), eidx.shape)
+    if compare is not None:
+        compare = np.broadcast_to(np.asarray(compare).astype(view.dtype, copy=False), eidx.shape)
+    if not return_old and uf is not None:
+        uf.at(view, eidx, values)
+        return None
+    with np.errstate(all="ignore"):
+        return _rmw(op, uf, view, eidx, values, compare)
+
+
+def _apply(op, uf, cur, v, c):
+    if uf is not None:
+        return uf(cur, v)
+    if op == "exch":
+        return v
+    if op == "cas":
+        return np.where(cur == c, v, cur)
+    if op == "inc":
+        return np.where(cur >= v, np.zeros_like(cur), cur + np.ones_like(cur))
+    if op == "dec":
+        return np.where((cur == 0) | (cur > v), v, cur - np.ones_like(cur))
+    raise ValueError(op)
+
+def _rmw(op, uf, view, eidx, v, c):
+    n = eidx.shape[0]
+    order = np.argsort(eidx, kind="stable")
+    se = eidx[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = se[1:] != se[:-1]
+    if first.all():  # no collisions: one vectorized read-modify-write
+        cur = view[eidx]
         with np.errstate(all="ignore"):
-            if (uf is not None or op == "exch") and ngroups <= maxmult:
-                # few hot addresses: an in-order scan per address
-                for s, cnt in zip(starts.tolist(), counts.tolist()):
-                    e = int(se[s])
-                    seq = np.empty(cnt + 1, dtype=view.dtype)
-                    seq[0] = view[e]
-                    seq[1:] = vs[s:s + cnt]
-                    if uf is not None:
-                        uf.accumulate(seq, out=seq)
-                        old_sorted[s:s + cnt] = seq[:-1]
-                        view[e] = seq[-1]
-                    else:
-                        old_sorted[s:s + cnt] = seq[:-1]
-                        view[e] = seq[-1]
-            else:
-                # rounds: round r applies the r-th lane (in lane order) of every address at once
-                rank = np.arange(n) - np.repeat(starts, counts)
-                for r in range(maxmult):
-                    pos = np.flatnonzero(rank == r)
-                    e = se[pos]
-                    cur = view[e]
-                    old_sorted[pos] = cur
-                    view[e] = self._apply(op, uf, cur, vs[pos], None if cs is None else cs[pos])
-        old = np.empty(n, dtype=view.dtype)
-        old[order] = old_sorted
-        return old
+            view[eidx] = _apply(op, uf, cur, v, c)
+        return cur
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, n))
+    ngroups = starts.shape[0]
+    maxmult = int(counts.max())
+    old_sorted = np.empty(n, dtype=view.dtype)
+    vs = v[order]
+    cs = None if c is None else c[order]
+    with np.errstate(all="ignore"):
+        if (uf is not None or op == "exch") and ngroups <= maxmult:
+            # few hot addresses: an in-order scan per address
+            for s, cnt in zip(starts.tolist(), counts.tolist()):
+                e = int(se[s])
+                seq = np.empty(cnt + 1, dtype=view.dtype)
+                seq[0] = view[e]
+                seq[1:] = vs[s:s + cnt]
+                if uf is not None:
+                    uf.accumulate(seq, out=seq)
+                    old_sorted[s:s + cnt] = seq[:-1]
+                    view[e] = seq[-1]
+                else:
+                    old_sorted[s:s + cnt] = seq[:-1]
+                    view[e] = seq[-1]
+        else:
+            # rounds: round r applies the r-th lane (in lane order) of every address at once
+            rank = np.arange(n) - np.repeat(starts, counts)
+            for r in range(maxmult):
+                pos = np.flatnonzero(rank == r)
+                e = se[pos]
+                cur = view[e]
+                old_sorted[pos] = cur
+                view[e] = _apply(op, uf, cur, vs[pos], None if cs is None else cs[pos])
+    old = np.empty(n, dtype=view.dtype)
+    old[order] = old_sorted
+    return old

@@ -1,0 +1,667 @@
+"""Execute decoded PTX: all threads of a chunk of blocks at once as numpy lanes.
+
+Scheduling: the lanes waiting at each basic block form a group (``pending[block] = lanes``); the
+group at the lowest block runs next (``lanes is None`` means every lane of the chunk: the fast,
+unmasked path), so structured code from NVRTC reconverges by itself when two groups reach the same
+block. A conditional branch splits a group; ``ret``/``exit`` retires lanes. ``bar.sync`` parks a
+group until no other group can run; then every live thread of each block must be parked at the
+same barrier (else :class:`BarrierError`), and a thread that exits while threads of its block wait
+at a barrier is a :class:`BarrierError` too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_sequential
+from .decoder import LBASE, SBASE, Decoder, DecodeError, _ModuleSyms, compile_blocks
+from .parser import PtxError, parse
+
+CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
+REGISTER_BUDGET = 768 << 20       # bytes of register arrays per chunk (bounds the chunk for big kernels)
+SHWIN = 0x0000_4000_0000_0000     # generic-address window of shared memory
+LCWIN = 0x0000_5000_0000_0000     # generic-address window of local memory
+CWIN = 0x0000_6000_0000_0000      # generic-address window of the constant bank
+PWIN = 0x0000_7000_0000_0000      # generic-address window of kernel parameters
+GLOBAL_MIN = 0x0001_0000_0000_0000
+
+
+class KernelFault(SimIllegalAddress):
+    """A kernel thread touched memory it may not (out of bounds, misaligned, or trap).
+
+    Subclass of :class:`SimIllegalAddress`; ``code_name`` is CUDA_ERROR_ILLEGAL_ADDRESS or
+    CUDA_ERROR_MISALIGNED_ADDRESS (or CUDA_ERROR_LAUNCH_FAILED for trap).
+    """
+
+    def __init__(self, message, *, kernel, thread, block, address, line, ptx, nearest, code_name,
+                 lane_index=None, space="global"):
+        super().__init__(lane_index, address if address is not None else 0, message)
+        self.kernel, self.thread, self.block = kernel, thread, block
+        self.line, self.ptx, self.nearest, self.space = line, ptx, nearest, space
+        self.code_name = code_name
+
+
+class BarrierError(RuntimeError):
+    """bar.sync reached by only part of a thread block (a divergent barrier)."""
+
+    code_name = "CUDA_ERROR_LAUNCH_FAILED"
+
+    def __init__(self, message, *, kernel, line, block=None, arrived=None, expected=None):
+        super().__init__(message)
+        self.kernel, self.line, self.block, self.arrived, self.expected = kernel, line, block, arrived, expected
+
+
+class _LaneFault(Exception):
+    def __init__(self, iid, pos, err, space):
+        self.iid, self.pos, self.err, self.space = iid, pos, err, space
+
+
+@dataclass
+class LaunchStats:
+    kernel: str
+    grid: tuple
+    block: tuple
+    thread_instructions: int = 0
+    block_executions: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rate(self):
+        return self.thread_instructions / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class Entry:
+    name: str
+    params: list
+    param_size: int
+    shared_static: int
+    local_size: int
+    code: object = None
+
+
+# ============================================================================== launch context
+class _Ctx:
+    SHWIN, LCWIN, CWIN, PWIN = SHWIN, LCWIN, CWIN, PWIN
+
+    def __init__(self, module, code, params, memory, shsize, T, nb, gaddr):
+        self.module, self.code, self.params, self.mem = module, code, params, memory
+        self.shsize = shsize                     # bytes of shared memory per block (static + dynamic)
+        self.shstride = -(-max(shsize, 1) // 16) * 16
+        self.lsize = code.local_size
+        self.T = T
+        self.nb = nb
+        self.n = T * nb
+        self.gaddr = gaddr
+        self.cbank = np.frombuffer(module._const_bank, np.uint8) if module._const_bank else np.zeros(16, np.uint8)
+        self.pbank = np.frombuffer(bytes(params) + b"\0" * 16, np.uint8)
+        self.S = np.zeros(self.shstride * nb, np.uint8)
+        self.L = np.zeros(max(self.lsize, 16) * self.n, np.uint8) if self.lsize else None
+        self.all_lanes = np.arange(self.n, dtype=np.int64)
+        self._wsize = None
+        self._warp = None
+
+    # -- lanes ↔ warps
+    def warp_of(self, lanes):
+        if self._warp is None:
+            wpb = -(-self.T // 32)
+            self._warp = (self.all_lanes // self.T) * wpb + (self.all_lanes % self.T) // 32
+        return self._warp[lanes]
+
+    def warp_size_of(self, lanes):
+        if self._wsize is None:
+            lin = self.all_lanes % self.T
+            self._wsize = np.minimum(32, self.T - (lin // 32) * 32)
+        return self._wsize[lanes]
+
+    # -- params
+    def ldparam(self, off, dt):
+        dt = np.dtype(dt)
+        if off + dt.itemsize > len(self.params):
+            raise DecodeError(f"ld.param at offset {off} past the {len(self.params)}-byte parameter buffer")
+        return np.frombuffer(self.params, dt, 1, off)[0]
+
+    # -- memory access (called by the generated code)
+    @staticmethod
+    def _addr(n, base, off, m):
+        if base is None:
+            a = np.full(n, off & 0xFFFFFFFFFFFFFFFF, np.uint64)
+        else:
+            b = np.asarray(base)
+            if b.dtype != np.uint64:
+                b = b.view(np.uint64) if b.dtype.itemsize == 8 else b.astype(np.uint64)
+            if b.ndim == 0:
+                b = np.full(n, b, np.uint64)
+            a = b + np.uint64(off & 0xFFFFFFFFFFFFFFFF) if off else b
+        if m is not None:
+            a = a[m]
+        return a
+
+    def _fault(self, iid, m, k, err, space):
+        pos = int(np.flatnonzero(m)[k]) if m is not None else k
+        raise _LaneFault(iid, pos, err, space)
+
+    def _local_check(self, a, size, limit, what, iid, m):
+        if a.shape[0] == 0:
+            return
+        hi = int(a.max())
+        bad_align = int(np.bitwise_or.reduce(a)) & (size - 1) if size > 1 else 0
+        if hi + size > limit or bad_align:
+            lane = int(np.argmax((a + np.uint64(size) > np.uint64(limit)) | ((a & np.uint64(size - 1)) != 0)))
+            addr = int(a[lane])
+            if addr + size > limit:
+                msg = (f"{size}-byte {what} access at offset 0x{addr:x} is outside the {limit}-byte {what} window")
+                err = SimIllegalAddress(lane, addr, msg)
+            else:
+                err = SimMisalignedAddress(lane, addr, f"misaligned {size}-byte {what} access at offset 0x{addr:x}")
+            self._fault(iid, m, lane, err, what)
+
+    def _space_index(self, space, a, sb, lb, isz, iid, m):
+        """Byte index into the backing array of shared/local/const/param space."""
+        if space == "shared":
+            self._local_check(a, isz, self.shsize, "shared", iid, m)
+            s = np.asarray(sb)[m] if m is not None else sb
+            return self.S, a + s
+        if space == "local":
+            self._local_check(a, isz, self.lsize, "local", iid, m)
+            s = np.asarray(lb)[m] if m is not None else lb
+            return self.L, a + s
+        if space == "const":
+            self._local_check(a, isz, len(self.module._const_bank), "const", iid, m)
+            return self.cbank, a
+        if space == "param":
+            self._local_check(a, isz, len(self.params), "param", iid, m)
+            return self.pbank, a
+        raise AssertionError(space)
+
+    def ld(self, space, n, base, off, dt, vec, iid, m, sb, lb):
+        dt = np.dtype(dt)
+        a = self._addr(n, base, off, m)
+        if space == "generic":
+            res = self._generic(a, dt, vec, iid, m, sb, lb, None)
+        else:
+            res = self._ld(space, a, dt, vec, iid, m, sb, lb)
+        if m is not None:
+            out = np.zeros((vec, n), dt)
+            out[:, m] = res
+            res = out
+        return res[0] if vec == 1 else res
+
+    def _ld(self, space, a, dt, vec, iid, m, sb, lb):
+        isz = dt.itemsize
+        if space == "global":
+            if vec > 1:
+                if a.shape[0] and int(np.bitwise_or.reduce(a)) & (isz * vec - 1):
+                    k = int(np.argmax((a & np.uint64(isz * vec - 1)) != 0))
+                    self._fault(iid, m, k, SimMisalignedAddress(
+                        k, int(a[k]), f"misaligned {isz * vec}-byte vector access at 0x{int(a[k]):x}"), "global")
+                aa = (a[:, None] + np.arange(vec, dtype=np.uint64) * np.uint64(isz)).reshape(-1)
+                try:
+                    r = self.mem.load(aa, dt)
+                except SimIllegalAddress as e:
+                    self._fault(iid, m, e.lane_index // vec, e, "global")
+                return np.ascontiguousarray(r.reshape(-1, vec).T)
+            try:
+                return self.mem.load(a, dt)[None, :]
+            except SimIllegalAddress as e:
+                self._fault(iid, m, e.lane_index, e, "global")
+        buf, bi = self._space_index(space, a, sb, lb, isz * vec, iid, m)
+        view = buf.view(dt)
+        shift = np.uint64(isz.bit_length() - 1)
+        ei = (bi >> shift) if isz > 1 else bi
+        if vec == 1:
+            return view[ei][None, :]
+        return np.stack([view[ei + np.uint64(k)] for k in range(vec)])
+
+    def st(self, space, n, base, off, vals, dt, iid, m, sb, lb):
+        dt = np.dtype(dt)
+        a = self._addr(n, base, off, m)
+        vec = len(vals)
+        vs = []
+        for v in vals:
+            v = np.asarray(v)
+            if v.dtype != dt:
+                v = v.view(dt) if v.dtype.itemsize == dt.itemsize else v.astype(dt)
+            if v.ndim == 0:
+                v = np.full(a.shape[0] if m is not None else n, v, dt)
+            elif m is not None:
+                v = v[m]
+            vs.append(v)
+        if space == "generic":
+            self._generic(a, dt, vec, iid, m, sb, lb, vs)
+            return
+        self._st(space, a, vs, dt, iid, m, sb, lb)
+
+    def _st(self, space, a, vs, dt, iid, m, sb, lb):
+        isz = dt.itemsize
+        vec = len(vs)
+        if space == "global":
+            try:
+                if vec == 1:
+                    self.mem.store(a, vs[0], dt)
+                else:
+                    if a.shape[0] and int(np.bitwise_or.reduce(a)) & (isz * vec - 1):
+                        k = int(np.argmax((a & np.uint64(isz * vec - 1)) != 0))
+                        self._fault(iid, m, k, SimMisalignedAddress(
+                            k, int(a[k]), f"misaligned {isz * vec}-byte vector access at 0x{int(a[k]):x}"), "global")
+                    aa = (a[:, None] + np.arange(vec, dtype=np.uint64) * np.uint64(isz)).reshape(-1)
+                    self.mem.store(aa, np.stack(vs, axis=1).reshape(-1), dt)
+            except SimIllegalAddress as e:
+                self._fault(iid, m, e.lane_index // vec, e, "global")
+            return
+        if space in ("const", "param"):
+            raise DecodeError(f"store to .{space}")
+        buf, bi = self._space_index(space, a, sb, lb, isz * vec, iid, m)
+        view = buf.view(dt)
+        shift = np.uint64(isz.bit_length() - 1)
+        ei = (bi >> shift) if isz > 1 else bi
+        for k in range(vec):
+            view[ei + np.uint64(k) if k else ei] = vs[k]
+
+    def _generic(self, a, dt, vec, iid, m, sb, lb, vals):
+        """Generic addressing: split the lanes by window (shared, local, else global)."""
+        if a.shape[0] == 0 or int(a.min()) >= GLOBAL_MIN:
+            if vals is None:
+                return self._ld("global", a, dt, vec, iid, m, sb, lb)
+            return self._st("global", a, vals, dt, iid, m, sb, lb)
+        win = np.full(a.shape[0], 0, np.int8)
+        win[(a >= np.uint64(SHWIN)) & (a < np.uint64(SHWIN + (1 << 40)))] = 1
+        win[(a >= np.uint64(LCWIN)) & (a < np.uint64(LCWIN + (1 << 40)))] = 2
+        win[(a >= np.uint64(CWIN)) & (a < np.uint64(CWIN + (1 << 40)))] = 3
+        win[(a >= np.uint64(PWIN)) & (a < np.uint64(PWIN + (1 << 40)))] = 4
+        out = np.zeros((vec, a.shape[0]), dt) if vals is None else None
+        full_m = m if m is not None else np.ones(a.shape[0], bool)
+        for w, space, base in ((0, "global", 0), (1, "shared", SHWIN), (2, "local", LCWIN), (3, "const", CWIN),
+                               (4, "param", PWIN)):
+            sel = win == w
+            if not sel.any():
+                continue
+            aa = a[sel] - np.uint64(base)
+            # a mask relative to the original n lanes, for fault positions and base registers
+            sub_m = full_m.copy()
+            sub_m[np.flatnonzero(full_m)[~sel]] = False
+            if vals is None:
+                out[:, sel] = self._ld(space, aa, dt, vec, iid, sub_m, sb, lb)
+            else:
+                self._st(space, aa, [v[sel] for v in vals], dt, iid, sub_m, sb, lb)
+        return out
+
+    def atom(self, space, n, op, base, off, val, cmp, dt, iid, m, sb, ret):
+        dt = np.dtype(dt)
+        a = self._addr(n, base, off, m)
+        k = a.shape[0]
+
+        def prep(v):
+            if v is None:
+                return None
+            v = np.asarray(v)
+            if v.dtype != dt:
+                v = v.view(dt) if v.dtype.itemsize == dt.itemsize else v.astype(dt)
+            if v.ndim == 0:
+                return np.full(k, v, dt)
+            return v[m] if m is not None else v
+        v, c = prep(val), prep(cmp)
+        if space == "generic":
+            if k and int(a.min()) < GLOBAL_MIN:
+                sh = (a >= np.uint64(SHWIN)) & (a < np.uint64(SHWIN + (1 << 40)))
+                if sh.all():
+                    space, a = "shared", a - np.uint64(SHWIN)
+                elif sh.any():
+                    raise DecodeError("generic atomic mixing shared and global addresses")
+                else:
+                    space = "global"
+            else:
+                space = "global"
+        if space == "global":
+            try:
+                old = self.mem.atomic(op, a, v, dt, compare=c, return_old=ret)
+            except SimIllegalAddress as e:
+                self._fault(iid, m, e.lane_index, e, "global")
+        else:
+            buf, bi = self._space_index("shared", a, sb, None, dt.itemsize, iid, m)
+            view = buf.view(dt)
+            ei = (bi >> np.uint64(dt.itemsize.bit_length() - 1)).astype(np.intp)
+            old = rmw_sequential(op, view, ei, v, c, return_old=ret)
+        if not ret:
+            return None
+        if m is not None:
+            out = np.zeros(n, dt)
+            out[m] = old
+            return out
+        return old
+
+    def trap(self, n, iid, m):
+        lanes = np.flatnonzero(m) if m is not None else np.arange(n)
+        if lanes.shape[0]:
+            raise _LaneFault(iid, int(lanes[0]), None, "trap")
+
+
+# ============================================================================== module
+_CACHE = {}
+_MISSING = object()
+_CACHE_LOCK = threading.Lock()
+
+
+class PtxModule:
+    """A parsed and decoded PTX module (decoding happens once, here)."""
+
+    def __init__(self, text):
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            text = bytes(text).split(b"\0", 1)[0].decode()
+        key = hashlib.sha256(text.encode()).hexdigest()
+        with _CACHE_LOCK:
+            cached = _CACHE.get(key)
+        if cached is None:
+            cached = self._decode(text)
+            with _CACHE_LOCK:
+                _CACHE[key] = cached
+        self.version, self.target, self.entries, self._const_bank, self._globals, self.opcodes = cached
+        self._global_addrs = {}   # id(memory) -> (memory, [addresses])
+
+    @staticmethod
+    def _decode(text):
+        ast = parse(text)
+        msyms = _ModuleSyms(ast)
+        entries = {}
+        opcodes = set()
+        for name, fn in ast.functions.items():
+            if fn.kind != "entry":
+                raise NotImplementedError(f".func {name} (line {fn.line}): device functions / calls are not "
+                                          f"supported by the simulator")
+            dec = Decoder(ast, msyms, fn)
+            code = dec.decode()
+            compile_blocks(dec, code)
+            opcodes |= code.opcodes
+            entries[name] = Entry(name, code.params, code.param_size, code.shared_static, code.local_size, code)
+        return ast.version, ast.target, entries, msyms.const_bank, msyms.global_vars, opcodes
+
+    # -- module globals live in device memory, allocated on first launch with that memory
+    def _gaddr(self, memory):
+        if not self._globals:
+            return []
+        ent = self._global_addrs.get(id(memory))
+        if ent is None or ent[0] is not memory:
+            from .decoder import _init_bytes
+            addrs = []
+            for v in self._globals:
+                addr = memory.alloc(max(v.size, 1), align=max(v.align, 256))
+                memory.write(addr, _init_bytes(v))
+                addrs.append(addr)
+            ent = self._global_addrs[id(memory)] = (memory, addrs)
+        return ent[1]
+
+    def global_address(self, name, memory):
+        for v, a in zip(self._globals, self._gaddr(memory)):
+            if v.name == name:
+                return a
+        raise KeyError(name)
+
+    # -- launch
+    def launch(self, name, grid=(1, 1, 1), block=(1, 1, 1), params=b"", dynamic_shared=0, memory=None,
+               max_chunk_threads=None):
+        if name not in self.entries:
+            raise KeyError(f"no .entry {name!r} in the module (has: {', '.join(self.entries)})")
+        entry = self.entries[name]
+        code = entry.code
+        grid = tuple(int(x) for x in (tuple(grid) + (1, 1, 1))[:3])
+        block = tuple(int(x) for x in (tuple(block) + (1, 1, 1))[:3])
+        params = bytes(params)
+        if len(params) < entry.param_size:
+            raise ValueError(f"{name}: parameter buffer has {len(params)} bytes, the kernel takes {entry.param_size}")
+        if memory is None:
+            memory = DeviceMemory()
+        T = block[0] * block[1] * block[2]
+        nblocks = grid[0] * grid[1] * grid[2]
+        stats = LaunchStats(name, grid, block)
+        if T == 0 or nblocks == 0:
+            return stats
+        bytes_per_lane = sum(dt.itemsize for dt in code.slot_dtypes) + 8
+        cap = max_chunk_threads or CHUNK_THREADS
+        lanes = max(T, min(cap, REGISTER_BUDGET // bytes_per_lane))
+        bpc = max(1, lanes // T)
+        shsize = code.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else code.shared_static
+        gaddr = self._gaddr(memory)
+        t0 = time.perf_counter()
+        with np.errstate(all="ignore"):
+            for b0 in range(0, nblocks, bpc):
+                nb = min(bpc, nblocks - b0)
+                X = _Ctx(self, code, params, memory, shsize, T, nb, gaddr)
+                R = self._registers(code, X, b0, grid, block, int(dynamic_shared))
+                self._run_chunk(code, X, R, b0, grid, block, stats)
+                stats.chunks += 1
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    @staticmethod
+    def _registers(code, X, b0, grid, block, dyn):
+        n, T = X.n, X.T
+        R = [None] * len(code.slot_names)
+        lanes = X.all_lanes
+        lin = lanes % T
+        cta = lanes // T + b0
+        bx, by, bz = block
+        gx, gy, gz = grid
+        u32 = np.uint32
+        vals = {}
+        for name, s in code.specials.items():
+            if name == "%tid.x":
+                v = lin % bx
+            elif name == "%tid.y":
+                v = (lin // bx) % by
+            elif name == "%tid.z":
+                v = lin // (bx * by)
+            elif name == "%ctaid.x":
+                v = cta % gx
+            elif name == "%ctaid.y":
+                v = (cta // gx) % gy
+            elif name == "%ctaid.z":
+                v = cta // (gx * gy)
+            elif name in ("%ntid.x", "%ntid.y", "%ntid.z"):
+                v = np.full(n, block["xyz".index(name[-1])])
+            elif name in ("%nctaid.x", "%nctaid.y", "%nctaid.z"):
+                v = np.full(n, grid["xyz".index(name[-1])])
+            elif name == "%laneid":
+                v = lin % 32
+            elif name == "%warpid":
+                v = lin // 32
+            elif name == "%nwarpid":
+                v = np.full(n, -(-T // 32))
+            elif name.startswith("%lanemask_"):
+                ln = (lin % 32).astype(np.int64)
+                kind = name[len("%lanemask_"):]
+                full = np.int64(0xFFFFFFFF)
+                v = {"eq": 1 << ln, "lt": (1 << ln) - 1, "le": (1 << (ln + 1)) - 1,
+                     "ge": full & ~((1 << ln) - 1), "gt": full & ~((1 << (ln + 1)) - 1)}[kind]
+            elif name == SBASE:
+                v = (lanes // T).astype(np.uint64) * np.uint64(X.shstride)
+            elif name == LBASE:
+                v = lanes.astype(np.uint64) * np.uint64(max(X.lsize, 16))
+            elif name == "%dynamic_smem_size":
+                v = np.full(n, dyn)
+            elif name == "%total_smem_size":
+                v = np.full(n, X.shsize)
+            else:   # %smid, %nsmid, %gridid, clocks, timers
+                v = np.full(n, 1 if name == "%nsmid" else 0)
+            vals[s] = v
+        for s, dt in enumerate(code.slot_dtypes):
+            if s in vals:
+                R[s] = np.ascontiguousarray(vals[s]).astype(dt)
+            else:
+                R[s] = np.zeros(n, dt)
+        return R
+
+    # -- the scheduler
+    def _run_chunk(self, code, X, R, b0, grid, block, stats):
+        blocks = code.blocks
+        n, T, nb = X.n, X.T, X.nb
+        pending = {0: None}
+        parked = {}
+        waiting = np.zeros(nb, bool)
+        alive = np.full(nb, T, np.int64)
+        ti = 0
+        execs = 0
+
+        def add(b, lanes):
+            if lanes is not None and lanes.shape[0] == 0:
+                return
+            cur = pending.get(b, _MISSING)
+            if cur is _MISSING:
+                pending[b] = lanes
+                return
+            merged = np.concatenate([X.all_lanes if cur is None else cur, X.all_lanes if lanes is None else lanes])
+            merged.sort(kind="stable")
+            pending[b] = None if merged.shape[0] == n else merged
+
+        def retire(lanes, blk):
+            arr = X.all_lanes if lanes is None else lanes
+            ctas = arr // T
+            cnt = np.bincount(ctas, minlength=nb)
+            if waiting.any() and (waiting & (cnt > 0)).any():
+                c = int(np.flatnonzero(waiting & (cnt > 0))[0])
+                bar = next(bb for bb, ls in parked.items() if (ls // T == c).any())
+                arrived = int(((parked[bar] // T) == c).sum())
+                first = int(arr[np.flatnonzero(ctas == c)[0]])
+                self._barrier_error(code, blocks[bar], c + b0, grid, block, arrived, int(alive[c]),
+                                    f"{int(cnt[c])} thread(s) exited without reaching it "
+                                    f"(first: threadIdx {self._tid(first % T, block)})")
+            alive[:] -= cnt
+
+        while pending or parked:
+            if not pending:
+                self._release(code, X, parked, pending, waiting, alive, b0, grid, block)
+                continue
+            b = min(pending)
+            lanes = pending.pop(b)
+            blk = blocks[b]
+            cnt = n if lanes is None else lanes.shape[0]
+            if blk.kind == "bar":
+                arr = X.all_lanes if lanes is None else lanes
+                cur = parked.get(b)
+                parked[b] = arr if cur is None else np.sort(np.concatenate([cur, arr]))
+                waiting[np.unique(arr // T)] = True
+                ti += cnt
+                continue
+            if blk.kind == "warp":
+                try:
+                    blk.warp(R, X, lanes)
+                except _LaneFault as f:
+                    self._kernel_fault(code, f, lanes, X, b0, grid, block)
+                ti += cnt
+                add(b + 1, lanes)
+                continue
+            try:
+                res = blk.full(R, X) if lanes is None else blk.part(R, X, lanes)
+            except _LaneFault as f:
+                self._kernel_fault(code, f, lanes, X, b0, grid, block)
+            ti += cnt * blk.ninst
+            execs += 1
+            term = blk.term
+            if term == "fall":
+                add(blk.nxt, lanes)
+            elif term == "bra":
+                add(blk.target, lanes)
+            elif term == "exit":
+                retire(lanes, blk)
+            else:
+                p = np.asarray(res)
+                if p.ndim == 0:
+                    p = np.full(cnt, bool(p))
+                other = blk.target if term == "cbra" else None
+                if p.all():
+                    if term == "cbra":
+                        add(other, lanes)
+                    else:
+                        retire(lanes, blk)
+                elif not p.any():
+                    add(blk.nxt, lanes)
+                else:
+                    arr = X.all_lanes if lanes is None else lanes
+                    taken, rest = arr[p], arr[~p]
+                    if term == "cbra":
+                        add(other, taken)
+                    else:
+                        retire(taken, blk)
+                    add(blk.nxt, rest)
+        stats.thread_instructions += ti
+        stats.block_executions += execs
+
+    def _release(self, code, X, parked, pending, waiting, alive, b0, grid, block):
+        T, nb = X.T, X.nb
+        counts = {b: np.bincount(ls // T, minlength=nb) for b, ls in parked.items()}
+        bars = list(parked)
+        if len(bars) > 1:
+            present = np.array([counts[b] > 0 for b in bars])
+            multi = present.sum(axis=0) > 1
+            if multi.any():
+                c = int(np.flatnonzero(multi)[0])
+                at = [(code.blocks[b].line, int(counts[b][c])) for b in bars if counts[b][c]]
+                b = bars[0]
+                self._barrier_error(code, code.blocks[b], c + b0, grid, block, int(counts[b][c]), int(alive[c]),
+                                    "threads of the block wait at different barriers: " +
+                                    ", ".join(f"{k} at line {ln}" for ln, k in at))
+        for b in bars:
+            c_ = counts[b]
+            bad = (c_ > 0) & (c_ != alive)
+            if bad.any():
+                c = int(np.flatnonzero(bad)[0])
+                self._barrier_error(code, code.blocks[b], c + b0, grid, block, int(c_[c]), int(alive[c]),
+                                    "the other threads of the block never arrived")
+        for b in bars:
+            ls = parked.pop(b)
+            nxt = code.blocks[b].nxt
+            cur = pending.get(nxt)
+            if cur is not None or nxt in pending:
+                ls = np.sort(np.concatenate([X.all_lanes if cur is None else cur, ls]))
+            pending[nxt] = None if ls.shape[0] == X.n else ls
+        waiting[:] = False
+
+    @staticmethod
+    def _tid(lin, block):
+        bx, by, _ = block
+        return (lin % bx, (lin // bx) % by, lin // (bx * by))
+
+    @staticmethod
+    def _bid(bl, grid):
+        gx, gy, _ = grid
+        return (bl % gx, (bl // gx) % gy, bl // (gx * gy))
+
+    def _barrier_error(self, code, blk, cta, grid, block, arrived, expected, why):
+        bid = self._bid(cta, grid)
+        raise BarrierError(
+            f"divergent barrier in kernel {code.name}: `{blk.text}` at PTX line {blk.line}: in block "
+            f"({bid[0]},{bid[1]},{bid[2]}) only {arrived} of {expected} live threads arrived; {why}",
+            kernel=code.name, line=blk.line, block=bid, arrived=arrived, expected=expected)
+
+    def _kernel_fault(self, code, f, lanes, X, b0, grid, block):
+        lane = int(f.pos if lanes is None else lanes[f.pos])
+        tid = self._tid(lane % X.T, block)
+        bid = self._bid(lane // X.T + b0, grid)
+        line, text = code.insts[f.iid]
+        where = (f"in kernel {code.name}, thread ({tid[0]},{tid[1]},{tid[2]}) of block ({bid[0]},{bid[1]},{bid[2]}), "
+                 f"at PTX line {line} `{text}`")
+        if f.err is None:
+            raise KernelFault(f"trap {where}", kernel=code.name, thread=tid, block=bid, address=None, line=line,
+                              ptx=text, nearest=None, code_name="CUDA_ERROR_LAUNCH_FAILED", space="trap") from None
+        err = f.err
+        misaligned = isinstance(err, SimMisalignedAddress)
+        kind = "misaligned address" if misaligned else "illegal address"
+        if f.space == "global":
+            near = X.mem.nearest(err.address)
+            detail = err.message[len("illegal address: "):] if err.message.startswith("illegal address: ") \
+                else err.message
+        else:
+            near = None
+            detail = f"{f.space} memory: {err.message}"
+        raise KernelFault(f"{kind} {where}: {detail}", kernel=code.name, thread=tid, block=bid,
+                          address=err.address, line=line, ptx=text, nearest=near,
+                          code_name="CUDA_ERROR_MISALIGNED_ADDRESS" if misaligned else "CUDA_ERROR_ILLEGAL_ADDRESS",
+                          lane_index=lane, space=f.space) from None
+
+
+__all__ = ["PtxModule", "PtxError", "KernelFault", "BarrierError", "Entry", "LaunchStats"]
