@@ -7,10 +7,11 @@ even, like PyTorch's cast). Everything else stores in the numpy dtype of the sam
 
 import numpy as np
 
+# What `from rawdev.dtypes import *` gives rawdev's top level: the dtypes and their aliases (the helpers
+# below stay in rawdev.dtypes).
 __all__ = [
     "dtype", "float32", "float", "float16", "half", "bfloat16", "float64", "double",
-    "int64", "long", "int32", "int", "uint8", "bool", "get_default_dtype", "from_numpy_dtype",
-    "from_name", "ALL",
+    "int64", "long", "int32", "int", "uint8", "bool", "get_default_dtype", "set_default_dtype",
 ]
 
 
@@ -62,8 +63,20 @@ _BY_ST = {d.st_name: d for d in ALL}
 _BY_NUMPY = {d.storage: d for d in ALL if d is not bfloat16}
 
 
+_default = float32
+
+
 def get_default_dtype():
-    return float32
+    """The dtype of float literals and of zeros/ones/randn/... without a dtype (float32 unless set)."""
+    return _default
+
+
+def set_default_dtype(d):
+    global _default
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d!r}")
+    _default = d
 
 
 def from_name(name):

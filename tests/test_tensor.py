@@ -249,3 +249,15 @@ def test_manual_seed_reproduces():
     c = randn(3)
     random.set_rng_state(state)
     assert randn(3).tolist() == c.tolist()
+
+
+def test_default_dtype():
+    assert dtypes.get_default_dtype() is dtypes.float32
+    try:
+        dtypes.set_default_dtype(dtypes.float64)
+        assert tensor([1.0]).dtype is dtypes.float64 and zeros(2).dtype is dtypes.float64
+        assert tensor([1]).dtype is dtypes.int64
+    finally:
+        dtypes.set_default_dtype(dtypes.float32)
+    with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+        dtypes.set_default_dtype(dtypes.int32)

@@ -30,7 +30,7 @@ class Tensor:
     # ---------------------------------------------------------------- construction
     def __init__(self, *args, dtype=None, device=None):
         """Tensor() / Tensor(2, 3) (uninitialized float32) / Tensor([1, 2]) (data, float32)."""
-        dt = _dt.as_dtype(dtype) or _dt.float32
+        dt = _dt.as_dtype(dtype) or _dt.get_default_dtype()
         if len(args) == 1 and not isinstance(args[0], (int, Size, tuple)):
             src = args[0]
             arr = src._values() if isinstance(src, Tensor) else np.asarray(src)

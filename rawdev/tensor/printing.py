@@ -4,8 +4,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 
-# dtypes PyTorch leaves out of the repr: the defaults that the literal already implies.
-_IMPLIED = (_dt.float32, _dt.int64, _dt.bool)
+# dtypes PyTorch leaves out of the repr: the ones a literal implies (the default float dtype, int64, bool).
+_IMPLIED = (_dt.int64, _dt.bool)
 
 
 def tensor_repr(t, prefix="tensor("):
@@ -22,7 +22,8 @@ def tensor_repr(t, prefix="tensor("):
                                    formatter=_formatter(vals))
     if t.is_cuda:
         suffixes.append(f"device='{t.device}'")
-    if t.dtype not in _IMPLIED or (vals.size == 0 and t.dtype is not _dt.float32):
+    default = _dt.get_default_dtype()
+    if (t.dtype is not default and t.dtype not in _IMPLIED) or (vals.size == 0 and t.dtype is not default):
         suffixes.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
