@@ -52,8 +52,20 @@ def _f32(op, *ts):
             raise TypeError(f"{op} on cuda supports float32 tensors (the shipped kernels are f32), got {t.dtype}")
 
 
+_poison = False
+
+
+def set_poison(flag):
+    """Tests: fill every new op output with NaN before the kernel writes it (unwritten elements show)."""
+    global _poison
+    _poison = bool(flag)
+
+
 def empty(shape, dt, dev, owner=None):
-    return cuda_io.empty(Size(tuple(shape)), dt, dev, owner)
+    t = cuda_io.empty(Size(tuple(shape)), dt, dev, owner)
+    if _poison and t.nbytes and dt.itemsize == 4:
+        memory.memset_d32(t.data_ptr(), 0x7FC00000, t.numel(), _rdev(dev).compute_stream)
+    return t
 
 
 def full(shape, value, dt, dev, owner=None):

@@ -1,0 +1,156 @@
+"""The cuda path of every op (shipped PTX, on the simulator and on a real GPU when present) against the cpu
+path: forward values and gradients, float32, relative error < 1e-4. Op outputs are poisoned with NaN
+before the kernels write them. Gradient correctness itself is checked in float64 in test_autograd.py."""
+import numpy as np
+import pytest
+
+import rawdev
+from rawdev.ops import cuda as C
+from rawdev.ops import functions as F
+from rawdev.tensor.factory import from_numpy
+
+CASES = {
+    "add": (lambda a, b: a + b, [(33, 17), (33, 17)]),
+    "add_bias": (lambda a, b: a + b, [(33, 17), (17,)]),
+    "add_col": (lambda a, b: rawdev.ops.add(a, b, alpha=2.5), [(9, 17), (9, 1)]),
+    "sub": (lambda a, b: a - b, [(5, 67), (5, 67)]),
+    "add_scalar": (lambda a: a + 1.5, [(7, 9)]),
+    "rsub_scalar": (lambda a: 2.0 - a, [(45,)]),
+    "mul": (lambda a, b: a * b, [(21, 13), (21, 13)]),
+    "mul_broadcast": (lambda a, b: a * b, [(21, 13), (1, 13)]),
+    "mul_scalar": (lambda a: a * 3.5, [(37, 3)]),
+    "div_scalar": (lambda a: a / 3.0, [(37, 3)]),
+    "div": (lambda a, b: a / b, [(20, 3), ("pos", 20, 3)]),
+    "neg": (lambda a: -a, [(70,)]),
+    "pow2": (lambda a: a ** 2, [(13, 2)]),
+    "sum_all": (lambda a: a.sum(), [(33, 47)]),
+    "sum_dim0": (lambda a: a.sum(0), [(33, 47)]),
+    "sum_dim1": (lambda a: a.sum(1), [(33, 47)]),
+    "sum_mid": (lambda a: a.sum(1, keepdim=True), [(3, 40, 7)]),
+    "sum_02": (lambda a: a.sum((0, 2)), [(3, 40, 7)]),
+    "mean_all": (lambda a: a.mean(), [(130, 3)]),
+    "mean_dim": (lambda a: a.mean(-1), [(13, 50)]),
+    "reshape": (lambda a: a.reshape(6, -1).flatten() * 2.0, [(3, 4, 5)]),
+    "matmul": (lambda a, b: a @ b, [(67, 35), (35, 41)]),
+    "matmul_vec": (lambda a, b: a @ b, [(67, 35), (35,)]),
+    "matmul_3d": (lambda a, b: a @ b, [(2, 33, 35), (35, 40)]),
+    "linear": (lambda x, w, b: F.linear(x, w, b), [(70, 65), (33, 65), (33,)]),
+    "linear_big": (lambda x, w, b: F.linear(x, w, b), [(300, 64), (260, 64), (260,)]),
+    "linear_nobias": (lambda x, w: F.linear(x, w), [(5, 9), (130, 9)]),
+    "relu": (lambda a: F.relu(a), [(45, 33)]),
+    "leaky_relu": (lambda a: F.leaky_relu(a, 0.2), [(45, 33)]),
+    "gelu": (lambda a: F.gelu(a), [(45, 33)]),
+    "gelu_tanh": (lambda a: F.gelu(a, approximate="tanh"), [(45, 33)]),
+    "tanh": (lambda a: F.tanh(a), [(45, 33)]),
+    "sigmoid": (lambda a: F.sigmoid(a), [(45, 33)]),
+    "softmax": (lambda a: F.softmax(a, 1), [(37, 10)]),
+    "softmax_wide": (lambda a: F.softmax(a, -1), [(5, 1000)]),
+    "log_softmax": (lambda a: F.log_softmax(a, -1), [(37, 10)]),
+    "mse_loss": (lambda a, b: F.mse_loss(a, b), [(40, 3), (40, 3)]),
+    "t": (lambda a: a.t() * 1.5, [(33, 40)]),
+}
+
+RNG = np.random.default_rng(99)
+
+
+def _inputs(shapes):
+    out = []
+    for s in shapes:
+        if s and s[0] == "pos":
+            a = np.abs(RNG.standard_normal(s[1:])) + 0.5
+        else:
+            a = RNG.standard_normal(s)
+        out.append(a.astype(np.float32))
+    return out
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+
+
+def run_both(fn, arrays, extra=()):
+    res = {}
+    for dev in ("cpu", "cuda"):
+        ins = [from_numpy(a.copy()).to(dev).requires_grad_() for a in arrays]
+        out = fn(*ins, *[e.to(dev) for e in extra])
+        w = from_numpy(np.random.default_rng(5).standard_normal(tuple(out.shape)).astype(np.float32)).to(dev)
+        out.backward(w)
+        res[dev] = (np.asarray(out.detach().cpu()), [np.asarray(i.grad.cpu()) for i in ins])
+    return res
+
+
+@pytest.fixture
+def poisoned(driver):
+    C.set_poison(True)
+    yield driver
+    C.set_poison(False)
+
+
+def _skip_missing(e):
+    if "not shipped" in str(e):
+        pytest.skip(str(e).split(";")[0])
+    raise e
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_matches_cpu(poisoned, name):
+    fn, shapes = CASES[name]
+    try:
+        res = run_both(fn, _inputs(shapes))
+    except NotImplementedError as e:
+        _skip_missing(e)
+    (yc, gc), (yg, gg) = res["cpu"], res["cuda"]
+    assert not np.isnan(yg).any()
+    assert rel(yg, yc) < 1e-4
+    for a, b in zip(gg, gc):
+        assert rel(a, b) < 1e-4
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 3},
+                                {"label_smoothing": 0.1}, {"weight": True}])
+def test_cross_entropy_cuda(poisoned, kw):
+    kw = dict(kw)
+    extra = ()
+    x = _inputs([(37, 10)])
+    tgt = from_numpy(RNG.integers(0, 10, 37))
+    wt = from_numpy(np.abs(RNG.standard_normal(10)).astype(np.float32) + 0.1) if kw.pop("weight", None) else None
+    try:
+        res = run_both(lambda a, t, *w: F.cross_entropy(a, t, weight=w[0] if w else None, **kw), x,
+                       (tgt,) + ((wt,) if wt is not None else ()))
+    except NotImplementedError as e:
+        _skip_missing(e)
+    (yc, gc), (yg, gg) = res["cpu"], res["cuda"]
+    assert rel(yg, yc) < 1e-4 and rel(gg[0], gc[0]) < 1e-4
+
+
+def test_mixing_devices_names_both(driver):
+    a = rawdev.randn(3, 4)
+    b = rawdev.randn(3, 4).cuda()
+    with pytest.raises(RuntimeError, match=r"cpu and cuda:0|cuda:0 and cpu"):
+        a + b
+    with pytest.raises(RuntimeError, match=r"cuda:0 and cpu"):
+        F.linear(rawdev.randn(2, 4).cuda(), rawdev.randn(3, 4))
+
+
+def test_cuda_ops_run_on_compute_stream(driver):
+    x = rawdev.randn(40, 30).cuda()
+    w = rawdev.randn(20, 30).cuda()
+    with rawdev.trace() as t:
+        y = F.linear(x, w)
+    launches = [c for c in t.calls if c.fn == "cuLaunchKernel"]
+    assert launches and all(c.stream.endswith("compute") for c in launches)
+    assert not any(c.fn.startswith("cuMemcpyDtoH") for c in t.calls)   # nothing comes back to the host
+    assert y.is_cuda
+
+
+def test_dropout_same_mask_on_every_device(driver):
+    x = rawdev.randn(30, 20)
+    rawdev.manual_seed(3)
+    a = F.dropout(x, 0.4)
+    rawdev.manual_seed(3)
+    try:
+        b = F.dropout(x.cuda(), 0.4)
+    except NotImplementedError as e:
+        _skip_missing(e)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b.cpu()))
