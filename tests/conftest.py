@@ -27,7 +27,7 @@ def driver(request):
     if name == "cuda" and os.environ.get("RAWDEV_GPU_TESTS_ON") == "sim":
         name = "sim"   # tools/gpu_check --driver sim: exercise the gpu-marked cases on the simulator
     elif name == "cuda" and real_gpu():
-        pytest.skip(f"no real GPU: {real_gpu()}")
+        pytest.skip(f"needs a real GPU: {real_gpu().split(': install')[0]}")
     reset_for_tests(name)
     yield name
 
