@@ -567,7 +567,9 @@ class Decoder:
         part = [f"def part_{blk.index}(R, X, idx):", "    n = idx.shape[0]"]
         part += [f"    v{s} = R[{s}][idx]" for s in g.reads]
         part += ["    " + ln for ln in body]
-        part += [f"    R[{s}][idx] = v{s}" for s in g.written]
+        for s in g.written:
+            part += [f"    a = R[{s}]", "    if not a.flags.writeable:", f"        a = R[{s}] = a.copy()",
+                     f"    a[idx] = v{s}"]
         part.append(ret)
         blk.source = "\n".join(full) + "\n\n" + "\n".join(part) + "\n"
 
@@ -1349,7 +1351,10 @@ class Decoder:
                 if full:
                     R[s] = val.copy()
                 else:
-                    R[s][lanes] = val
+                    a = R[s]
+                    if not a.flags.writeable:
+                        a = R[s] = a.copy()
+                    a[lanes] = val
             return set_
 
         pred_slot = self.slot(inst.pred, inst) if inst.pred else None

@@ -217,6 +217,8 @@ class _Ctx:
         ei = (bi >> shift) if isz > 1 else bi
         if vec == 1:
             return view[ei][None, :]
+        if vec in (2, 4) and view.shape[0] % vec == 0 and int(np.bitwise_or.reduce(ei)) & (vec - 1) == 0:
+            return view.reshape(-1, vec)[ei >> np.uint64(vec.bit_length() - 1)].T
         return np.stack([view[ei + np.uint64(k)] for k in range(vec)])
 
     def st(self, space, n, base, off, vals, dt, iid, m, sb, lb):
@@ -489,11 +491,16 @@ class PtxModule:
             else:   # %smid, %nsmid, %gridid, clocks, timers
                 v = np.full(n, 1 if name == "%nsmid" else 0)
             vals[s] = v
+        zeros = {}
         for s, dt in enumerate(code.slot_dtypes):
             if s in vals:
                 R[s] = np.ascontiguousarray(vals[s]).astype(dt)
             else:
-                R[s] = np.zeros(n, dt)
+                z = zeros.get(dt)
+                if z is None:   # one shared read-only zero array per type; copied on first partial write
+                    z = zeros[dt] = np.zeros(n, dt)
+                    z.flags.writeable = False
+                R[s] = z
         return R
 
     # -- the scheduler

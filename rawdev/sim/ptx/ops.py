@@ -20,15 +20,15 @@ _DBL_TINY = np.float64(2.0 ** -1022)
 
 
 # ----------------------------------------------------------------------------- floating point
-def _fma32_fix(a, b, c, p, r, bad):
-    """Exact single-rounding fma for the lanes in ``bad`` (f64 result on/near an f32 tie)."""
+def _pick(x, sel):
+    x = np.asarray(x)
+    return x[sel].astype(f64) if x.ndim else np.full(sel.shape, x, f64)
+
+
+def _fma32_fix(a, b, c, r, bad):
+    """Exact single-rounding fma for the lanes in ``bad`` (f64 result on an f32 tie, or tiny)."""
     sel = np.flatnonzero(bad)
-    aa = np.asarray(a, f64)
-    bb = np.asarray(b, f64)
-    cc = np.asarray(c, f64)
-    aa = aa[sel] if aa.ndim else np.full(sel.shape, aa)
-    bb = bb[sel] if bb.ndim else np.full(sel.shape, bb)
-    cc = cc[sel] if cc.ndim else np.full(sel.shape, cc)
+    aa, bb, cc = _pick(a, sel), _pick(b, sel), _pick(c, sel)
     pr = aa * bb                        # exact (24+24 bits)
     s = pr + cc
     z = s - pr                          # TwoSum error term
@@ -48,18 +48,24 @@ def _fma32_fix(a, b, c, p, r, bad):
 
 
 def fma32(a, b, c):
-    """fma.rn.f32: a*b+c rounded once to float32."""
+    """fma.rn.f32: a*b+c rounded once to float32.
+
+    Computed in float64 (the product is exact there); the one case where rounding the float64
+    sum to float32 can differ from a single rounding is a float64 sum that lands exactly on a
+    float32 tie (or in the float32 subnormal range): those lanes are redone exactly.
+    """
     p = np.multiply(a, b, dtype=f64)    # exact
     p += c
     r = p.astype(f32)
     if r.ndim == 0:
         r = np.atleast_1d(r)
         p = np.atleast_1d(p)
-    # double rounding (f64 then f32) can only differ when the f64 value is an f32 tie
     bad = (p.view(u64) & _M29) == _MID29
-    bad |= (r.view(u32) & _EXP32) == 0   # zero / subnormal results: check exactly
+    tiny = np.abs(r) < _FLT_MIN
+    if tiny.any():
+        bad |= tiny & (p != 0)
     if bad.any():
-        r = _fma32_fix(a, b, c, p, r, bad)
+        r = _fma32_fix(a, b, c, r, bad)
     return r
 
 
@@ -184,7 +190,7 @@ def sdiv(a, b):
     with np.errstate(all="ignore"):
         q = np.floor_divide(a, b)
         r = a - q * b
-        fix = (r != 0) & ((r < 0) != (b < 0))
+        fix = (r != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
         q = np.where(fix, q + q.dtype.type(1) if hasattr(q, "dtype") else q + 1, q)
         return np.where(b == 0, np.asarray(-1).astype(np.result_type(a, b)), q)
 
