@@ -10,7 +10,7 @@ from .device import device
 from .dtypes import *  # noqa: F401,F403  (float32, float16, bfloat16, int64, int32, uint8, bool, ...)
 from .dtypes import dtype, get_default_dtype
 from .errors import CudaError, NoDeviceError, NoDriverError, OutOfMemoryError
-from .random import Generator, initial_seed, manual_seed, seed
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .runtime.seam import use_driver
 from .runtime.trace import trace
 from .serialization import load, save
