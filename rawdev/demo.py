@@ -113,6 +113,7 @@ def run(args):
     Xtr, ytr, Xte, yte = split_digits(args.seed)
     print(f"data: UCI optdigits, {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
     model = build_model(args.hidden, args.seed)
+    nn.layers.tag_modules(model)      # device memory of each layer is named after it ("Linear 0 ...")
     print(model)
 
     with rawdev.trace() as t:

@@ -61,17 +61,19 @@ def set_poison(flag):
     _poison = bool(flag)
 
 
-def empty(shape, dt, dev, owner=None):
-    t = cuda_io.empty(Size(tuple(shape)), dt, dev, owner)
+def empty(shape, dt, dev, owner=None, scoped=True):
+    from .dispatch import current_owner
+    owner = owner or "output"
+    t = cuda_io.empty(Size(tuple(shape)), dt, dev, current_owner(owner) if scoped else owner)
     if _poison and t.nbytes and dt.itemsize == 4:
         memory.memset_d32(t.data_ptr(), 0x7FC00000, t.numel(), _rdev(dev).compute_stream)
     return t
 
 
-def full(shape, value, dt, dev, owner=None):
+def full(shape, value, dt, dev, owner=None, scoped=True):
     """A constant tensor: memset for zeros and 32-bit patterns, else an upload from the host."""
     shape = Size(tuple(shape))
-    t = empty(shape, dt, dev, owner)
+    t = empty(shape, dt, dev, owner, scoped)
     if t.nbytes:
         rdev = _rdev(dev)
         if dt.itemsize == 4:
@@ -86,8 +88,8 @@ def full(shape, value, dt, dev, owner=None):
     return t
 
 
-def clone(x, owner=None):
-    out = empty(x.shape, x.dtype, x.device, owner or "clone")
+def clone(x, owner=None, scoped=True):
+    out = empty(x.shape, x.dtype, x.device, owner or "clone", scoped)
     if x.nbytes:
         memory.copy_dtod(out.data_ptr(), x.data_ptr(), x.nbytes, stream=_rdev(x).compute_stream)
     return out
@@ -108,7 +110,8 @@ def _ones(rdev, dev, n):
     hit = _ones_cache.get(key)
     if hit is None or hit[0] is not rdev or hit[1].numel() < n:
         cap = max(n, 1024, (hit[1].numel() * 2) if hit and hit[0] is rdev else 0)
-        _ones_cache[key] = hit = (rdev, full((cap,), 1.0, _dt.float32, dev, owner="ones (for sums)"))
+        _ones_cache[key] = hit = (rdev, full((cap,), 1.0, _dt.float32, dev, owner="ones (for sums)",
+                                                 scoped=False))
     return hit[1]
 
 
@@ -430,7 +433,7 @@ def new_grad(var, g):
     buf = var._buf
     parts = getattr(getattr(buf, "block", None), "parts", None)
     if not parts:
-        return clone(g, _owner_of(var, "grad"))
+        return clone(g, _owner_of(var, "grad"), scoped=False)
     key = id(buf)
     ent = _grad_arenas.get(key)
     garena = None
@@ -443,7 +446,7 @@ def new_grad(var, g):
     slots = ent[2]
     prev = slots.get(var._offset)
     if prev is not None and prev() is not None:     # the old grad there is still referenced: don't overwrite it
-        return clone(g, _owner_of(var, "grad"))
+        return clone(g, _owner_of(var, "grad"), scoped=False)
     out = Tensor._make_cuda(garena, var._offset, var.shape, var.dtype, var.device)
     if not any(off == var._offset for off, _, _ in garena.block.parts):
         garena.tag(var._offset, var.nbytes, _owner_of(var, "grad"))
@@ -467,7 +470,7 @@ def _owner_of(var, role):
 
 # ------------------------------------------------------------------ optimizer state and steps
 def zeros_state(p, key):
-    return full(p.shape, 0.0, p.dtype, p.device, owner=_owner_of(p, key))
+    return full(p.shape, 0.0, p.dtype, p.device, owner=_owner_of(p, key), scoped=False)
 
 
 def _arena_span(params):

@@ -1,5 +1,6 @@
 from ..module import Module
 from ...ops import functions as F
+from ...ops.dispatch import owner_scope
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
 
@@ -10,7 +11,8 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):  # noqa: A002
-        return F.relu(input)
+        with owner_scope(getattr(self, "_rawdev_tag", None) or "ReLU"):
+            return F.relu(input)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""

@@ -5,6 +5,7 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from ...ops import functions as F
+from ...ops.dispatch import owner_scope
 
 __all__ = ["Linear"]
 
@@ -34,7 +35,8 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):  # noqa: A002
-        return F.linear(input, self.weight, self.bias)
+        with owner_scope(getattr(self, "_rawdev_tag", None) or "Linear"):
+            return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
