@@ -62,7 +62,7 @@ def load(name):
     return m, time.perf_counter() - t
 
 
-def run(m, name, grid, block, params, reps=1):
+def run(m, name, grid, block, params, reps=2):
     best = None
     for _ in range(reps):
         st = m.launch(name, grid, block, params=params, memory=DEV.mem)

@@ -95,9 +95,14 @@ class Block:
     full: object = None
     part: object = None
     warp: object = None       # for 'warp' blocks: fn(R, X, idx)
+    build: object = None
     line: int = 0
     text: str = ""
     source: str = ""
+    gen: object = None
+    uses: set = field(default_factory=set)
+    defs: set = field(default_factory=set)
+    live_out: set = field(default_factory=set)
 
 
 @dataclass
@@ -516,10 +521,15 @@ class Decoder:
                 code.insts.append((inst.line, inst.text))
             else:
                 blk.warp = self._warp_op(insts[0])
+                blk.uses = {self.slot(r, insts[0]) for r in _regs_of(insts[0])} | {self.slot("%laneid")}
                 blk.ninst = 1
                 code.insts.append((insts[0].line, insts[0].text))
             iid += len(insts)
             code.blocks.append(blk)
+        _liveness(code.blocks)
+        for blk in code.blocks:
+            if blk.kind == "code":
+                _make_lazy(self, blk, code)
         return code
 
     # ----------------------------------------------------------------- code blocks
@@ -556,22 +566,9 @@ class Decoder:
                 raise DecodeError(f"cannot decode '{inst.opcode}': {type(e).__name__}: {e} "
                                   f"(PTX line {inst.line}: {inst.text})") from None
         blk.ninst = len(insts)
-        # build the two functions
-        body = g.lines
-        ret = f"    return {g.ret_expr}" if g.ret_expr else "    return None"
-        full = [f"def full_{blk.index}(R, X):", "    n = X.n"]
-        full += [f"    v{s} = R[{s}]" for s in g.reads]
-        full += ["    " + ln for ln in body]
-        full += [f"    R[{s}] = v{s}" for s in g.written]
-        full.append(ret)
-        part = [f"def part_{blk.index}(R, X, idx):", "    n = idx.shape[0]"]
-        part += [f"    v{s} = R[{s}][idx]" for s in g.reads]
-        part += ["    " + ln for ln in body]
-        for s in g.written:
-            part += [f"    a = R[{s}]", "    if not a.flags.writeable:", f"        a = R[{s}] = a.copy()",
-                     f"    a[idx] = v{s}"]
-        part.append(ret)
-        blk.source = "\n".join(full) + "\n\n" + "\n".join(part) + "\n"
+        blk.gen = g
+        blk.uses = set(g.reads)
+        blk.defs = set(g.written)
 
     # ----------------------------------------------------------------- instruction table
     def _inst(self, g, inst, iid):
@@ -1459,13 +1456,104 @@ class Decoder:
         _err(inst, "unsupported warp instruction")
 
 
-def compile_blocks(dec: Decoder, code: EntryCode):
-    src = "\n".join(b.source for b in code.blocks if b.kind == "code")
+def _regs_of(inst):
+    out = []
+    if inst.pred:
+        out.append(inst.pred)
+    for op in inst.operands:
+        if isinstance(op, (Reg, NegPred)):
+            out.append(op.name)
+        elif isinstance(op, Pipe):
+            out += [op.first.name, op.second.name]
+        elif isinstance(op, Vec):
+            out += [it.name for it in op.items if isinstance(it, Reg)]
+        elif isinstance(op, Addr) and isinstance(op.base, Reg):
+            out.append(op.base.name)
+    return out
+
+
+def _liveness(blocks):
+    """Registers live at the end of each block (so dead temporaries are never written back)."""
+    succ = []
+    for b in blocks:
+        if b.kind != "code":
+            succ.append([b.nxt] if b.nxt is not None else [])
+        elif b.term == "fall":
+            succ.append([b.nxt] if b.nxt is not None else [])
+        elif b.term == "bra":
+            succ.append([b.target])
+        elif b.term == "cbra":
+            succ.append([b.target] + ([b.nxt] if b.nxt is not None else []))
+        elif b.term == "cexit":
+            succ.append([b.nxt] if b.nxt is not None else [])
+        else:
+            succ.append([])
+    live_in = [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(blocks) - 1, -1, -1):
+            b = blocks[i]
+            out = set()
+            for j in succ[i]:
+                out |= live_in[j]
+            inn = b.uses | (out - b.defs)
+            if out != b.live_out or inn != live_in[i]:
+                b.live_out, live_in[i] = out, inn
+                changed = True
+
+
+def _block_source(blk):
+    g = blk.gen
+    body = g.lines
+    ret = f"    return {g.ret_expr}" if g.ret_expr else "    return None"
+    wb = [s for s in g.written if s in blk.live_out]
+    full = [f"def full_{blk.index}(R, X):", "    n = X.n"]
+    full += [f"    v{s} = R[{s}]" for s in g.reads]
+    full += ["    " + ln for ln in body]
+    full += [f"    R[{s}] = v{s}" for s in wb]
+    full.append(ret)
+    part = [f"def part_{blk.index}(R, X, idx):", "    n = idx.shape[0]"]
+    part += [f"    v{s} = R[{s}][idx]" for s in g.reads]
+    part += ["    " + ln for ln in body]
+    part += [f"    _wb(R, {s}, idx, v{s})" for s in wb]
+    part.append(ret)
+    return "\n".join(full) + "\n\n" + "\n".join(part) + "\n"
+
+
+def _wb(R, s, idx, v):
+    a = R[s]
+    if not a.flags.writeable:
+        a = R[s] = a.copy()
+    a[idx] = v
+
+
+def _make_lazy(dec, blk, code):
+    """The block's functions are compiled from its decoded form the first time it runs."""
     ns = dec.ns
-    exec(compile(src, f"<ptx {code.name}>", "exec"), ns)
+    ns["_wb"] = _wb
+
+    def build():
+        if blk.source:
+            return
+        src = _block_source(blk)
+        exec(compile(src, f"<ptx {code.name} block {blk.index} line {blk.line}>", "exec"), ns)
+        blk.full, blk.part = ns[f"full_{blk.index}"], ns[f"part_{blk.index}"]
+        blk.source = src
+
+    def lazy_full(R, X):
+        build()
+        return blk.full(R, X)
+
+    def lazy_part(R, X, idx):
+        build()
+        return blk.part(R, X, idx)
+    blk.full, blk.part, blk.build = lazy_full, lazy_part, build
+
+
+def compile_blocks(dec: Decoder, code: EntryCode):
+    """Compile every block now (normally they compile lazily on first execution)."""
     for b in code.blocks:
         if b.kind == "code":
-            b.full = ns[f"full_{b.index}"]
-            b.part = ns[f"part_{b.index}"]
-    code.source = src
+            b.build()
     return code

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_sequential
-from .decoder import LBASE, SBASE, Decoder, DecodeError, _ModuleSyms, compile_blocks
+from .decoder import LBASE, SBASE, Decoder, DecodeError, _ModuleSyms
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -378,7 +378,6 @@ class PtxModule:
                                           f"supported by the simulator")
             dec = Decoder(ast, msyms, fn)
             code = dec.decode()
-            compile_blocks(dec, code)
             opcodes |= code.opcodes
             entries[name] = Entry(name, code.params, code.param_size, code.shared_static, code.local_size, code)
         return ast.version, ast.target, entries, msyms.const_bank, msyms.global_vars, opcodes
