@@ -177,6 +177,16 @@ def _cols_sum(rdev, x_ptr, rows, cols, dev, alpha=1.0, owner=None):
     return out
 
 
+def _split(red):
+    """A divisor a of red with 8 <= a <= 32 and red/a >= 8 (for a two-stage sum), else None."""
+    if red < 64:
+        return None
+    for a in (32, 16, 24, 8, 31, 29, 23, 19, 17, 13, 11):
+        if red % a == 0 and red // a >= 8:
+            return a
+    return None
+
+
 def _sum_block(x, pre, red, post, alpha, owner):
     """x viewed as [pre, red, post] -> [pre, post] summed over red (times alpha)."""
     rdev, dev = _rdev(x), x.device
@@ -189,6 +199,10 @@ def _sum_block(x, pre, red, post, alpha, owner):
                 c -= 1
             part = _rows_sum(rdev, x.data_ptr(), red // c, c, dev, owner="partial sums")
             return _cols_sum(rdev, part.data_ptr(), 1, c, dev, alpha, owner)
+        a = _split(red)
+        if a:   # two stages keep the K loop short: [a, (red/a)*post] -> [(red/a), post] -> [post]
+            part = _rows_sum(rdev, x.data_ptr(), a, (red // a) * post, dev, owner="partial sums")
+            return _rows_sum(rdev, part.data_ptr(), red // a, post, dev, alpha, owner)
         return _rows_sum(rdev, x.data_ptr(), red, post, dev, alpha, owner)
     if post == 1:
         return _cols_sum(rdev, x.data_ptr(), pre, red, dev, alpha, owner)
