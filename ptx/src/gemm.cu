@@ -1,7 +1,7 @@
 // GEMM with fused epilogue for linear layers:
 //     Y[M,N] = act(alpha * op(A)[M,K] . op(B)[K,N] + beta * Y + bias[n])
-// Epilogue order: v = alpha*acc; if beta != 0, v += beta*Y (Y is NOT read when beta == 0, so it may
-// hold garbage); if bias != 0 (null pointer = no bias), v += bias[n]; Y = act(v) with act code
+// Epilogue: Y = act(alpha*acc + bias[n] + beta*Y); Y is NOT read when beta == 0 (so it may hold
+// garbage/NaN); bias == 0 (null pointer) means no bias; act code
 // 0 = none, 1 = relu, 2 = gelu (tanh approximation).
 // Layouts (all row-major, leading dimensions in elements):
 //   nt: op(A)[m,k] = A[m*lda + k], op(B)[k,n] = B[n*ldb + k]  (linear forward  Y = X.W^T + b)
@@ -17,17 +17,20 @@
 
 #define DEVI __device__ __forceinline__
 
+// gelu_tanh(v) = 0.5*v*(1 + tanh(u)) = v * sigmoid(2u), u = sqrt(2/pi)*(v + 0.044715 v^3). The
+// sigmoid form needs no branch (exp -> inf gives -0, exp -> 0 gives v), which keeps the fully
+// unrolled epilogue small.
 DEVI float gelu_tanh(float v)
 {
-    const float k0 = 0.7978845608028654f, k1 = 0.044715f;
-    return 0.5f * v * (1.0f + tanhf(k0 * fmaf(k1 * v, v * v, v)));
+    const float k0 = 2.0f * 0.7978845608028654f, k1 = 0.044715f;
+    return v * __frcp_rn(1.0f + __expf(-k0 * fmaf(k1 * v, v * v, v)));
 }
 
+// act: 0 none, 1 relu, 2 gelu-tanh; evaluated without branches (selects).
 DEVI float activate(float v, int act)
 {
-    if (act == 1) return fmaxf(v, 0.0f);
-    if (act == 2) return gelu_tanh(v);
-    return v;
+    float r = (act == 1) ? fmaxf(v, 0.0f) : v;
+    return (act == 2) ? gelu_tanh(v) : r;
 }
 
 // Loads a BMN x BK slab of a matrix (rows along M or N, columns along K) into registers as float4
@@ -154,19 +157,27 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
         }
     }
 
+    // Per-column bias loaded once; only the Y read is conditional (beta == 0 must not read Y), so the
+    // unrolled epilogue is one straight path per element.
+    const bool use_beta = beta != 0.0f;
+    float bcol[TN];
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+        const int n = n0 + (j / 4) * 4 * TX + tx * 4 + (j % 4);
+        bcol[j] = (bias != nullptr && n < N) ? bias[n] : 0.0f;
+    }
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int m = m0 + (i / 4) * 4 * TY + ty * 4 + (i % 4);
-        if (m >= M) continue;
         float* yrow = Y + (long long)m * ldy;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
             const int n = n0 + (j / 4) * 4 * TX + tx * 4 + (j % 4);
-            if (n >= N) continue;
-            float v = alpha * acc[i][j];
-            if (beta != 0.0f) v = fmaf(beta, yrow[n], v);
-            if (bias) v += bias[n];
-            yrow[n] = activate(v, act);
+            if (m < M && n < N) {
+                float yold = 0.0f;
+                if (use_beta) yold = yrow[n];
+                yrow[n] = activate(fmaf(beta, yold, fmaf(alpha, acc[i][j], bcol[j])), act);
+            }
         }
     }
 }
