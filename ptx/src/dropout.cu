@@ -1,0 +1,70 @@
+// Dropout with a counter-based Philox4x32-10 generator keyed by (seed, offset), so the mask is a pure
+// function of (seed, offset, element index) and can be saved (uint8) or recomputed.
+// Element i uses word (i % 4) of philox(key = (lo32(seed), hi32(seed)),
+//                                        counter = (lo32(i/4), hi32(i/4), lo32(offset), hi32(offset))).
+// u = (word >> 8) * 2^-24 in [0, 1); the element is kept when u >= p. Kept values are scaled by
+// `scale` (normally 1 / (1 - p)). Any 1-D grid/block: each thread handles groups of 4 elements in a
+// grid-stride loop over ceil(n/4) groups.
+
+#define DEVI __device__ __forceinline__
+
+struct U4 { unsigned int x, y, z, w; };
+
+DEVI U4 philox4x32_10(U4 c, unsigned int k0, unsigned int k1)
+{
+#pragma unroll
+    for (int r = 0; r < 10; ++r) {
+        const unsigned int lo0 = 0xD2511F53u * c.x, hi0 = __umulhi(0xD2511F53u, c.x);
+        const unsigned int lo1 = 0xCD9E8D57u * c.z, hi1 = __umulhi(0xCD9E8D57u, c.z);
+        c = U4{hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0};
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return c;
+}
+
+DEVI bool keep_word(unsigned int w, float p) { return (float)(w >> 8) * 5.9604644775390625e-08f >= p; }
+
+// doc: y = keep ? x*scale : 0 with keep drawn from Philox4x32-10(seed, offset) (see file header); mask[i] = keep (uint8; mask may be 0 = not saved). Any 1-D grid/block.
+extern "C" __global__ void dropout_fwd(float* __restrict__ y, unsigned char* __restrict__ mask, const float* __restrict__ x, long long n, float p, float scale, unsigned long long seed, unsigned long long offset)
+{
+    const long long groups = (n + 3) / 4, stride = (long long)gridDim.x * blockDim.x;
+    for (long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x; gi < groups; gi += stride) {
+        const U4 c{(unsigned int)gi, (unsigned int)((unsigned long long)gi >> 32), (unsigned int)offset, (unsigned int)(offset >> 32)};
+        const U4 w = philox4x32_10(c, (unsigned int)seed, (unsigned int)(seed >> 32));
+        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long i = gi * 4 + j;
+            if (i < n) {
+                const bool k = keep_word(words[j], p);
+                y[i] = k ? x[i] * scale : 0.0f;
+                if (mask) mask[i] = k ? 1 : 0;
+            }
+        }
+    }
+}
+
+// doc: dx[i] = mask[i] ? dy[i]*scale : 0 with the uint8 mask saved by dropout_fwd. Any 1-D grid/block (grid-stride over n).
+extern "C" __global__ void dropout_bwd(float* __restrict__ dx, const float* __restrict__ dy, const unsigned char* __restrict__ mask, long long n, float scale)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        dx[i] = mask[i] ? dy[i] * scale : 0.0f;
+}
+
+// doc: dx = keep ? dy*scale : 0, recomputing keep from (seed, offset, p) exactly as dropout_fwd (no saved mask). Any 1-D grid/block.
+extern "C" __global__ void dropout_bwd_recompute(float* __restrict__ dx, const float* __restrict__ dy, long long n, float p, float scale, unsigned long long seed, unsigned long long offset)
+{
+    const long long groups = (n + 3) / 4, stride = (long long)gridDim.x * blockDim.x;
+    for (long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x; gi < groups; gi += stride) {
+        const U4 c{(unsigned int)gi, (unsigned int)((unsigned long long)gi >> 32), (unsigned int)offset, (unsigned int)(offset >> 32)};
+        const U4 w = philox4x32_10(c, (unsigned int)seed, (unsigned int)(seed >> 32));
+        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long i = gi * 4 + j;
+            if (i < n) dx[i] = keep_word(words[j], p) ? dy[i] * scale : 0.0f;
+        }
+    }
+}

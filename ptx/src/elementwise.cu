@@ -1,0 +1,175 @@
+// Elementwise kernels, float32 (plus f16/bf16 casts). All take a 64-bit element count n and use a
+// grid-stride loop: any 1-D grid/block works (e.g. block 256, grid min(ceil(n/256), 65535)).
+// Backward kernels write dx = dy * f'(.) and take the saved forward input x (relu, leaky_relu, gelu)
+// or the saved forward output y (tanh, sigmoid), as named in each signature.
+
+#define DEVI __device__ __forceinline__
+#define GRID_STRIDE(i, n)                                                                           \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
+         i < (n); i += _stride)
+
+#define K_GELU_TANH 0.7978845608028654f  // sqrt(2/pi)
+#define K_GELU_CUBIC 0.044715f
+#define K_INV_SQRT2 0.7071067811865476f
+#define K_INV_SQRT_2PI 0.3989422804014327f
+
+// doc: y = max(x, 0).
+extern "C" __global__ void relu_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = fmaxf(x[i], 0.0f);
+}
+
+// doc: dx = dy * (x > 0), x = saved forward input.
+extern "C" __global__ void relu_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+// doc: y = x > 0 ? x : slope * x.
+extern "C" __global__ void leaky_relu_fwd(float* __restrict__ y, const float* __restrict__ x, float slope, long long n)
+{
+    GRID_STRIDE(i, n) { float v = x[i]; y[i] = v > 0.0f ? v : v * slope; }
+}
+
+// doc: dx = dy * (x > 0 ? 1 : slope), x = saved forward input.
+extern "C" __global__ void leaky_relu_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, float slope, long long n)
+{
+    GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : dy[i] * slope;
+}
+
+// gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+DEVI float sigmoid_2u(float x)
+{
+    const float u = K_GELU_TANH * fmaf(K_GELU_CUBIC * x, x * x, x);
+    return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
+// doc: y = 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))) (PyTorch gelu approximate='tanh'), computed as x*sigmoid(2u).
+extern "C" __global__ void gelu_tanh_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) { float v = x[i]; y[i] = v * sigmoid_2u(v); }
+}
+
+// doc: dx = dy * gelu_tanh'(x), x = saved forward input; gelu_tanh' = s + x*s*(1-s)*2*sqrt(2/pi)*(1 + 3*0.044715*x^2), s = sigmoid(2u).
+extern "C" __global__ void gelu_tanh_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) {
+        const float v = x[i], s = sigmoid_2u(v);
+        const float du = 2.0f * K_GELU_TANH * fmaf(3.0f * K_GELU_CUBIC * v, v, 1.0f);
+        dx[i] = dy[i] * fmaf(v * s * (1.0f - s), du, s);
+    }
+}
+
+// doc: y = 0.5*x*(1 + erf(x/sqrt(2))) (PyTorch gelu approximate='none'), computed as 0.5*x*erfc(-x/sqrt(2)).
+extern "C" __global__ void gelu_erf_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) { float v = x[i]; y[i] = 0.5f * v * erfcf(-v * K_INV_SQRT2); }
+}
+
+// doc: dx = dy * (0.5*erfc(-x/sqrt(2)) + x*exp(-x^2/2)/sqrt(2*pi)), x = saved forward input.
+extern "C" __global__ void gelu_erf_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) {
+        const float v = x[i];
+        const float cdf = 0.5f * erfcf(-v * K_INV_SQRT2), pdf = K_INV_SQRT_2PI * expf(-0.5f * v * v);
+        dx[i] = dy[i] * fmaf(v, pdf, cdf);
+    }
+}
+
+// doc: y = tanh(x).
+extern "C" __global__ void tanh_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = tanhf(x[i]);
+}
+
+// doc: dx = dy * (1 - y^2), y = saved forward OUTPUT tanh(x).
+extern "C" __global__ void tanh_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, long long n)
+{
+    GRID_STRIDE(i, n) { float t = y[i]; dx[i] = dy[i] * fmaf(-t, t, 1.0f); }
+}
+
+// doc: y = 1 / (1 + exp(-x)).
+extern "C" __global__ void sigmoid_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+
+// doc: dx = dy * y * (1 - y), y = saved forward OUTPUT sigmoid(x).
+extern "C" __global__ void sigmoid_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, long long n)
+{
+    GRID_STRIDE(i, n) { float s = y[i]; dx[i] = dy[i] * s * (1.0f - s); }
+}
+
+// doc: z = x + y (z may alias x or y).
+extern "C" __global__ void add(float* z, const float* x, const float* y, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = x[i] + y[i];
+}
+
+// doc: z = x * y (z may alias x or y).
+extern "C" __global__ void mul(float* z, const float* x, const float* y, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = x[i] * y[i];
+}
+
+// doc: y = a * x (y may alias x).
+extern "C" __global__ void scale(float* y, const float* x, float a, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = a * x[i];
+}
+
+// doc: y = a * x + y (fused multiply-add, one rounding).
+extern "C" __global__ void axpy(float* __restrict__ y, const float* __restrict__ x, float a, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = fmaf(a, x[i], y[i]);
+}
+
+// doc: y[0:n] = value.
+extern "C" __global__ void fill(float* __restrict__ y, float value, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = value;
+}
+
+// doc: y = x (non-overlapping buffers).
+extern "C" __global__ void copy(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = x[i];
+}
+
+// doc: y(f16 bits, u16) = x(f32) rounded to nearest even (cvt.rn.f16.f32; overflow -> inf, NaN kept).
+extern "C" __global__ void cast_f32_f16(unsigned short* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) {
+        unsigned short h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x[i]));
+        y[i] = h;
+    }
+}
+
+// doc: y(f32) = x(f16 bits, u16), exact.
+extern "C" __global__ void cast_f16_f32(float* __restrict__ y, const unsigned short* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) {
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x[i]));
+        y[i] = f;
+    }
+}
+
+// doc: y(bf16 bits, u16) = x(f32) rounded to nearest even with integer ops (NaN -> quiet NaN with the sign kept; overflow -> inf).
+extern "C" __global__ void cast_f32_bf16(unsigned short* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) {
+        const unsigned int u = __float_as_uint(x[i]);
+        unsigned int r;
+        if ((u & 0x7fffffffu) > 0x7f800000u) r = (u >> 16) | 0x0040u;            // NaN: keep sign, quiet it
+        else r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                          // round to nearest even
+        y[i] = (unsigned short)r;
+    }
+}
+
+// doc: y(f32) = x(bf16 bits, u16), exact (bits << 16).
+extern "C" __global__ void cast_bf16_f32(float* __restrict__ y, const unsigned short* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = __uint_as_float((unsigned int)x[i] << 16);
+}

@@ -1,0 +1,187 @@
+// Softmax family and losses, float32. Row kernels use one warp per row: block (256, 1, 1) = 8 rows
+// per block, grid (ceil(rows/8), 1, 1); lanes stride over the C columns, reductions by shuffles.
+// Everything subtracts the row max first, so logits of +-1e4 and C = 1 stay finite.
+// Reduction codes: 0 none, 1 sum, 2 mean.
+
+#define DEVI __device__ __forceinline__
+
+DEVI float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+DEVI float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Row index of this warp (returns false when past the last row).
+DEVI bool warp_row(long long& r, int rows)
+{
+    r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    return r < rows;
+}
+
+// max and log(sum(exp(x - max))) of one row, valid in all lanes.
+DEVI void row_max_lse(const float* __restrict__ xr, int C, float& mx, float& lse)
+{
+    const int lane = threadIdx.x & 31;
+    float m = __int_as_float(0xff800000);  // -inf
+    for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
+    m = warp_max(m);
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s += expf(xr[c] - m);
+    s = warp_sum(s);
+    mx = m;
+    lse = m + logf(s);
+}
+
+// doc: row softmax y[r, c] = exp(x[r, c] - max_r) / sum_c exp(x[r, c] - max_r) for x[rows, C]. One warp per row: block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void softmax_fwd(float* __restrict__ y, const float* __restrict__ x, int rows, int C)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const float* xr = x + r * C;
+    float mx, lse;
+    row_max_lse(xr, C, mx, lse);
+    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = expf(xr[c] - lse);
+}
+
+// doc: softmax backward dx = y * (dy - sum_c(dy * y)) per row, y = saved softmax OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void softmax_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, int rows, int C)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const int lane = threadIdx.x & 31;
+    const float *dyr = dy + r * C, *yr = y + r * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s = fmaf(dyr[c], yr[c], s);
+    s = warp_sum(s);
+    for (int c = lane; c < C; c += 32) dx[r * C + c] = yr[c] * (dyr[c] - s);
+}
+
+// doc: row log-softmax y[r, c] = x[r, c] - logsumexp_c(x[r, :]) for x[rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void log_softmax_fwd(float* __restrict__ y, const float* __restrict__ x, int rows, int C)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const float* xr = x + r * C;
+    float mx, lse;
+    row_max_lse(xr, C, mx, lse);
+    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = xr[c] - lse;
+}
+
+// doc: log-softmax backward dx = dy - exp(y) * sum_c(dy) per row, y = saved log-softmax OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void log_softmax_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, int rows, int C)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const int lane = threadIdx.x & 31;
+    const float *dyr = dy + r * C, *yr = y + r * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s += dyr[c];
+    s = warp_sum(s);
+    for (int c = lane; c < C; c += 32) dx[r * C + c] = fmaf(-expf(yr[c]), s, dyr[c]);
+}
+
+// doc: fused log-softmax + NLL per row for logits[rows, C] and int64 target[rows]: lse[r] = logsumexp(logits[r, :]); loss[r] = lse[r] - logits[r, target[r]], or 0 when target[r] == ignore_index; NaN when the target is out of [0, C). Reduce with cross_entropy_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void cross_entropy_fwd(float* __restrict__ loss, float* __restrict__ lse, const float* __restrict__ logits, const long long* __restrict__ target, int rows, int C, long long ignore_index)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const float* xr = logits + r * C;
+    float mx, l;
+    row_max_lse(xr, C, mx, l);
+    if ((threadIdx.x & 31) == 0) {
+        const long long t = target[r];
+        float v;
+        if (t == ignore_index) v = 0.0f;
+        else if (t < 0 || t >= C) v = __int_as_float(0x7fffffff);
+        else v = l - xr[t];
+        loss[r] = v;
+        lse[r] = l;
+    }
+}
+
+// doc: reduces the per-row cross-entropy loss[rows]: out[0] = sum (reduction 1) or sum / count (reduction 2, mean over rows whose target != ignore_index; 0/0 = NaN as in PyTorch); count[0] = number of non-ignored rows as float (count may be 0 = not wanted). Deterministic. block (1024, 1, 1), grid (1, 1, 1).
+extern "C" __global__ void cross_entropy_reduce(float* __restrict__ out, float* __restrict__ count, const float* __restrict__ loss, const long long* __restrict__ target, int rows, long long ignore_index, int reduction)
+{
+    __shared__ float ps[32], pc[32];
+    float s = 0.0f, k = 0.0f;
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        s += loss[r];
+        k += (target[r] != ignore_index) ? 1.0f : 0.0f;
+    }
+    s = warp_sum(s);
+    k = warp_sum(k);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) { ps[w] = s; pc[w] = k; }
+    __syncthreads();
+    if (w == 0) {
+        s = lane < nw ? ps[lane] : 0.0f;
+        k = lane < nw ? pc[lane] : 0.0f;
+        s = warp_sum(s);
+        k = warp_sum(k);
+        if (lane == 0) {
+            out[0] = (reduction == 2) ? s / k : s;
+            if (count) count[0] = k;
+        }
+    }
+}
+
+// doc: cross-entropy backward: dlogits[r, c] = (exp(logits[r, c] - lse[r]) - (c == target[r])) * g_r, rows with target == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / count[0] (2; count from cross_entropy_reduce). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void cross_entropy_bwd(float* __restrict__ dlogits, const float* __restrict__ logits, const float* __restrict__ lse, const long long* __restrict__ target, const float* __restrict__ grad, const float* __restrict__ count, int rows, int C, long long ignore_index, int reduction)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const long long t = target[r];
+    float g = (reduction == 0) ? grad[r] : grad[0];
+    if (reduction == 2) g = g / count[0];
+    if (t == ignore_index) g = 0.0f;
+    const float l = lse[r];
+    const float* xr = logits + r * C;
+    for (int c = threadIdx.x & 31; c < C; c += 32) {
+        const float p = expf(xr[c] - l);
+        dlogits[r * C + c] = (t == ignore_index) ? 0.0f : (p - (c == t ? 1.0f : 0.0f)) * g;
+    }
+}
+
+// doc: MSE forward. reduction 0: out[i] = (x[i] - y[i])^2 for i < n, any 1-D grid (grid-stride). reduction 1 / 2: out[0] = sum / mean of (x - y)^2, deterministic, must be launched as ONE block: grid (1, 1, 1), block (1024, 1, 1).
+extern "C" __global__ void mse_fwd(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ y, long long n, int reduction)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    if (reduction == 0) {
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            const float d = x[i] - y[i];
+            out[i] = d * d;
+        }
+        return;
+    }
+    __shared__ float ps[32];
+    float s = 0.0f;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        const float d = x[i] - y[i];
+        s = fmaf(d, d, s);
+    }
+    s = warp_sum(s);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) ps[w] = s;
+    __syncthreads();
+    if (w == 0) {
+        s = warp_sum(lane < nw ? ps[lane] : 0.0f);
+        if (lane == 0) out[0] = (reduction == 2) ? s / (float)n : s;
+    }
+}
+
+// doc: MSE backward dx[i] = 2*(x[i] - y[i]) * g, g = grad[i] (reduction 0), grad[0] (1), grad[0] / n (2). Any 1-D grid (grid-stride).
+extern "C" __global__ void mse_bwd(float* __restrict__ dx, const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ grad, long long n, int reduction)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const float g0 = (reduction == 0) ? 0.0f : (reduction == 2 ? grad[0] / (float)n : grad[0]);
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float g = (reduction == 0) ? grad[i] : g0;
+        dx[i] = 2.0f * (x[i] - y[i]) * g;
+    }
+}
