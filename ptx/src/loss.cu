@@ -24,8 +24,9 @@ DEVI bool warp_row(long long& r, int rows)
     return r < rows;
 }
 
-// max and log(sum(exp(x - max))) of one row, valid in all lanes.
-DEVI void row_max_lse(const float* __restrict__ xr, int C, float& mx, float& lse)
+// Row max and ls = log(sum(exp(x - max))) of one row, valid in all lanes. Kept apart (logsumexp =
+// mx + ls) so that x - mx stays exact for large logits. Returns sum(exp(x - max)).
+DEVI float row_max_lse(const float* __restrict__ xr, int C, float& mx, float& ls)
 {
     const int lane = threadIdx.x & 31;
     float m = __int_as_float(0xff800000);  // -inf
@@ -35,7 +36,8 @@ DEVI void row_max_lse(const float* __restrict__ xr, int C, float& mx, float& lse
     for (int c = lane; c < C; c += 32) s += expf(xr[c] - m);
     s = warp_sum(s);
     mx = m;
-    lse = m + logf(s);
+    ls = logf(s);
+    return s;
 }
 
 // doc: row softmax y[r, c] = exp(x[r, c] - max_r) / sum_c exp(x[r, c] - max_r) for x[rows, C]. One warp per row: block (256, 1, 1), grid (ceil(rows/8), 1, 1).
@@ -44,9 +46,9 @@ extern "C" __global__ void softmax_fwd(float* __restrict__ y, const float* __res
     long long r;
     if (!warp_row(r, rows)) return;
     const float* xr = x + r * C;
-    float mx, lse;
-    row_max_lse(xr, C, mx, lse);
-    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = expf(xr[c] - lse);
+    float mx, ls;
+    const float inv = 1.0f / row_max_lse(xr, C, mx, ls);
+    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = expf(xr[c] - mx) * inv;
 }
 
 // doc: softmax backward dx = y * (dy - sum_c(dy * y)) per row, y = saved softmax OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
@@ -68,9 +70,9 @@ extern "C" __global__ void log_softmax_fwd(float* __restrict__ y, const float* _
     long long r;
     if (!warp_row(r, rows)) return;
     const float* xr = x + r * C;
-    float mx, lse;
-    row_max_lse(xr, C, mx, lse);
-    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = xr[c] - lse;
+    float mx, ls;
+    row_max_lse(xr, C, mx, ls);
+    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = (xr[c] - mx) - ls;
 }
 
 // doc: log-softmax backward dx = dy - exp(y) * sum_c(dy) per row, y = saved log-softmax OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
@@ -92,16 +94,16 @@ extern "C" __global__ void cross_entropy_fwd(float* __restrict__ loss, float* __
     long long r;
     if (!warp_row(r, rows)) return;
     const float* xr = logits + r * C;
-    float mx, l;
-    row_max_lse(xr, C, mx, l);
+    float mx, ls;
+    row_max_lse(xr, C, mx, ls);
     if ((threadIdx.x & 31) == 0) {
         const long long t = target[r];
         float v;
         if (t == ignore_index) v = 0.0f;
         else if (t < 0 || t >= C) v = __int_as_float(0x7fffffff);
-        else v = l - xr[t];
+        else v = (mx - xr[t]) + ls;
         loss[r] = v;
-        lse[r] = l;
+        lse[r] = mx + ls;
     }
 }
 
