@@ -8,6 +8,8 @@ Frees follow numba's rule: a finalizer never calls the driver, it queues the fre
 flushed at safe points (the next allocation, a synchronize).
 """
 import ctypes
+import os
+import sys
 import threading
 import time
 import traceback
@@ -21,6 +23,20 @@ from .seam import call
 from .trace import fmt_bytes
 
 ARENA_ALIGN = 256           # byte alignment of each tensor inside a move's arena (cudaMalloc's guarantee)
+SEGMENT_GRANULE = 2 << 20   # the pool maps memory in 2 MiB granules; the memory tool groups blocks by them
+ALLOCATOR_HOOKS = []        # callables(allocator) run for each new Allocator (the memory tool attaches history)
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_site():
+    """'train.py:42': the first frame outside the rawdev package (the user's line that asked for memory)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR) and not fn.startswith("<frozen"):
+            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        f = f.f_back
+    return "rawdev"
 
 
 class Block:
@@ -48,10 +64,12 @@ class Allocator:
         self.record_stacks = False
         self.lock = threading.Lock()
         self.reset_stats()
+        for hook in ALLOCATOR_HOOKS:
+            hook(self)
 
     def reset_stats(self):
         self.stats = dict(allocated=0, peak=0, allocated_total=0, freed_total=0,
-                          alloc_count=0, free_count=0, num_ooms=0)
+                          alloc_count=0, free_count=0, num_ooms=0, count_peak=0)
 
     def _notify(self, kind, block):
         for fn in self.listeners:
@@ -59,15 +77,18 @@ class Allocator:
 
     def alloc(self, nbytes, stream, owner):
         self.flush()
+        if owner is None:   # an untagged allocation is named after the user's line that made it
+            owner = f"tensor at {user_site()}"
         ctx = lambda: f"allocating {fmt_bytes(nbytes)} for {owner or 'an unnamed tensor'} on {self.device}"
         try:
             ptr = call("cuMemAllocFromPoolAsync", nbytes, self.device.pool, stream.handle,
                        ctx=ctx, nbytes=nbytes, stream=stream.handle, owner=owner)
         except OutOfMemoryError as e:
             self.stats["num_ooms"] += 1
-            self._notify("oom", Block(0, nbytes, stream, owner, None))
-            raise OutOfMemoryError(e.call, e.code, e.name, e.description, ctx(), self.oom_report(nbytes)) from None
-        stack = traceback.format_stack()[:-3] if self.record_stacks else None
+            self._notify("oom", Block(0, nbytes, stream, owner,
+                                      traceback.format_stack()[:-1] if self.record_stacks else None))
+            raise OutOfMemoryError(e.call, e.code, e.name, e.description, ctx(), self.oom_report(nbytes, owner)) from None
+        stack = traceback.format_stack()[:-1] if self.record_stacks else None
         block = Block(int(ptr), nbytes, stream, owner, stack)
         with self.lock:
             self.live[block.ptr] = block
@@ -76,6 +97,7 @@ class Allocator:
             s["allocated_total"] += nbytes
             s["alloc_count"] += 1
             s["peak"] = max(s["peak"], s["allocated"])
+            s["count_peak"] = max(s["count_peak"], len(self.live))
         self._notify("alloc", block)
         return block
 
@@ -100,22 +122,75 @@ class Allocator:
         if self.kept:
             self.kept = [(ev, objs) for ev, objs in self.kept if not ev.query()]
 
-    def oom_report(self, requested):
-        """The lines an OutOfMemoryError adds: what was asked, what the device and rawdev hold, who owns it."""
-        free, total = call("cuMemGetInfo", ctx="reading free device memory for an out-of-memory report")
+    def segments(self, granule=SEGMENT_GRANULE):
+        """The live blocks grouped by address into segments (runs of the pool's 2 MiB granules that hold
+        blocks): [(start, end, [Block...], [(gap_start, gap_size)...])], sorted by address."""
+        blocks = sorted((b for b in list(self.live.values()) if b.ptr), key=lambda b: b.ptr)
+        segs = []
+        for b in blocks:
+            lo, hi = b.ptr // granule * granule, -(-(b.ptr + b.nbytes) // granule) * granule
+            if segs and lo <= segs[-1][1]:
+                segs[-1][1] = max(segs[-1][1], hi)
+                segs[-1][2].append(b)
+            else:
+                segs.append([lo, hi, [b]])
+        out = []
+        for lo, hi, bs in segs:
+            gaps, at = [], lo
+            for b in bs:
+                if b.ptr > at:
+                    gaps.append((at, b.ptr - at))
+                at = max(at, b.ptr + b.nbytes)
+            if hi > at:
+                gaps.append((at, hi - at))
+            out.append((lo, hi, bs, gaps))
+        return out
+
+    def fragmentation(self, device_free):
+        """(largest free block, fragmentation ratio): free memory rawdev could be given is the device's free
+        memory plus its pool's cached reserve; the ratio is 1 - largest/total (0: all of it in one piece)."""
         reserved = self.device.pool_attribute("reserved")
+        cached = max(0, reserved - self.stats["allocated"])
+        largest_gap = max((n for *_, gaps in self.segments() for _, n in gaps), default=0)
+        largest = max(device_free, min(largest_gap, cached) if cached else 0)
+        total = device_free + cached
+        return largest, (1.0 - largest / total) if total else 0.0
+
+    def owner_totals(self):
+        """{owner: bytes} over the live blocks (arena parts by their own names)."""
         owners = {}
-        for b in self.live.values():
+        for b in list(self.live.values()):
             for _, n, who in b.owners():
                 owners[who or "unnamed"] = owners.get(who or "unnamed", 0) + n
-        top = sorted(owners.items(), key=lambda kv: -kv[1])[:5]
-        lines = [f"requested {fmt_bytes(requested)} on {self.device}; device free {fmt_bytes(free)} of "
-                 f"{fmt_bytes(total)}; rawdev holds {fmt_bytes(self.stats['allocated'])} in "
-                 f"{len(self.live)} blocks ({fmt_bytes(reserved)} reserved by its pool)"]
+        return owners
+
+    def oom_report(self, requested, owner=None):
+        """The lines an OutOfMemoryError adds: what was asked, what the device and rawdev hold, who owns it,
+        the largest free block and how fragmented free memory is, and one line of advice."""
+        free, total = call("cuMemGetInfo", ctx="reading free device memory for an out-of-memory report")
+        reserved = self.device.pool_attribute("reserved")
+        cached = max(0, reserved - self.stats["allocated"])
+        largest, frag = self.fragmentation(free)
+        top = sorted(self.owner_totals().items(), key=lambda kv: -kv[1])[:5]
+        lines = [f"requested {fmt_bytes(requested)}" + (f" for {owner}" if owner else "") + f" on {self.device}; "
+                 f"device free {fmt_bytes(free)} of {fmt_bytes(total)}; rawdev holds {fmt_bytes(self.stats['allocated'])} "
+                 f"in {len(self.live)} blocks; reserved by rawdev's pool {fmt_bytes(reserved)} "
+                 f"({fmt_bytes(cached)} of it cached, not in use)",
+                 f"largest free block {fmt_bytes(largest)}; fragmentation {frag:.0%} "
+                 f"(1 - largest free block / (device free + cached))"]
         if top:
             lines.append("top owners: " + ", ".join(f"{who} {fmt_bytes(n)}" for who, n in top))
-        lines.append("advice: use rawdev.utils.checkpoint for activations, a smaller batch, "
-                     "or rawdev.cuda.empty_cache() to release cached blocks")
+        acts = sum(n for who, n in top if "output" in who or "input" in who or "activation" in who)
+        if cached >= requested:
+            first = "rawdev.cuda.empty_cache() to release cached blocks"
+            rest = "rawdev.utils.checkpoint for activations, or a smaller batch"
+        elif acts * 2 >= sum(n for _, n in top):
+            first = "rawdev.utils.checkpoint to recompute activations instead of keeping them"
+            rest = "a smaller batch, or rawdev.cuda.empty_cache() to release cached blocks"
+        else:
+            first = "a smaller batch"
+            rest = "rawdev.utils.checkpoint for activations, or rawdev.cuda.empty_cache() to release cached blocks"
+        lines.append(f"advice: try {first}; else {rest}")
         return "\n".join(lines)
 
 
@@ -237,3 +312,47 @@ def pool_used(device):
 
 def align(n, a=ARENA_ALIGN):
     return (n + a - 1) // a * a
+
+
+# ------------------------------------------------------------------ for the memory tool (rawdev.cuda.memory)
+def mem_get_info(device):
+    """(free, total) bytes of the device, from cuMemGetInfo."""
+    device.activate()
+    return tuple(int(x) for x in call("cuMemGetInfo", ctx=f"reading free memory of {device}"))
+
+
+def trim_pool(device, keep=0):
+    """Release the pool's cached (reserved, unused) memory down to `keep` bytes: cuMemPoolTrimTo."""
+    device.synchronize()   # frees queued on streams land first, so their memory can go back too
+    call("cuMemPoolTrimTo", device.pool, keep, ctx=f"releasing cached memory of {device}")
+
+
+def reset_pool_peaks(device):
+    """Reset the pool's USED_MEM_HIGH / RESERVED_MEM_HIGH (the driver only accepts 0: 'reset to current')."""
+    from cuda.bindings.driver import CUmemPool_attribute, cuuint64_t
+    for a in ("CU_MEMPOOL_ATTR_USED_MEM_HIGH", "CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH"):
+        call("cuMemPoolSetAttribute", device.pool, getattr(CUmemPool_attribute, a), cuuint64_t(0),
+             ctx="resetting the pool's peak figures")
+
+
+POINTER_ATTRIBUTES = ("MEMORY_TYPE", "DEVICE_ORDINAL", "RANGE_START_ADDR", "RANGE_SIZE", "BUFFER_ID",
+                      "MEMPOOL_HANDLE", "CONTEXT")
+
+
+def pointer_attributes(ptr):
+    """{name: int} from cuPointerGetAttributes for any pointer (rawdev's, cuda-python's, or unknown: zeros)."""
+    from cuda.bindings.driver import CUpointer_attribute
+    attrs = [getattr(CUpointer_attribute, "CU_POINTER_ATTRIBUTE_" + a) for a in POINTER_ATTRIBUTES]
+    vals = call("cuPointerGetAttributes", len(attrs), attrs, int(ptr), ctx=f"reading the attributes of 0x{int(ptr):x}")
+    out = {}
+    for a, v in zip(POINTER_ATTRIBUTES, vals):
+        try:
+            out[a] = int(v)
+        except (TypeError, ValueError):
+            out[a] = int(getattr(v, "value", 0) or 0)
+    return out
+
+
+def driver_version():
+    """The driver's CUDA version as an int (12080 = 12.8)."""
+    return int(call("cuDriverGetVersion", ctx="reading the driver version"))
