@@ -1,0 +1,626 @@
+"""`rawdev.cuda.memory`: see GPU memory — what is allocated, who owns each block, how the pool looks, why an
+allocation failed. PyTorch's `torch.cuda.memory` names; figures come from rawdev's allocation table
+(`rawdev.runtime.memory.Allocator.live`) and the driver pool's attributes.
+
+Owners: every block carries an owner tag — "0.weight", "0.weight.grad", "exp_avg of 0.weight",
+"Linear 0 output", "staging for …", or, for a tensor nobody named, "tensor at train.py:42" (the first
+frame outside rawdev). An arena (one allocation holding many tensors) lists its parts with their own
+owners; everything here reports parts separately.
+
+Sizes: a block is exactly the bytes asked for; the tensors of a module move share an arena in which each
+starts at a multiple of 256 bytes (`ARENA_ALIGN`), so `memory_allocated()` after `model.cuda()` is the
+sum of `align(t.nbytes, 256)` over its tensors (the last one padded too).
+"""
+import atexit
+import collections
+import json
+import os
+import re
+import sys
+import time
+import zlib
+
+import numpy as np
+
+from ..runtime import memory as _rm
+from ..runtime.trace import fmt_bytes
+
+__all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+           "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_stats",
+           "memory_summary", "memory_snapshot", "empty_cache", "record_history", "dump_snapshot", "history",
+           "pointer_info", "peek", "poke", "live_blocks", "leak_report", "ARENA_ALIGN"]
+
+ARENA_ALIGN = _rm.ARENA_ALIGN
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _device(device=None):
+    from . import _dev
+    return _dev(device)
+
+
+def _opened_devices():
+    from ..runtime import device as _d
+    return [d for _, d in sorted(_d._devices.items())]
+
+
+def _alloc(device=None):
+    a = _device(device).allocator
+    a.flush()
+    return a
+
+
+def _stream_name(stream):
+    from ..runtime import seam
+    h = getattr(stream, "handle", stream)
+    try:
+        return getattr(stream, "label", None) or seam.stream_names.get(int(h), f"0x{int(h):x}")
+    except (TypeError, ValueError):
+        return str(stream)
+
+
+_FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>[^\n]+)\n?(?P<code>.*)', re.S)
+
+
+def _frames(stack):
+    """traceback.format_stack() strings -> [{filename, line, name, code}], innermost first (PyTorch's order)."""
+    if not stack:
+        return []
+    out = []
+    for s in stack:
+        m = _FRAME.match(s)
+        if m:
+            out.append(dict(filename=m["file"], line=int(m["line"]), name=m["name"].strip(),
+                            code=m["code"].strip()))
+    return out[::-1]
+
+
+def _in_rawdev(filename):
+    return filename.startswith(_rm._PKG_DIR)
+
+
+# ------------------------------------------------------------------------------- PyTorch's figures
+def memory_allocated(device=None):
+    """Bytes held by live rawdev allocations on the device (equals the pool's USED_MEM_CURRENT once
+    queued frees have run)."""
+    return _alloc(device).stats["allocated"]
+
+
+def max_memory_allocated(device=None):
+    """Peak of memory_allocated() since the start or the last reset_peak_memory_stats()."""
+    return _alloc(device).stats["peak"]
+
+
+def memory_reserved(device=None):
+    """Bytes the driver's pool holds for rawdev (RESERVED_MEM_CURRENT): allocated plus cached."""
+    return _device(device).pool_attribute("reserved")
+
+
+def max_memory_reserved(device=None):
+    return _device(device).pool_attribute("reserved_high")
+
+
+def reset_peak_memory_stats(device=None):
+    """Peaks (rawdev's and the pool's) start again from the current figures."""
+    dev = _device(device)
+    a = _alloc(dev)
+    with a.lock:
+        a.stats["peak"] = a.stats["allocated"]
+        a.stats["count_peak"] = len(a.live)
+    _rm.reset_pool_peaks(dev)
+
+
+def reset_max_memory_allocated(device=None):
+    reset_peak_memory_stats(device)
+
+
+def reset_accumulated_memory_stats(device=None):
+    a = _alloc(device)
+    with a.lock:
+        for k in ("allocated_total", "freed_total", "alloc_count", "free_count", "num_ooms"):
+            a.stats[k] = 0
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device, as cudaMemGetInfo says."""
+    return _rm.mem_get_info(_device(device))
+
+
+def empty_cache(device=None):
+    """Give the pool's cached blocks back to the device (cuMemPoolTrimTo(pool, 0)); live blocks stay."""
+    devs = [_device(device)] if device is not None else _opened_devices()
+    for d in devs:
+        d.allocator.flush()
+        _rm.trim_pool(d, 0)
+
+
+def memory_stats(device=None):
+    """PyTorch's `memory_stats()` keys where they apply (only the "all" pool: rawdev has one pool per device).
+
+    allocated_bytes: rawdev's live blocks; active_bytes: the pool's USED_MEM (includes frees still queued on a
+    stream); reserved_bytes: the pool's RESERVED_MEM; allocation/active: block counts; num_ooms; plus
+    cached_bytes (reserved - allocated) and rawdev.* extras (device free/total).
+    """
+    dev = _device(device)
+    a = _alloc(dev)
+    s = dict(a.stats)
+    used, used_hi = dev.pool_attribute("used"), dev.pool_attribute("used_high")
+    res, res_hi = dev.pool_attribute("reserved"), dev.pool_attribute("reserved_high")
+    free, total = _rm.mem_get_info(dev)
+    out = collections.OrderedDict()
+
+    def put(key, cur, peak, allocated=None, freed=None):
+        out[f"{key}.all.current"] = cur
+        out[f"{key}.all.peak"] = peak
+        if allocated is not None:
+            out[f"{key}.all.allocated"] = allocated
+            out[f"{key}.all.freed"] = freed
+
+    put("allocated_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"])
+    put("requested_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"])
+    put("active_bytes", used, used_hi)
+    put("reserved_bytes", res, res_hi)
+    put("allocation", len(a.live), s["count_peak"], s["alloc_count"], s["free_count"])
+    put("active", len(a.live), s["count_peak"], s["alloc_count"], s["free_count"])
+    segs = a.segments()
+    put("segment", len(segs), len(segs))
+    out["inactive_split_bytes.all.current"] = sum(n for *_, gaps in segs for _, n in gaps)
+    out["cached_bytes.all.current"] = max(0, res - s["allocated"])
+    out["num_ooms"] = s["num_ooms"]
+    out["num_alloc_retries"] = 0
+    out["num_device_alloc"] = s["alloc_count"]
+    out["num_device_free"] = s["free_count"]
+    out["num_sync_all_streams"] = 0
+    out["rawdev.device_free"] = free
+    out["rawdev.device_total"] = total
+    return dict(out)
+
+
+def memory_stats_as_nested_dict(device=None):
+    nested = {}
+    for k, v in memory_stats(device).items():
+        d = nested
+        parts = k.split(".")
+        for p in parts[:-1]:
+            d = d.setdefault(p, {})
+        d[parts[-1]] = v
+    return nested
+
+
+# ----------------------------------------------------------------------------------------- owners
+def _parts(block):
+    """[(offset, size, owner)] for a block, with arena padding named '<padding in OWNER>'."""
+    parts = sorted(block.owners())
+    if not block.parts:
+        return parts
+    out, at = [], 0
+    for off, n, who in parts:
+        if off > at:
+            out.append((at, off - at, f"padding in {block.owner}"))
+        out.append((off, n, who))
+        at = max(at, off + n)
+    if block.nbytes > at:
+        out.append((at, block.nbytes - at, f"padding in {block.owner}"))
+    return out
+
+
+def owner_totals(device=None):
+    """[(owner, bytes, blocks)] sorted by bytes, arena parts and padding counted separately."""
+    tot = collections.defaultdict(lambda: [0, 0])
+    for b in live_blocks(device):
+        for _, n, who in _parts(b):
+            tot[who or "unnamed"][0] += n
+            tot[who or "unnamed"][1] += 1
+    return sorted(((k, v[0], v[1]) for k, v in tot.items()), key=lambda r: (-r[1], r[0]))
+
+
+def live_blocks(device=None):
+    """The device's live Blocks (rawdev.runtime.memory.Block), by address."""
+    return sorted(list(_alloc(device).live.values()), key=lambda b: b.ptr)
+
+
+# ----------------------------------------------------------------------------------------- summary
+def memory_summary(device=None, abbreviated=False, top=10):
+    """A table in PyTorch's layout (current/peak/total allocated/total freed) plus the top owners."""
+    dev = _device(device)
+    st = memory_stats(dev)
+    W = 77
+
+    def row(name, key, fmt):
+        cur, peak = st.get(f"{key}.all.current", 0), st.get(f"{key}.all.peak", 0)
+        al, fr = st.get(f"{key}.all.allocated"), st.get(f"{key}.all.freed")
+        cells = [fmt(cur), fmt(peak), fmt(al) if al is not None else "-", fmt(fr) if fr is not None else "-"]
+        return "| " + f"{name:<22}|" + "".join(f" {c:>10} |" for c in cells)
+
+    b = lambda n: fmt_bytes(n)
+    c = lambda n: str(n)
+    title = f"rawdev CUDA memory summary, device ID {dev.index} ({dev.name})"
+    lines = ["|" + "=" * (W - 2) + "|", "|" + title.center(W - 2) + "|", "|" + "-" * (W - 2) + "|",
+             "|" + f"CUDA OOMs: {st['num_ooms']}".center(37) + "|" + f"cudaMalloc retries: {st['num_alloc_retries']}".center(38) + "|",
+             "|" + "=" * (W - 2) + "|",
+             "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |",
+             "|" + "-" * (W - 2) + "|",
+             row("Allocated memory", "allocated_bytes", b),
+             row("Active memory", "active_bytes", b),
+             row("Requested memory", "requested_bytes", b),
+             row("GPU reserved memory", "reserved_bytes", b),
+             "| " + f"{'Cached (reserved-free)':<22}|" + f" {b(st['cached_bytes.all.current']):>10} |" + "            |" * 3,
+             "| " + f"{'Free between blocks':<22}|" + f" {b(st['inactive_split_bytes.all.current']):>10} |" + "            |" * 3,
+             "|" + "-" * (W - 2) + "|",
+             row("Allocations", "allocation", c),
+             row("Active allocs", "active", c),
+             row("GPU segments (2 MiB)", "segment", c),
+             "|" + "=" * (W - 2) + "|",
+             f"device free {b(st['rawdev.device_free'])} of {b(st['rawdev.device_total'])}"]
+    owners = owner_totals(dev)
+    if not abbreviated:
+        lines += ["", f"Top owners ({len(owners)} owners, {len(dev.allocator.live)} blocks):",
+                  f"  {'owner':<44} {'bytes':>10} {'blocks':>6}"]
+        for who, n, nb in owners[:top]:
+            lines.append(f"  {who[:44]:<44} {b(n):>10} {nb:>6}")
+        if len(owners) > top:
+            rest = owners[top:]
+            lines.append(f"  {'… ' + str(len(rest)) + ' more':<44} {b(sum(r[1] for r in rest)):>10} "
+                         f"{sum(r[2] for r in rest):>6}")
+        if not owners:
+            lines.append("  (no live blocks)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------- snapshot
+def _block_dict(b, stream=True):
+    d = dict(address=b.ptr, size=b.nbytes, requested_size=b.nbytes, state="active_allocated", owner=b.owner,
+             stream=_stream_name(b.stream) if stream else None, time=b.time,
+             parts=[dict(offset=o, size=n, owner=w) for o, n, w in _parts(b)] if b.parts else [])
+    if b.stack:
+        d["frames"] = _frames(b.stack)
+    return d
+
+
+def memory_snapshot(device=None, stacks=True):
+    """The pool as plain dicts (JSON-ready), in the shape of PyTorch's `torch.cuda.memory._snapshot()`:
+
+    {"segments": [{device, address, total_size, allocated_size, active_size, stream, segment_type,
+                   blocks: [{address, size, state: "active_allocated"|"inactive", owner, stream, parts,
+                             frames?}]}],
+     "device_traces": [[events...] per device] (with record_history on),
+     "devices": [{index, name, pool figures, free, total}], "owners": [...]}
+
+    Segments are runs of the pool's 2 MiB granules that hold live blocks; "inactive" blocks are the free
+    gaps between live blocks inside them. Memory the pool keeps cached elsewhere is `cached` per device.
+    """
+    devs = [_device(device)] if device is not None else (_opened_devices() or [_device(None)])
+    segments, infos, traces = [], [], []
+    for dev in devs:
+        a = _alloc(dev)
+        for lo, hi, bs, gaps in a.segments():
+            blocks = [_block_dict(b) for b in bs]
+            if not stacks:
+                for x in blocks:
+                    x.pop("frames", None)
+            blocks += [dict(address=g, size=n, requested_size=0, state="inactive", owner=None) for g, n in gaps]
+            blocks.sort(key=lambda x: x["address"])
+            alloc = sum(b.nbytes for b in bs)
+            segments.append(dict(device=dev.index, address=lo, total_size=hi - lo, allocated_size=alloc,
+                                 active_size=alloc, requested_size=alloc,
+                                 stream=_stream_name(bs[0].stream), segment_type="large", blocks=blocks))
+        free, total = _rm.mem_get_info(dev)
+        st = a.stats
+        infos.append(dict(index=dev.index, name=dev.name, capability=list(dev.capability), free=free, total=total,
+                          allocated=st["allocated"], peak_allocated=st["peak"],
+                          used=dev.pool_attribute("used"), used_high=dev.pool_attribute("used_high"),
+                          reserved=dev.pool_attribute("reserved"), reserved_high=dev.pool_attribute("reserved_high"),
+                          cached=max(0, dev.pool_attribute("reserved") - st["allocated"]),
+                          num_ooms=st["num_ooms"], blocks=len(a.live),
+                          owners=[dict(owner=w, bytes=n, blocks=k) for w, n, k in owner_totals(dev)]))
+        traces.append(_history.events(dev.index, stacks))
+    from ..runtime import seam
+    return dict(version=1, generator="rawdev", time=time.time(), driver=seam.driver_name(),
+                granule=_rm.SEGMENT_GRANULE, devices=infos, segments=segments, device_traces=traces)
+
+
+# ----------------------------------------------------------------------------------------- history
+class _History:
+    """A ring buffer of (kind, time, block, device) allocator events; owners are read when dumped (an arena's
+    parts are tagged just after it is allocated)."""
+
+    def __init__(self):
+        self.enabled, self.stacks, self.t0 = False, False, time.time()
+        self.ring = collections.deque(maxlen=100_000)
+        self.dropped = 0
+        self._listeners = {}   # id(allocator) -> (allocator, fn)
+
+    def attach(self, alloc):
+        if id(alloc) in self._listeners:
+            return
+        idx = alloc.device.index
+        ring = self.ring
+
+        def on_event(kind, block, _idx=idx):
+            if len(ring) == ring.maxlen:
+                self.dropped += 1
+            ring.append((kind, time.time(), block, _idx, block.nbytes))
+
+        alloc.listeners.append(on_event)
+        alloc.record_stacks = self.stacks
+        self._listeners[id(alloc)] = (alloc, on_event)
+
+    def detach_all(self):
+        for alloc, fn in self._listeners.values():
+            if fn in alloc.listeners:
+                alloc.listeners.remove(fn)
+            alloc.record_stacks = False
+        self._listeners.clear()
+
+    def events(self, device_index=None, stacks=True):
+        out = []
+        for kind, t, b, idx, n in list(self.ring):
+            if device_index is not None and idx != device_index:
+                continue
+            e = dict(action={"free": "free_completed"}.get(kind, kind), addr=b.ptr, size=n,
+                     stream=_stream_name(b.stream), owner=b.owner, time_us=int((t - self.t0) * 1e6),
+                     time=t, device=idx)
+            if b.parts and kind != "oom":
+                e["parts"] = [dict(offset=o, size=m, owner=w) for o, m, w in _parts(b)]
+            if stacks and b.stack and kind in ("alloc", "oom"):
+                e["frames"] = _frames(b.stack)
+            out.append(e)
+        return out
+
+
+_history = _History()
+
+
+def _hook(alloc):
+    if _history.enabled:
+        _history.attach(alloc)
+
+
+_rm.ALLOCATOR_HOOKS.append(_hook)
+
+
+def record_history(enabled=True, stacks=True, max_entries=100_000):
+    """Record allocator events (alloc / free / oom, with time, size, stream, owner and, with stacks=True, the
+    Python stack that allocated) into a ring buffer of `max_entries`. Applies to devices opened later too.
+    `record_history(False)` stops recording (what was recorded stays until the next enable)."""
+    if enabled in ("all", "state"):   # PyTorch's _record_memory_history(enabled="all")
+        enabled = True
+    if not enabled:
+        _history.enabled = False
+        _history.detach_all()
+        return
+    _history.detach_all()
+    _history.enabled, _history.stacks = True, bool(stacks)
+    _history.ring = collections.deque(_history.ring, maxlen=int(max_entries))
+    from ..runtime import device as _d
+    for d in list(_d._devices.values()):
+        _history.attach(d.allocator)
+
+
+def history(device=None, stacks=True):
+    """The recorded events as dicts (oldest first): action, addr, size, stream, owner, time_us, frames."""
+    return _history.events(None if device is None else _device(device).index, stacks)
+
+
+def clear_history():
+    _history.ring.clear()
+    _history.dropped = 0
+    _history.t0 = time.time()
+
+
+def dump_snapshot(path, device=None):
+    """Write memory_snapshot() (with the recorded history) as JSON. Never pickle."""
+    snap = memory_snapshot(device)
+    snap["history_dropped"] = _history.dropped
+    tmp = os.fspath(path) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(snap, f, default=str)
+    os.replace(tmp, path)
+    return path
+
+
+# --------------------------------------------------------------------------------- pointer inspection
+_MEMTYPE = {0: "unknown (not a CUDA pointer)", 1: "host (pinned)", 2: "device", 3: "array", 4: "unified"}
+
+
+def _ptr_of(x):
+    if hasattr(x, "data_ptr"):
+        return int(x.data_ptr())
+    if hasattr(x, "ptr"):
+        return int(x.ptr)
+    return int(x)
+
+
+def _find_block(ptr):
+    """(device, Block, offset) of a live rawdev block containing ptr, else (None, None, None)."""
+    for dev in _opened_devices():
+        for b in list(dev.allocator.live.values()):
+            if b.ptr <= ptr < b.ptr + max(b.nbytes, 1):
+                return dev, b, ptr - b.ptr
+    return None, None, None
+
+
+def _part_owner(b, off):
+    for o, n, who in _parts(b):
+        if o <= off < o + n:
+            return who
+    return b.owner
+
+
+def pointer_info(x):
+    """What the driver and rawdev know about a pointer (an int, a tensor or a buffer): memory type, device,
+    the allocation's range start and size, buffer id, pool, and rawdev's owner for it (None for memory
+    allocated outside rawdev, e.g. through cuda-python)."""
+    ptr = _ptr_of(x)
+    if not _opened_devices():
+        _device(None).activate()
+    else:
+        _opened_devices()[0].activate()
+    a = _rm.pointer_attributes(ptr)
+    dev, b, off = _find_block(ptr)
+    pool = a["MEMPOOL_HANDLE"]
+    rawdev_pool = dev is not None and pool and pool == int(dev.pool)
+    info = dict(ptr=ptr, memory_type=_MEMTYPE.get(a["MEMORY_TYPE"], str(a["MEMORY_TYPE"])),
+                device=a["DEVICE_ORDINAL"] if a["MEMORY_TYPE"] else None,
+                range_start=a["RANGE_START_ADDR"], range_size=a["RANGE_SIZE"],
+                offset=ptr - a["RANGE_START_ADDR"] if a["MEMORY_TYPE"] else None,
+                buffer_id=a["BUFFER_ID"], pool=pool, pool_owner="rawdev" if rawdev_pool else (
+                    "another pool" if pool else None),
+                owner=_part_owner(b, off) if b is not None else None,
+                block_owner=b.owner if b is not None else None,
+                block_stream=_stream_name(b.stream) if b is not None else None,
+                allocated_at=(_frames(b.stack) or [None])[0] if b is not None and b.stack else None)
+    return info
+
+
+def format_pointer_info(info):
+    rows = [("pointer", f"0x{info['ptr']:x}"), ("memory type", info["memory_type"]), ("device", info["device"]),
+            ("range", f"0x{info['range_start']:x} + {info['range_size']} bytes (offset {info['offset']})"
+             if info["range_size"] else "-"),
+            ("buffer id", info["buffer_id"]), ("pool", f"0x{info['pool']:x} ({info['pool_owner']})" if info["pool"] else "-"),
+            ("owner", info["owner"] or "not allocated by rawdev"), ("stream", info["block_stream"] or "-")]
+    return "\n".join(f"{k:>12}: {v}" for k, v in rows)
+
+
+_FMTS = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32, "i64": np.int64,
+         "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "bf16": np.uint16}
+
+
+def _range_check(ptr, nbytes):
+    dev, b, off = _find_block(ptr)
+    if b is not None:
+        if off + nbytes > b.nbytes:
+            raise ValueError(f"reading {nbytes} bytes at 0x{ptr:x} runs {off + nbytes - b.nbytes} bytes past the end "
+                             f"of the {b.nbytes}-byte block of {b.owner} at 0x{b.ptr:x}")
+        return dev
+    a = _rm.pointer_attributes(ptr)
+    if a["MEMORY_TYPE"] != 2:
+        raise ValueError(f"0x{ptr:x} is not device memory (cuPointerGetAttributes says: "
+                         f"{_MEMTYPE.get(a['MEMORY_TYPE'], a['MEMORY_TYPE'])})")
+    if ptr + nbytes > a["RANGE_START_ADDR"] + a["RANGE_SIZE"]:
+        raise ValueError(f"{nbytes} bytes at 0x{ptr:x} run past its allocation (0x{a['RANGE_START_ADDR']:x} + "
+                         f"{a['RANGE_SIZE']})")
+    return _device(a["DEVICE_ORDINAL"])
+
+
+def read_bytes(x, nbytes):
+    """nbytes of device memory at x (pointer, tensor or buffer), after the device's queued work."""
+    from ..runtime import get_device
+    ptr = _ptr_of(x)
+    dev = _range_check(ptr, nbytes) if _opened_devices() else get_device(0)
+    dev.synchronize()
+    out = np.empty(nbytes, np.uint8)
+    if nbytes:
+        _rm.copy_dtoh(out, ptr, nbytes, owner="peek")
+    return out
+
+
+def peek(x, n=64, fmt="hex"):
+    """Read device memory for inspection: n items of `fmt` at x (a pointer, tensor or buffer).
+
+    fmt="hex": n bytes as a hexdump (address, 16 bytes, ASCII); "f32"/"f16"/"f64"/"i32"/…: n values, 8 per
+    line with addresses; "raw": the bytes. Runs after the device's queued work (it synchronizes).
+    """
+    ptr = _ptr_of(x)
+    if fmt in ("hex", "raw"):
+        data = read_bytes(ptr, n)
+        if fmt == "raw":
+            return data.tobytes()
+        lines = []
+        for i in range(0, n, 16):
+            chunk = data[i:i + 16]
+            hx = " ".join(f"{v:02x}" for v in chunk)
+            asc = "".join(chr(v) if 32 <= v < 127 else "." for v in chunk)
+            lines.append(f"0x{ptr + i:x}  {hx:<47}  |{asc}|")
+        return "\n".join(lines)
+    if fmt not in _FMTS:
+        raise ValueError(f"peek: unknown fmt {fmt!r}: expected hex, raw or one of {', '.join(_FMTS)}")
+    dt = np.dtype(_FMTS[fmt])
+    vals = read_bytes(ptr, n * dt.itemsize).view(dt)
+    if fmt == "bf16":
+        vals = (vals.astype(np.uint32) << 16).view(np.float32)
+    lines = []
+    for i in range(0, n, 8):
+        lines.append(f"0x{ptr + i * dt.itemsize:x}  " + " ".join(f"{v:>12.6g}" if vals.dtype.kind == "f" else f"{v:>12d}"
+                                                            for v in vals[i:i + 8]))
+    return "\n".join(lines)
+
+
+def poke(x, data):
+    """Write bytes (or a numpy array's bytes) into device memory at x, after the device's queued work.
+    A debugging and testing tool (corrupt a device copy on purpose); bounds-checked like peek."""
+    ptr = _ptr_of(x)
+    buf = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else \
+        np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    dev = _range_check(ptr, buf.nbytes)
+    dev.synchronize()
+    if buf.nbytes:
+        _rm.copy_htod(ptr, buf, buf.nbytes, owner="poke")
+
+
+def checksum(x, nbytes):
+    """crc32 of device bytes (for comparing a device copy with a file)."""
+    return zlib.crc32(read_bytes(x, nbytes).tobytes())
+
+
+# -------------------------------------------------------------------------------------- leak check
+def leak_report(device=None):
+    """Lines naming every block still live (owner, size, address, and the allocating stack when recorded).
+    Empty when nothing is live."""
+    import gc
+    gc.collect()
+    devs = [_device(device)] if device is not None else _opened_devices()
+    lines = []
+    for dev in devs:
+        try:
+            dev.allocator.flush()
+        except Exception:
+            pass
+        blocks = sorted(list(dev.allocator.live.values()), key=lambda b: b.time)
+        if not blocks:
+            continue
+        lines.append(f"rawdev leak check: {len(blocks)} block(s), {fmt_bytes(sum(b.nbytes for b in blocks))} still "
+                     f"live on {dev} at exit:")
+        for b in blocks:
+            names = ", ".join(w for _, _, w in _parts(b)) if b.parts else b.owner
+            lines.append(f"  {fmt_bytes(b.nbytes):>10} at 0x{b.ptr:x}  {names}")
+            fr = _frames(b.stack)
+            user = [f for f in fr if not _in_rawdev(f["filename"])] or fr
+            for f in user[:4]:
+                lines.append(f"      allocated at {f['filename']}:{f['line']} in {f['name']}: {f['code']}")
+        if not any(b.stack for b in blocks):
+            lines.append("  (record stacks with RAWDEV_LEAK_CHECK=stacks or rawdev.cuda.memory.record_history())")
+    return lines
+
+
+def _leak_check_at_exit():
+    try:
+        lines = leak_report()
+    except Exception as e:   # the driver may already be gone; say so rather than fail at exit
+        lines = [f"rawdev leak check: could not inspect device memory at exit ({e})"]
+    if lines:
+        print("\n".join(lines), file=sys.stderr)
+    else:
+        print("rawdev leak check: no device memory left allocated at exit", file=sys.stderr)
+
+
+_leak_check_installed = False
+
+
+def install_leak_check(stacks=False):
+    """Report live blocks at interpreter exit (what RAWDEV_LEAK_CHECK=1 does; =stacks also records stacks)."""
+    global _leak_check_installed
+    if stacks and not _history.enabled:
+        record_history(True, stacks=True, max_entries=1)
+    if not _leak_check_installed:
+        _leak_check_installed = True
+        atexit.register(_leak_check_at_exit)
+
+
+def _from_env():
+    v = os.environ.get("RAWDEV_LEAK_CHECK", "").strip().lower()
+    if v and v not in ("0", "false", "no", "off"):
+        install_leak_check(stacks=v in ("stacks", "2", "history"))
+
+
+_from_env()
