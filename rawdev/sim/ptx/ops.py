@@ -7,6 +7,8 @@ saturate, shifts clamp.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 u8, s8, u16, s16, u32, s32, u64, s64 = np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64
@@ -47,6 +49,21 @@ def _fma32_fix(a, b, c, r, bad):
     return out
 
 
+_TLS = threading.local()
+
+
+def scratch(n, k, dt):
+    """A per-thread reusable work buffer (fresh large arrays cost page faults on every use)."""
+    bufs = getattr(_TLS, "bufs", None)
+    if bufs is None:
+        bufs = _TLS.bufs = {}
+    key = (k, np.dtype(dt).char)
+    b = bufs.get(key)
+    if b is None or b.shape[0] < n:
+        b = bufs[key] = np.empty(max(n, 1024), dt)
+    return b[:n]
+
+
 def fma32(a, b, c):
     """fma.rn.f32: a*b+c rounded once to float32.
 
@@ -54,16 +71,23 @@ def fma32(a, b, c):
     sum to float32 can differ from a single rounding is a float64 sum that lands exactly on a
     float32 tie (or in the float32 subnormal range): those lanes are redone exactly.
     """
-    p = np.multiply(a, b, dtype=f64)    # exact
-    p += c
-    r = p.astype(f32)
-    if r.ndim == 0:
-        r = np.atleast_1d(r)
-        p = np.atleast_1d(p)
-    bad = (p.view(u64) & _M29) == _MID29
-    tiny = np.abs(r) < _FLT_MIN
+    n = max(np.size(a), np.size(b), np.size(c))
+    P = scratch(n, 0, f64)
+    Q = scratch(n, 1, f64)
+    np.copyto(P, a)
+    np.copyto(Q, b)
+    P *= Q                              # exact
+    np.copyto(Q, c)
+    P += Q
+    r = P.astype(f32)
+    U = P.view(u64)
+    np.bitwise_and(U, _M29, out=U)      # P is not needed any more
+    bad = np.equal(U, _MID29, out=scratch(n, 2, np.bool_))
+    F = np.abs(r, out=scratch(n, 3, f32))
+    tiny = np.less(F, _FLT_MIN, out=scratch(n, 4, np.bool_))
     if tiny.any():
-        bad |= tiny & (p != 0)
+        bad |= tiny & (r != 0)
+        bad |= tiny & (np.asarray(a) != 0) & (np.asarray(b) != 0)
     if bad.any():
         r = _fma32_fix(a, b, c, r, bad)
     return r
