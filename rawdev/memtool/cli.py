@@ -1,0 +1,191 @@
+"""`rawdev mem info | model | run | show`: see GPU memory from the command line (GPU or simulator)."""
+import os
+import sys
+
+from ..runtime.trace import fmt_bytes
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("mem", help="GPU memory: devices, a checkpoint on the device, snapshots of a script",
+                              description=__doc__)
+    sub = p.add_subparsers(dest="mem_cmd", required=True)
+    i = sub.add_parser("info", help="driver and devices: name, capability, free/total, pool figures")
+    i.add_argument("--device", default="auto", help="auto (default: GPU if any, else the simulator), cuda or sim")
+    i.set_defaults(fn=cmd_info)
+    m = sub.add_parser("model", help="load a safetensors checkpoint to the device, print each tensor's placement, "
+                                     "verify the device bytes against the file")
+    m.add_argument("checkpoint", help="a .safetensors file (rawdev.save or safetensors)")
+    m.add_argument("--device", default="auto", help="auto (default), cuda or sim")
+    m.set_defaults(fn=cmd_model)
+    r = sub.add_parser("run", help="run a Python script with memory history on and dump a snapshot at exit",
+                       description="Options after SCRIPT belong to the script, except a trailing --snapshot PATH.")
+    r.add_argument("--snapshot", default=None, help="where to write the JSON snapshot (default: SCRIPT.mem.json)")
+    r.add_argument("--no-stacks", action="store_true", help="do not record Python stacks (faster)")
+    r.add_argument("--device", default="auto", help="auto (default), cuda or sim")
+    r.add_argument("script")
+    r.add_argument("args", nargs="...")
+    r.set_defaults(fn=cmd_run)
+    s = sub.add_parser("show", help="summarize a snapshot (text), or write one self-contained HTML page")
+    s.add_argument("snapshot")
+    s.add_argument("--html", metavar="OUT", help="write an HTML report (SVG timeline by owner + segment map)")
+    s.set_defaults(fn=cmd_show)
+    return p
+
+
+def _choose(name):
+    """Pick the driver for a mem command: sim on request, or when auto finds no GPU (with a notice)."""
+    from .. import cuda
+    from ..runtime import reset_for_tests, seam
+    if name not in ("auto", "cuda", "sim"):
+        raise SystemExit(f"rawdev mem: --device {name!r}: expected auto, cuda or sim")
+    if name == "sim" and seam._name != "sim":
+        reset_for_tests("sim")
+    elif name == "cuda":
+        seam.use_driver("cuda")
+    elif name == "auto" and not cuda.is_available():
+        print("No CUDA GPU found: using rawdev's simulated GPU.", file=sys.stderr)
+        reset_for_tests("sim")
+
+
+# ------------------------------------------------------------------------------------------- info
+def cmd_info(args):
+    from .. import cuda
+    from ..runtime import get_device, memory as rm, seam
+    _choose(args.device)
+    n = cuda.device_count()
+    v = rm.driver_version()
+    print(f"driver: {seam.driver_name()} (CUDA {v // 1000}.{v % 1000 // 10}), {n} device(s)")
+    for i in range(n):
+        d = get_device(i)
+        free, total = rm.mem_get_info(d)
+        print(f"cuda:{i}  {d.name}  sm_{d.capability[0]}{d.capability[1]}  {d.multiprocessors} SMs")
+        print(f"    memory: {fmt_bytes(free)} free of {fmt_bytes(total)}")
+        print(f"    rawdev pool: used {fmt_bytes(d.pool_attribute('used'))} (peak {fmt_bytes(d.pool_attribute('used_high'))}), "
+              f"reserved {fmt_bytes(d.pool_attribute('reserved'))} (peak {fmt_bytes(d.pool_attribute('reserved_high'))}); "
+              f"rawdev's table: {len(d.allocator.live)} blocks, {fmt_bytes(d.allocator.stats['allocated'])}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ model
+def read_header(path):
+    """(header dict without __metadata__, byte offset of the data section) of a safetensors file."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    header.pop("__metadata__", None)
+    return header, 8 + n
+
+
+def load_to_device(path, device="cuda"):
+    """rawdev.load(path, map_location=device): every tensor in one arena, one copy. Returns the OrderedDict."""
+    import rawdev
+    return rawdev.load(path, map_location=device)
+
+
+def placement(path, tensors):
+    """One row per tensor: name, shape, dtype, bytes, address, arena offset, alignment, file crc, device crc, ok."""
+    import zlib
+
+    from ..cuda import memory as cm
+    header, data0 = read_header(path)
+    rows = []
+    with open(path, "rb") as f:
+        for name, t in tensors.items():
+            h = header[name]
+            lo, hi = h["data_offsets"]
+            f.seek(data0 + lo)
+            file_crc = zlib.crc32(f.read(hi - lo))
+            nbytes = t.nbytes
+            addr = t.data_ptr()
+            dev_crc = cm.checksum(addr, nbytes) if nbytes else zlib.crc32(b"")
+            alignment = (addr & -addr) if addr else 0
+            rows.append(dict(name=name, shape=tuple(t.shape), dtype=h["dtype"], nbytes=nbytes, address=addr,
+                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 1 << 20),
+                             owner=(cm.pointer_info(addr)["owner"] if nbytes else None),
+                             file_crc=file_crc, device_crc=dev_crc, ok=(file_crc == dev_crc and hi - lo == nbytes)))
+    return rows
+
+
+def format_placement(rows, path):
+    out = [f"{os.path.basename(path)}: {len(rows)} tensors, {fmt_bytes(sum(r['nbytes'] for r in rows))}",
+           f"{'name':<28} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} {'align':>6}  crc32"]
+    for r in rows:
+        shape = "(" + ", ".join(map(str, r["shape"])) + ")"
+        out.append(f"{r['name'][:28]:<28} {shape[:16]:<16} {r['dtype']:<6} {r['nbytes']:>10} {r['address']:>#16x} "
+                   f"{r['offset']:>10} {r['alignment']:>6}  {r['device_crc']:08x} "
+                   + ("ok" if r["ok"] else f"MISMATCH (file {r['file_crc']:08x})"))
+    bad = [r["name"] for r in rows if not r["ok"]]
+    if bad:
+        out.append(f"MISMATCH: {len(bad)} tensor(s) differ between the device copy and the file: {', '.join(bad)}")
+    else:
+        out.append(f"verified: all {len(rows)} tensors on the device match the file byte for byte (crc32)")
+    return "\n".join(out), not bad
+
+
+def cmd_model(args):
+    from .. import cuda
+    _choose(args.device)
+    if not os.path.exists(args.checkpoint):
+        print(f"rawdev mem model: no such file: {args.checkpoint}", file=sys.stderr)
+        return 2
+    before = cuda.memory_allocated()
+    tensors = load_to_device(args.checkpoint, "cuda")
+    text, ok = format_placement(placement(args.checkpoint, tensors), args.checkpoint)
+    print(text)
+    print(f"device memory: {fmt_bytes(cuda.memory_allocated() - before)} allocated for the checkpoint "
+          f"(each tensor starts at a multiple of {cuda.memory.ARENA_ALIGN} bytes in one arena)")
+    return 0 if ok else 1
+
+
+# -------------------------------------------------------------------------------------------- run
+def cmd_run(args):
+    script_args = list(args.args)
+    snap = args.snapshot
+    if len(script_args) >= 2 and script_args[-2] == "--snapshot":
+        snap, script_args = script_args[-1], script_args[:-2]
+    snap = snap or os.path.splitext(args.script)[0] + ".mem.json"
+    if args.device == "sim":
+        _choose("sim")
+    from ..cuda import memory as cm
+    cm.record_history(True, stacks=not args.no_stacks)
+    sys.argv = [args.script] + script_args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    rc = 0
+    # The script's globals stay alive until the snapshot is written: what it still holds at exit shows.
+    g = {"__name__": "__main__", "__file__": args.script, "__builtins__": __builtins__, "__package__": None}
+    try:
+        with open(args.script, "rb") as f:
+            code = compile(f.read(), args.script, "exec")
+        exec(code, g)
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        rc = 1
+    finally:
+        try:
+            cm.dump_snapshot(snap)
+            print(f"rawdev mem: snapshot written to {snap} (rawdev mem show {snap} [--html out.html])", file=sys.stderr)
+        except Exception as e:   # no device was ever used: say so
+            print(f"rawdev mem: no snapshot written ({e})", file=sys.stderr)
+        g.clear()
+    return rc
+
+
+# ------------------------------------------------------------------------------------------- show
+def cmd_show(args):
+    from . import html, snapshot
+    try:
+        snap = snapshot.load(args.snapshot)
+    except (OSError, ValueError) as e:
+        print(f"rawdev mem show: {e}", file=sys.stderr)
+        return 2
+    if args.html:
+        html.write(snap, args.html)
+        print(f"wrote {args.html}")
+    else:
+        print(snapshot.summary(snap))
+    return 0
