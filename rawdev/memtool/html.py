@@ -60,7 +60,7 @@ class _Colors:
         self.map = {w: PALETTE[i] for i, w in enumerate(owners[:n])}
 
     def __call__(self, who):
-        return self.map.get(who, OTHER)
+        return "#d9d9d9" if who.startswith("padding in ") else self.map.get(who, OTHER)
 
 
 def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
@@ -69,7 +69,7 @@ def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
         return ('<p class="note">No history was recorded, so there is no timeline. Record one with '
                 '<code>rawdev mem run SCRIPT.py --snapshot out.json</code> or '
                 '<code>rawdev.cuda.memory.record_history()</code> before the work.</p>')
-    shown = owners[:max_owners]
+    shown = [w for w in owners if not w.startswith("padding in ")][:max_owners]
     n = len(series)
     cols = min(n, 800)
     idx = [min(n - 1, int(i * n / cols)) for i in range(cols)] if n > cols else list(range(n))
@@ -89,12 +89,12 @@ def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
         parts.append(f'<line x1="{L}" x2="{L + pw}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e4e4e4"/>'
                      f'<text x="{L - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" fill="#555">{_e(fmt_bytes(v))}</text>')
     base = [0.0] * len(idx)
-    groups = shown + (["other"] if len(owners) > len(shown) else [])
+    groups = shown + (["other (incl. arena padding)"] if len(owners) > len(shown) else [])
     for who in groups:
         vals = []
         for k, i in enumerate(idx):
             s = series[i]
-            vals.append(sum(v for w, v in s.items() if w not in shown) if who == "other" else s.get(who, 0))
+            vals.append(sum(v for w, v in s.items() if w not in shown) if who.startswith("other") else s.get(who, 0))
         if not any(vals):
             continue
         top = [b + v for b, v in zip(base, vals)]
@@ -107,7 +107,7 @@ def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
         pts = upper + lower[::-1]
         peak = max(vals)
         tipt = f"{who}\npeak {fmt_bytes(peak)}"
-        parts.append(f'<polygon points="{" ".join(pts)}" fill="{colors(who) if who != "other" else OTHER}" '
+        parts.append(f'<polygon points="{" ".join(pts)}" fill="{OTHER if who.startswith("other") else colors(who)}" '
                      f'fill-opacity="0.9" stroke="#fff" stroke-width="0.3" data-tip="{_e(tipt)}"><title>{_e(tipt)}</title></polygon>')
         base = top
     # an invisible column per sample: hover tells the total and the biggest owners at that event
@@ -127,7 +127,7 @@ def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
                      f'fill="#555">{i}</text>')
     parts.append("</svg>")
     legend = '<div class="legend">' + "".join(
-        f'<span><i class="sw" style="background:{colors(w) if w != "other" else OTHER}"></i>{_e(w)}</span>' for w in groups) + "</div>"
+        f'<span><i class="sw" style="background:{OTHER if w.startswith("other") else colors(w)}"></i>{_e(w)}</span>' for w in groups) + "</div>"
     return "\n".join(parts) + legend
 
 
@@ -190,7 +190,8 @@ def render(snap, title="rawdev memory"):
         i = d["index"]
         _, owners_t, _ = _snap.timeline(snap, i)
         owners_now = [o["owner"] for o in d["owners"]]
-        order = list(dict.fromkeys([w for w in owners_t[:12]] + [w for w in owners_now if not w.startswith("padding in ")]))
+        order = list(dict.fromkeys([w for w in owners_t if not w.startswith("padding in ")][:12] +
+                                   [w for w in owners_now if not w.startswith("padding in ")]))
         colors = _Colors(order)
         figs = [("allocated", fmt_bytes(d["allocated"])), ("peak allocated", fmt_bytes(d["peak_allocated"])),
                 ("reserved (pool)", fmt_bytes(d["reserved"])), ("cached", fmt_bytes(d["cached"])),
