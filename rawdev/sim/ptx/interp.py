@@ -213,12 +213,15 @@ class _Ctx:
                 self._fault(iid, m, e.lane_index, e, "global")
         buf, bi = self._space_index(space, a, sb, lb, isz * vec, iid, m)
         view = buf.view(dt)
-        shift = np.uint64(isz.bit_length() - 1)
-        ei = (bi >> shift) if isz > 1 else bi
         if vec == 1:
-            return view[ei][None, :]
-        if vec in (2, 4) and view.shape[0] % vec == 0 and int(np.bitwise_or.reduce(ei)) & (vec - 1) == 0:
-            return view.reshape(-1, vec)[ei >> np.uint64(vec.bit_length() - 1)].T
+            if isz > 1:
+                bi >>= np.uint64(isz.bit_length() - 1)
+            return view[bi][None, :]
+        if vec in (2, 4) and view.shape[0] % vec == 0:
+            # aligned to isz*vec (checked): gather whole rows, one per lane
+            bi >>= np.uint64((isz * vec).bit_length() - 1)
+            return np.ascontiguousarray(view.reshape(-1, vec)[bi].T)
+        ei = bi >> np.uint64(isz.bit_length() - 1)
         return np.stack([view[ei + np.uint64(k)] for k in range(vec)])
 
     def st(self, space, n, base, off, vals, dt, iid, m, sb, lb):
