@@ -226,7 +226,7 @@ class Decoder:
     # ----------------------------------------------------------------- constants / slots
     def const(self, value, dt):
         dt = np.dtype(dt)
-        key = (repr(value), dt.str)
+        key = (value.tobytes() if isinstance(value, np.generic) else repr(value), dt.str)
         name = self.consts.get(key)
         if name is None:
             name = f"k{len(self.consts)}"
@@ -257,23 +257,30 @@ class Decoder:
         if dt.kind in "iub":
             if dt.kind == "b":
                 return dt.type(bool(v))
-            if imm.kind in ("f32", "f64", "float") and t not in ("f16", "bf16"):
-                if isinstance(v, float):
+            if imm.kind in ("f32", "f64") and isinstance(v, np.floating) and dt.itemsize == v.itemsize:
+                v = int(np.array(v).view(UNSIGNED_OF[v.itemsize]))
+            elif imm.kind in ("f32", "f64", "float") and t not in ("f16", "bf16"):
+                if isinstance(v, (float, np.floating)):
+                    v = float(v)
                     fmt = {4: ("<f", "<I"), 8: ("<d", "<Q"), 2: None}[dt.itemsize] if dt.itemsize in (4, 8) else None
                     if fmt is None:
                         v = int(v)
                     else:
                         v = struct.unpack(fmt[1], struct.pack(fmt[0], v))[0]
-            if t in ("f16", "bf16") and isinstance(v, float):
+            if t in ("f16", "bf16") and isinstance(v, (float, np.floating)):
                 if t == "f16":
                     v = int(np.array(v, np.float16).view(np.uint16))
                 else:
                     v = int(ops.f32_to_bf16(np.array([v], np.float32))[0])
             bits = 8 * dt.itemsize
+            if isinstance(v, (float, np.floating)):
+                v = int(v)
             v = int(v) & ((1 << bits) - 1)
             if dt.kind == "i" and v >= 1 << (bits - 1):
                 v -= 1 << bits
             return dt.type(v)
+        if isinstance(v, np.floating) and v.dtype == dt:
+            return v   # exact bits (NaN payloads) of a 0f/0d immediate
         return dt.type(v)
 
     # ----------------------------------------------------------------- operand access

@@ -9,7 +9,8 @@ declarations, labels, instructions) with source line numbers. Decoding into exec
 from __future__ import annotations
 
 import re
-import struct
+
+import numpy as np
 from dataclasses import dataclass, field
 
 
@@ -149,9 +150,9 @@ class Tok:
 def _num(s):
     c1 = s[1:2]
     if c1 in ("f", "F") and len(s) == 10:
-        return Imm(struct.unpack("<f", struct.pack("<I", int(s[2:], 16)))[0], "f32")
+        return Imm(np.array(int(s[2:], 16), np.uint32).view(np.float32)[()], "f32")   # keeps NaN payloads
     if c1 in ("d", "D") and len(s) == 18:
-        return Imm(struct.unpack("<d", struct.pack("<Q", int(s[2:], 16)))[0], "f64")
+        return Imm(np.array(int(s[2:], 16), np.uint64).view(np.float64)[()], "f64")
     if "." in s or (("e" in s or "E" in s) and not s.startswith(("0x", "0X"))):
         return Imm(float(s), "float")
     s = s.rstrip("uU")
@@ -162,7 +163,71 @@ def _num(s):
     return Imm(int(s), "int")
 
 
-def tokenize(text):
+_FAST_INST = re.compile(r"^\s*(?:@(!?)(%\w+)\s+)?([a-z][\w.:]*)(?:\s+([^{};\[\]]*?|[^{};]*?))?\s*;\s*$")
+_REG_RE = re.compile(r"^%[\w.]+$")
+_ADDR_RE = re.compile(r"^\[\s*([%\w$.]+)?\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?\s*\]$")
+_SYM_RE = re.compile(r"^[$_a-zA-Z][\w$.]*$")
+
+
+def _fast_operand(t):
+    c = t[0]
+    if c == "%":
+        if "|" in t:
+            a, b = t.split("|")
+            return Pipe(Reg(a.strip()), Reg(b.strip()))
+        return Reg(t) if _REG_RE.match(t) else None
+    if c == "[":
+        mo = _ADDR_RE.match(t)
+        if mo is None:
+            return None
+        base, off = mo.group(1), mo.group(2)
+        offv = 0
+        if off:
+            off = off.replace(" ", "")
+            neg = off.startswith("-")
+            offv = int(off.lstrip("-"), 0) if not off.lstrip("-").startswith("0") or off.lstrip("-") == "0" \
+                or off.lstrip("-").lower().startswith("0x") else int(off.lstrip("-"), 8)
+            offv = -offv if neg else offv
+        if base is None:
+            return Addr(None, offv)
+        if base[0].isdigit():
+            return None
+        return Addr(Reg(base) if base.startswith("%") else Sym(base), offv)
+    if c == "!":
+        return NegPred(t[1:].strip())
+    if c == "-":
+        v = _fast_operand(t[1:].strip())
+        return Imm(-v.value, v.kind) if isinstance(v, Imm) else None
+    if c.isdigit():
+        try:
+            return _num(t)
+        except ValueError:
+            return None
+    if _SYM_RE.match(t):
+        return Sym(t)
+    return None
+
+
+def _fast_inst(mo, lineno, line):
+    """Parse a simple one-line instruction (no vector operands) without the token stream."""
+    neg, pred, opcode, rest = mo.groups()
+    if opcode.startswith(".") or opcode in ("_",):
+        return None
+    operands = []
+    if rest:
+        for t in rest.split(","):
+            t = t.strip()
+            if not t:
+                return None
+            op = _fast_operand(t)
+            if op is None:
+                return None
+            operands.append(op)
+    return Inst(opcode, operands, pred, neg == "!", lineno, " ".join(line.split()))
+
+
+def tokenize(text, fast=True):
+    fast_ok = fast
     text = _BCOMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
     toks = []
     append = toks.append
@@ -171,6 +236,13 @@ def tokenize(text):
         k = line.find("//")
         if k >= 0:
             line = line[:k]
+        if fast_ok:
+            mo = _FAST_INST.match(line)
+            if mo is not None:
+                inst = _fast_inst(mo, lineno, line)
+                if inst is not None:
+                    append(Tok("inst", inst, lineno))
+                    continue
         for s in findall(line):
             c = s[0]
             if c.isdigit():
@@ -481,6 +553,10 @@ class _Parser:
                     self.next()
                     body.append(Label(v, t.line))
                     continue
+            if t.kind == "inst":
+                self.next()
+                body.append(t.value)
+                continue
             if t.kind == "punct" and t.value == ";":
                 self.next()
                 continue
