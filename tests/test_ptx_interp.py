@@ -452,3 +452,136 @@ def test_chunking_gives_same_result(tk):
                      max_chunk_threads=512)
     assert st.chunks == 10
     assert np.array_equal(tk.down(dout, (cols, rows), np.float32), a.T)
+
+
+# ------------------------------------------------------------------------------ hand-written PTX
+HAND = r"""
+.version 8.0
+.target sm_75
+.address_size 64
+
+.visible .entry k_pred(.param .u64 out, .param .u64 inp, .param .u32 n, .param .u32 shoff)
+{
+    .reg .pred %p<5>;
+    .reg .b32 %r<12>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<8>;
+    .shared .align 4 .b8 sm[128];
+
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [inp];
+    ld.param.u32 %r1, [n];
+    ld.param.u32 %r9, [shoff];
+    mov.u32 %r2, %tid.x;
+    setp.lt.u32 %p1|%p2, %r2, %r1;           // p1 = t < n, p2 = !(t < n)
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    add.s64 %rd5, %rd1, %rd3;
+    mov.f32 %f1, 0f40490FDB;                 // pi for lanes that do not load
+    @%p1 ld.global.f32 %f1, [%rd4];
+    and.b32 %r3, %r2, 1;
+    setp.eq.and.u32 %p3, %r3, 1, %p1;        // odd and in range
+    @%p3 add.f32 %f1, %f1, 0f3F800000;       // +1 on odd lanes
+    @!%p3 mov.b32 %r4, 7;
+    @%p3 mov.b32 %r4, 9;
+    bfe.u32 %r5, %r2, 1, 3;
+    bfi.b32 %r6, %r5, %r4, 8, 4;
+    selp.b32 %r7, %r6, %r4, %p1;
+    cvt.rn.f32.u32 %f2, %r7;
+    add.f32 %f3, %f1, %f2;
+    mul.lo.u32 %r10, %r2, 4;
+    add.u32 %r10, %r10, %r9;
+    st.shared.f32 [%r10], %f3;
+    bar.sync 0;
+    ld.shared.f32 %f3, [%r10];
+    @%p1 st.global.f32 [%rd5], %f3;
+    ret;
+}
+
+.visible .entry k_misaligned(.param .u64 p)
+{
+    .reg .b64 %rd<3>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [p];
+    add.s64 %rd2, %rd1, 2;
+    ld.global.f32 %f1, [%rd2];
+    ret;
+}
+
+.visible .entry k_trap(.param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<3>;
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    setp.eq.u32 %p1, %r2, %r1;
+    @%p1 trap;
+    ret;
+}
+"""
+
+
+def _hand():
+    d = Dev.__new__(Dev)
+    d.m = PtxModule(HAND)
+    d.mem = DeviceMemory(1 << 24)
+    return d
+
+
+def test_predicated_instructions():
+    d = _hand()
+    n, block = 23, 32
+    x = rng.standard_normal(block).astype(np.float32)
+    dout = d.poisoned(block, np.float32)
+    d.launch("k_pred", (1, 1, 1), (block, 1, 1), dout, d.up(x), n, 0)
+    out = d.down(dout, block, np.float32)
+    t = np.arange(block)
+    inr = t < n
+    odd = (t & 1 == 1) & inr
+    f1 = np.where(inr, x, np.float32(np.pi)).astype(np.float32) + np.where(odd, np.float32(1), np.float32(0))
+    r4 = np.where(odd, 9, 7)
+    r5 = (t >> 1) & 7
+    r6 = (r4 & ~(0xF << 8)) | (r5 << 8)
+    r7 = np.where(inr, r6, r4)
+    ref = (f1 + r7.astype(np.float32)).astype(np.float32)
+    assert np.array_equal(out[:n], ref[:n])
+    assert np.isnan(out[n:]).all()          # predicated-off stores wrote nothing
+
+
+def test_shared_out_of_bounds_is_a_kernel_fault():
+    d = _hand()
+    dout = d.poisoned(32, np.float32)
+    with pytest.raises(KernelFault) as ei:
+        d.launch("k_pred", (1, 1, 1), (32, 1, 1), dout, d.up(np.ones(32, np.float32)), 32, 4)
+    e = ei.value
+    assert e.space == "shared" and "shared" in str(e) and "k_pred" in str(e)
+    assert e.thread == (31, 0, 0) and e.address == 128     # 31*4 + 4: one past the 128-byte array
+
+
+def test_misaligned_global_access():
+    d = _hand()
+    p = d.up(np.ones(8, np.float32))
+    with pytest.raises(KernelFault) as ei:
+        d.launch("k_misaligned", (1, 1, 1), (1, 1, 1), p)
+    assert ei.value.code_name == "CUDA_ERROR_MISALIGNED_ADDRESS"
+    assert ei.value.address == p + 2
+
+
+def test_trap():
+    d = _hand()
+    with pytest.raises(KernelFault) as ei:
+        d.launch("k_trap", (2, 1, 1), (16, 1, 1), 5)
+    assert "trap" in str(ei.value) and ei.value.thread == (5, 0, 0) and ei.value.block == (0, 0, 0)
+
+
+def test_decoded_once_and_shared_between_instances():
+    a = PtxModule(HAND)
+    b = PtxModule(HAND)
+    assert a.entries["k_pred"].code is b.entries["k_pred"].code
+    d = _hand()
+    code = d.m.entries["k_pred"].code
+    dout = d.poisoned(32, np.float32)
+    d.launch("k_pred", (1, 1, 1), (32, 1, 1), dout, d.up(np.ones(32, np.float32)), 20, 0)
+    funcs = [(b.full, b.part) for b in code.blocks if b.kind == "code"]
+    d.launch("k_pred", (1, 1, 1), (32, 1, 1), dout, d.up(np.ones(32, np.float32)), 20, 0)
+    assert funcs == [(b.full, b.part) for b in code.blocks if b.kind == "code"]   # no re-decoding per launch
