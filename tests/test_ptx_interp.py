@@ -555,7 +555,7 @@ def test_shared_out_of_bounds_is_a_kernel_fault():
         d.launch("k_pred", (1, 1, 1), (32, 1, 1), dout, d.up(np.ones(32, np.float32)), 32, 4)
     e = ei.value
     assert e.space == "shared" and "shared" in str(e) and "k_pred" in str(e)
-    assert e.thread == (31, 0, 0) and e.address == 128     # 31*4 + 4: one past the 128-byte array
+    assert e.thread == (31, 0, 0) and e.offset == 128 and e.address is None     # 31*4 + 4: one past the 128-byte array
 
 
 def test_misaligned_global_access():

@@ -41,15 +41,19 @@ class KernelFault(SimIllegalAddress):
     def __init__(self, message, *, kernel, thread, block, address, line, ptx, nearest, code_name,
                  lane_index=None, space="global"):
         super().__init__(lane_index, address if address is not None else 0, message)
+        # .address is a device (global) address or None; shared/local/const faults carry .offset instead
+        self.offset = None
+        if space != "global":
+            self.offset, self.address = address, None
         self.kernel, self.thread, self.block = kernel, thread, block
         self.line, self.ptx, self.nearest, self.space = line, ptx, nearest, space
-        self.code_name = code_name
+        self.code_name = self.code = code_name   # the CUresult name the driver should report
 
 
 class BarrierError(RuntimeError):
     """bar.sync reached by only part of a thread block (a divergent barrier)."""
 
-    code_name = "CUDA_ERROR_LAUNCH_FAILED"
+    code_name = code = "CUDA_ERROR_LAUNCH_FAILED"
 
     def __init__(self, message, *, kernel, line, block=None, arrived=None, expected=None):
         super().__init__(message)
