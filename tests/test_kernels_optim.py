@@ -92,9 +92,12 @@ def test_adam(dev, opt):
         step_size = lr / (1 - beta1 ** t)
         bc2_sqrt = np.sqrt(1 - beta2 ** t)
         g.run("adam_step", cdiv(N, 256), 256,
-              [bp, bg, bm, bv, bvmax.ptr if bvmax else 0, N, lr, beta2, 1 - beta1, 1 - beta2, eps, opt["weight_decay"],
+              [bp, bg, bm, bv, bvmax.ptr if bvmax else 0, N, lr, beta1, beta2, eps, opt["weight_decay"],
                step_size, bc2_sqrt, opt["amsgrad"], opt["maximize"], opt["adamw"]])
-    ref_p, ref_m, ref_v, ref_vmax = adam_reference(p0, grads, lr, beta1, beta2, eps, **opt)
+    # The kernel receives float32 betas, so its 1 - beta2 is 1 - float32(0.999) (1.3e-5 below 0.001);
+    # the reference runs PyTorch's algorithm with those same hyperparameter values.
+    f32 = lambda b: float(np.float32(b))   # noqa: E731
+    ref_p, ref_m, ref_v, ref_vmax = adam_reference(p0, grads, lr, f32(beta1), f32(beta2), eps, **opt)
     got = g.get(bp, N)
     assert relerr(got - p0, ref_p - p0) < 1e-4
     assert relerr(got, ref_p) < 1e-6
