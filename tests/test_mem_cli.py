@@ -110,7 +110,7 @@ def snap_file(tmp_path_factory):
 def test_mem_run_writes_a_json_snapshot_with_history(snap_file):
     snap = json.loads(snap_file.read_text())
     ev = snap["device_traces"][0]
-    assert {e["action"] for e in ev} == {"alloc", "free_completed"}
+    assert {e["action"] for e in ev} == {"alloc", "free_requested"}
     assert any(e.get("frames") and e["frames"][0]["filename"].endswith("train.py") for e in ev) or \
         any(any(f["filename"].endswith("train.py") for f in e.get("frames", [])) for e in ev)
     live = {p["owner"] for s in snap["segments"] for b in s["blocks"] for p in (b.get("parts") or [b])

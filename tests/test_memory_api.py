@@ -132,7 +132,7 @@ def test_history_ring_buffer_and_json_dump(dev, tmp_path):
         b.free()
     ev = M.history()
     assert len(ev) == 4   # the ring keeps the newest
-    assert [e["action"] for e in ev] == ["alloc", "free_completed"] * 2
+    assert [e["action"] for e in ev] == ["alloc", "free_requested"] * 2
     assert ev[-1]["owner"] == "t2" and ev[-1]["size"] == 1536 and "frames" not in ev[-1]
     assert all(isinstance(e["time_us"], int) for e in ev)
     path = tmp_path / "snap.json"

@@ -81,8 +81,8 @@ def _in_rawdev(filename):
 
 # ------------------------------------------------------------------------------- PyTorch's figures
 def memory_allocated(device=None):
-    """Bytes held by live rawdev allocations on the device (equals the pool's USED_MEM_CURRENT once
-    queued frees have run)."""
+    """Bytes held by live rawdev allocations on the device. Equals the pool's USED_MEM_CURRENT once queued
+    frees have run: a free is queued on its stream (cuMemFreeAsync) and lands at the next synchronize."""
     return _alloc(device).stats["allocated"]
 
 
@@ -357,7 +357,7 @@ class _History:
         for kind, t, b, idx, n in list(self.ring):
             if device_index is not None and idx != device_index:
                 continue
-            e = dict(action={"free": "free_completed"}.get(kind, kind), addr=b.ptr, size=n,
+            e = dict(action={"free": "free_requested"}.get(kind, kind), addr=b.ptr, size=n,
                      stream=_stream_name(b.stream), owner=b.owner, time_us=int((t - self.t0) * 1e6),
                      time=t, device=idx)
             if b.parts and kind != "oom":
@@ -380,8 +380,9 @@ _rm.ALLOCATOR_HOOKS.append(_hook)
 
 
 def record_history(enabled=True, stacks=True, max_entries=100_000):
-    """Record allocator events (alloc / free / oom, with time, size, stream, owner and, with stacks=True, the
-    Python stack that allocated) into a ring buffer of `max_entries`. Applies to devices opened later too.
+    """Record allocator events into a ring buffer of `max_entries`: "alloc", "free_requested" (rawdev gave the
+    block back with cuMemFreeAsync, ordered on its stream, as PyTorch's name says) and "oom", each with time,
+    size, stream, owner and, with stacks=True, the Python stack that allocated. Applies to devices opened later too.
     `record_history(False)` stops recording (what was recorded stays until the next enable)."""
     if enabled in ("all", "state"):   # PyTorch's _record_memory_history(enabled="all")
         enabled = True

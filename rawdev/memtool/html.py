@@ -115,7 +115,7 @@ def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
     for k, i in enumerate(idx):
         e = events[i]
         s = sorted(series[i].items(), key=lambda kv: -kv[1])[:6]
-        t = (f"event {i}: {e['action'].replace('_completed', '')} {fmt_bytes(e['size'])} {e.get('owner') or ''}\n"
+        t = (f"event {i}: {e['action'].replace('_requested', '')} {fmt_bytes(e['size'])} {e.get('owner') or ''}\n"
              f"live {fmt_bytes(totals[i])}\n" + "\n".join(f"  {w}: {fmt_bytes(v)}" for w, v in s) +
              (_stack_text(_user_frames(e.get("frames")), 4) if e.get("frames") else ""))
         parts.append(f'<rect x="{L + k * cw:.1f}" y="{T}" width="{cw:.2f}" height="{ph}" fill="transparent" data-tip="{_e(t)}"/>')

@@ -26,7 +26,7 @@ def timeline(snap, device=0):
     Blocks already live when recording started are not in the history; they are counted from the start
     (live at the end but never seen allocated)."""
     traces = snap.get("device_traces") or []
-    events = [e for e in (traces[device] if device < len(traces) else []) if e["action"] in ("alloc", "free_completed")]
+    events = [e for e in (traces[device] if device < len(traces) else []) if e["action"] in ("alloc", "free_requested")]
     seen_alloc = {e["addr"] for e in events if e["action"] == "alloc"}
     live = collections.Counter()
     for seg in snap.get("segments", []):   # live now but allocated before recording began
@@ -37,7 +37,7 @@ def timeline(snap, device=0):
                 for who, n in _pieces(b):
                     live[who] += n
     for e in events:   # frees of blocks allocated before recording began: they were live at the start
-        if e["action"] == "free_completed" and e["addr"] not in seen_alloc:
+        if e["action"] == "free_requested" and e["addr"] not in seen_alloc:
             for who, n in _pieces(e):
                 live[who] += n
     series = []
@@ -81,7 +81,7 @@ def summary(snap):
             totals = [sum(s.values()) for s in series] or [0]
             peak_i = max(range(len(totals)), key=totals.__getitem__)
             out.append(f"  history: {len(allev)} events ({sum(e['action'] == 'alloc' for e in allev)} allocs, "
-                       f"{sum(e['action'] == 'free_completed' for e in allev)} frees, "
+                       f"{sum(e['action'] == 'free_requested' for e in allev)} frees, "
                        f"{sum(e['action'] == 'oom' for e in allev)} OOMs); peak live {fmt_bytes(totals[peak_i])} "
                        f"at event {peak_i}")
             if series:
