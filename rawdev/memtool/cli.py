@@ -102,7 +102,7 @@ def placement(path, tensors):
             dev_crc = cm.checksum(addr, nbytes) if nbytes else zlib.crc32(b"")
             alignment = (addr & -addr) if addr else 0
             rows.append(dict(name=name, shape=tuple(t.shape), dtype=h["dtype"], nbytes=nbytes, address=addr,
-                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 1 << 20),
+                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 4096),   # the largest power of two (up to 4 KiB) dividing the address
                              owner=(cm.pointer_info(addr)["owner"] if nbytes else None),
                              file_crc=file_crc, device_crc=dev_crc, ok=(file_crc == dev_crc and hi - lo == nbytes)))
     return rows
