@@ -239,7 +239,7 @@ def test_leak_check_names_the_leaked_tensor(tmp_path, mode):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "rawdev leak check: 1 block(s), 4.0 KiB still live on cuda:0 at exit" in r.stderr
-    assert "tensor at leaky.py:8" in r.stderr
+    assert "tensor at leaky.py:8  (held by global cache of __main__)" in r.stderr
     assert "temporary" not in r.stderr
     if mode == "stacks":
         assert "allocated at " in r.stderr and "leaky.py:8 in step" in r.stderr

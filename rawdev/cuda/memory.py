@@ -565,6 +565,40 @@ def checksum(x, nbytes):
 
 
 # -------------------------------------------------------------------------------------- leak check
+def _holders():
+    """{block ptr: [global names of __main__ that hold it]} (tensors, buffers, modules, one level of containers)."""
+    main = sys.modules.get("__main__")
+    out = {}
+    if main is None:
+        return out
+
+    def ptrs(v, depth=0):
+        if hasattr(v, "named_parameters") and hasattr(v, "buffers"):
+            for t in list(v.parameters()) + list(v.buffers()):
+                yield from ptrs(t, depth + 1)
+            return
+        buf = getattr(v, "_buf", None)
+        if buf is not None and hasattr(buf, "ptr"):
+            yield buf.ptr
+            return
+        if type(v).__name__ == "DeviceBuffer":
+            yield v.ptr
+            return
+        if depth == 0 and isinstance(v, (list, tuple, set, dict)):
+            for x in list(v.values() if isinstance(v, dict) else v)[:10000]:
+                yield from ptrs(x, 1)
+
+    for name, v in list(vars(main).items()):
+        if name.startswith("__"):
+            continue
+        try:
+            for p in ptrs(v):
+                out.setdefault(p, []).append(name)
+        except Exception:
+            continue
+    return out
+
+
 def leak_report(device=None):
     """Lines naming every block still live (owner, size, address, and the allocating stack when recorded).
     Empty when nothing is live."""
@@ -582,9 +616,12 @@ def leak_report(device=None):
             continue
         lines.append(f"rawdev leak check: {len(blocks)} block(s), {fmt_bytes(sum(b.nbytes for b in blocks))} still "
                      f"live on {dev} at exit:")
+        held = _holders()
         for b in blocks:
             names = ", ".join(w for _, _, w in _parts(b)) if b.parts else b.owner
-            lines.append(f"  {fmt_bytes(b.nbytes):>10} at 0x{b.ptr:x}  {names}")
+            by = sorted(set(held.get(b.ptr, [])))
+            lines.append(f"  {fmt_bytes(b.nbytes):>10} at 0x{b.ptr:x}  {names}" +
+                         (f"  (held by global {', '.join(by)} of __main__)" if by else ""))
             fr = _frames(b.stack)
             user = [f for f in fr if not _in_rawdev(f["filename"])] or fr
             for f in user[:4]:
