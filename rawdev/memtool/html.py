@@ -79,7 +79,6 @@ def _timeline_svg(snap, dev, colors, width=1100, height=300, max_owners=12):
     ymax = 4 * min(m * p2 for m in (1, 1.25, 1.5, 1.75, 2) if m * p2 * 4 >= ymax)
     L, R, T, B = 70, 10, 10, 36
     pw, ph = width - L - R, height - T - B
-    xs = [L + (k + 0.5) * pw / len(idx) for k in range(len(idx))]
     y = lambda v: T + ph - v * ph / ymax
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
              f'role="img" aria-label="live memory over time, stacked by owner">',
