@@ -58,9 +58,13 @@ def test_moving_an_mlp_allocates_its_tensors_plus_alignment(dev):
     assert _settled(dev) == base
 
 
-def test_a_training_step_names_every_block(dev):
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_a_training_step_names_every_block(dev, opt_name):
     model = _mlp().cuda()
-    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if opt_name == "sgd":
+        opt, states = optim.SGD(model.parameters(), lr=0.1, momentum=0.9), ["momentum_buffer"]
+    else:
+        opt, states = optim.Adam(model.parameters(), lr=1e-3), ["exp_avg", "exp_avg_sq"]
     loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng(0)
     x = rawdev.tensor(rng.standard_normal((16, 37)).astype(np.float32), device="cuda")
@@ -86,7 +90,8 @@ def test_a_training_step_names_every_block(dev):
     for p in params:
         assert p in now
         assert f"{p}.grad" in now
-        assert f"momentum_buffer of {p}" in now
+        for st in states:
+            assert f"{st} of {p}" in now
     acts = {n for n in names(during) if n.startswith(("Linear", "ReLU"))}
     assert any(n.startswith("Linear") for n in acts) and any(n.startswith("ReLU") for n in acts), acts
     assert any(n.startswith("tensor at test_memory_model.py:") for n in now)   # x and y: the user's lines
@@ -94,4 +99,4 @@ def test_a_training_step_names_every_block(dev):
     traced = {e["owner"] for e in M.history()} | {p["owner"] for e in M.history() for p in e.get("parts", [])}
     assert acts <= traced
     text = C.memory_summary()
-    assert "0.weight.grad" in text and "momentum_buffer of 0.weight" in text
+    assert "0.weight.grad" in text and f"{states[0]} of 0.weight" in text
