@@ -46,6 +46,7 @@ def _make_grads(outputs, grad_outputs):
 def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture=False, accumulate=True):
     """Core engine. With capture, returns {id(input): grad} for `inputs` instead of accumulating into them."""
     from ..ops import dispatch
+    handed_over = outputs if isinstance(outputs, list) else None
     outputs = _as_tuple(outputs)
     grads = _make_grads(outputs, _as_tuple(grad_outputs))
     roots = []
@@ -88,6 +89,12 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
 
     for (node, idx), g in zip(roots, grads):
         add_grad(node, idx, g)
+    del grads, g
+    outputs = None
+    if handed_over is not None:
+        handed_over.clear()       # the caller's output tensors: their values are not needed for backward
+    if isinstance(grad_outputs, list):
+        grad_outputs.clear()      # the caller handed them over (checkpoint): only the buffers hold them now
 
     captured = {}
     ready = [n for n, _ in roots if deps.get(n, 0) == 0]
@@ -107,9 +114,12 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
             if isinstance(node, AccumulateGrad):
                 if accumulate and not (capture and (node, 0) in capture_map) and gin[0] is not None:
                     node.apply(gin[0])
+                del gin
                 continue
             if all(g is None for g in gin):
                 out_grads = (None,) * len(node.next_functions)
+            elif getattr(node, "consumes_grads", False):
+                out_grads = node.apply_consuming(gin)     # empties gin: the grads die when no longer needed
             else:
                 out_grads = node.apply(*gin)
             if not retain_graph and isinstance(node, BackwardNode):
@@ -124,6 +134,9 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
+            # drop this node's gradients now (not at the next iteration): activations' grads die early
+            del gin, out_grads
+            g = None
     return captured
 
 

@@ -148,6 +148,18 @@ class BackwardNode(Node):
             grads = (grads,)
         return grads
 
+    @property
+    def consumes_grads(self):
+        return hasattr(self.fn_cls, "backward_consuming")
+
+    def apply_consuming(self, grads):
+        """Like apply, but the Function takes the list of grads and may empty it (to free them early)."""
+        ctx = self.ctx
+        if ctx._freed:
+            ctx.saved_tensors
+        out = self.fn_cls.backward_consuming(ctx, grads)
+        return out if isinstance(out, tuple) else (out,)
+
     def release(self):
         self.ctx._free()
 

@@ -298,11 +298,11 @@ def cross_entropy(logits, target, weight, ignore_index, reduction, smoothing):
         r = per.sum()
     else:
         r = per.sum() / w.sum()
-    return wrap(np.asarray(r, dtp), logits.dtype), wrap(logp, logits.dtype)
+    return wrap(np.asarray(r, dtp), logits.dtype), (wrap(logp, logits.dtype),)
 
 
-def cross_entropy_bwd(gy, logp, target, weight, ignore_index, reduction, smoothing):
-    lp = v(logp)
+def cross_entropy_bwd(gy, saved, target, weight, ignore_index, reduction, smoothing):
+    lp = v(saved[0])
     dtp = lp.dtype
     n, c = lp.shape
     ts, w, valid = _ce_weights(target, c, weight, ignore_index, dtp)
@@ -325,10 +325,16 @@ def cross_entropy_bwd(gy, logp, target, weight, ignore_index, reduction, smoothi
 
 
 # ------------------------------------------------------------------ dropout
-def dropout_mask(shape, p, dt, dev, generator):
-    """Keep-mask scaled by 1/(1-p), drawn from rawdev's host generator."""
-    keep = generator.np.random(tuple(shape)) >= p
-    return wrap(keep.astype(_vdt(dt)) / np.asarray(1 - p, _vdt(dt)), dt)
+def dropout(x, p, generator):
+    """(y, mask): mask = keep/(1-p) drawn from rawdev's host generator; y = x*mask."""
+    dtp = _vdt(x.dtype)
+    keep = generator.np.random(tuple(x.shape)) >= p
+    mask = keep.astype(dtp) / np.asarray(1 - p, dtp)
+    return wrap(v(x) * mask, x.dtype), wrap(mask, x.dtype)
+
+
+def dropout_bwd(g, mask, p):
+    return wrap(v(g) * v(mask), g.dtype)
 
 
 # ------------------------------------------------------------------ optimizers (one tensor at a time)

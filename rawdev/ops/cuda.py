@@ -160,57 +160,41 @@ def matmul(a, b):
     raise NotImplementedError("batched matmul (both operands batched) is cpu-only")
 
 
-# ------------------------------------------------------------------ reductions as GEMMs with ones
-def _rows_sum(rdev, x_ptr, rows, cols, dev, alpha=1.0, owner=None):
-    """[rows, cols] -> [cols]: ones[rows]ᵀ · X (tn GEMM, M = 1)."""
-    out = empty((cols,), _dt.float32, dev, owner or "sum output")
-    ones = _ones(rdev, dev, rows)
-    _gemm_raw(rdev, "tn", out.data_ptr(), ones.data_ptr(), x_ptr, 1, cols, rows, 1, cols, cols, alpha)
-    return out
+# ------------------------------------------------------------------ launch helpers
+def _ew(rdev, name, args, n, op=None):
+    """An elementwise (grid-stride) kernel over n elements: block 256, grid min(ceil(n/256), 65535)."""
+    if n:
+        _kernel(rdev, name, op).launch(min((n + 255) // 256, 65535), 256, args)
 
 
-def _cols_sum(rdev, x_ptr, rows, cols, dev, alpha=1.0, owner=None):
-    """[rows, cols] -> [rows]: X · ones[cols] (nn GEMM, N = 1)."""
-    out = empty((rows,), _dt.float32, dev, owner or "sum output")
-    ones = _ones(rdev, dev, cols)
-    _gemm_raw(rdev, "nn", out.data_ptr(), x_ptr, ones.data_ptr(), rows, 1, cols, cols, 1, 1, alpha)
-    return out
+def _rows(rdev, name, args, rows, op=None):
+    """A one-warp-per-row kernel: block 256 (8 warps), grid ceil(rows/8)."""
+    if rows:
+        _kernel(rdev, name, op).launch((rows + 7) // 8, 256, args)
 
 
-def _split(red):
-    """A divisor a of red with 8 <= a <= 32 and red/a >= 8 (for a two-stage sum), else None."""
-    if red < 64:
-        return None
-    for a in (32, 16, 24, 8, 31, 29, 23, 19, 17, 13, 11):
-        if red % a == 0 and red // a >= 8:
-            return a
-    return None
-
-
+# ------------------------------------------------------------------ reductions (reduce.ptx)
 def _sum_block(x, pre, red, post, alpha, owner):
-    """x viewed as [pre, red, post] -> [pre, post] summed over red (times alpha)."""
+    """x viewed as [pre, red, post] -> [pre*post] summed over red (times alpha)."""
     rdev, dev = _rdev(x), x.device
     if red == 0:
         return full((pre * post,), 0.0, _dt.float32, dev, owner)
-    if pre == 1:
-        if post == 1:   # full sum: two stages keep the GEMM parallel ([r, c] -> [c] -> 1)
-            c = max(1, int(math.sqrt(red)))
-            while red % c:
-                c -= 1
-            part = _rows_sum(rdev, x.data_ptr(), red // c, c, dev, owner="partial sums")
-            return _cols_sum(rdev, part.data_ptr(), 1, c, dev, alpha, owner)
-        a = _split(red)
-        if a:   # two stages keep the K loop short: [a, (red/a)*post] -> [(red/a), post] -> [post]
-            part = _rows_sum(rdev, x.data_ptr(), a, (red // a) * post, dev, owner="partial sums")
-            return _rows_sum(rdev, part.data_ptr(), red // a, post, dev, alpha, owner)
-        return _rows_sum(rdev, x.data_ptr(), red, post, dev, alpha, owner)
-    if post == 1:
-        return _cols_sum(rdev, x.data_ptr(), pre, red, dev, alpha, owner)
     out = empty((pre * post,), _dt.float32, dev, owner or "sum output")
-    ones = _ones(rdev, dev, red)
-    for i in range(pre):   # one GEMM per leading index (rare: middle-axis sums)
-        _gemm_raw(rdev, "tn", out.data_ptr() + 4 * i * post, ones.data_ptr(), x.data_ptr() + 4 * i * red * post,
-                  1, post, red, 1, post, post, alpha)
+    if pre == 1 and post == 1:                      # everything: two deterministic passes
+        nparts = min(1024, (red + 255) // 256)
+        parts = empty((nparts,), _dt.float32, dev, "partial sums")
+        _kernel(rdev, "sum_partial", "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
+        _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
+        return out
+    if post == 1:                                   # row sums of [pre, red]
+        _rows(rdev, "sum_axis1", [out.data_ptr(), x.data_ptr(), pre, red, 0.0], pre, "sum")
+    else:                                           # column sums of [red, post], per leading index
+        k = _kernel(rdev, "sum_axis0", "sum")
+        for i in range(pre):
+            k.launch((post + 31) // 32, (32, 8), [out.data_ptr() + 4 * i * post, x.data_ptr() + 4 * i * red * post,
+                                                  red, post, 0.0])
+    if alpha != 1.0:
+        _ew(rdev, "scale", [out.data_ptr(), out.data_ptr(), float(alpha), out.numel()], out.numel(), "mean")
     return out
 
 
@@ -221,7 +205,7 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     shape = list(x.shape)
     dims = sorted(dims)
     cur, cur_shape = x, list(shape)
-    # reduce runs of adjacent dims in one GEMM each, from the last run to the first
+    # reduce runs of adjacent dims in one launch each, from the last run to the first
     runs = []
     for d in dims:
         if runs and runs[-1][1] == d - 1:
@@ -250,7 +234,7 @@ def sum_to(g, shape):
 
 
 def expand(x, shape):
-    """Broadcast x to shape as rank-1 GEMMs: out[pre, post] = ones[pre, 1] · x[1, post] per broadcast run."""
+    """Broadcast x to shape as rank-1 GEMMs: out[pre, n, post] = ones[n, 1] · x[1, post] per leading index."""
     _f32("expand", x)
     shape = tuple(shape)
     xs = (1,) * (len(shape) - x.ndim) + tuple(x.shape)
@@ -258,8 +242,7 @@ def expand(x, shape):
         return Tensor._make_cuda(x._buf, x._offset, shape, x.dtype, x.device)
     rdev, dev = _rdev(x), x.device
     cur, cur_shape = x, list(xs)
-    # broadcast one run of size-1 dims at a time, innermost first: [pre, 1, post] -> [pre, n, post]
-    for d in range(len(shape) - 1, -1, -1):
+    for d in range(len(shape) - 1, -1, -1):     # innermost run of broadcast dims first
         if cur_shape[d] == shape[d]:
             continue
         lo = d
@@ -275,29 +258,17 @@ def expand(x, shape):
                       n, post, 1, 1, post, post)
         cur = out
         cur_shape = cur_shape[:lo] + list(shape[lo:d + 1]) + cur_shape[d + 1:]
-        if lo != d:
-            break
-    if tuple(cur_shape) != shape:
-        return expand(Tensor._make_cuda(cur._buf, cur._offset, cur_shape, x.dtype, dev), shape)
-    return Tensor._make_cuda(cur._buf, cur._offset, shape, x.dtype, dev)
+        break
+    cur = Tensor._make_cuda(cur._buf, cur._offset, cur_shape, x.dtype, dev)
+    return cur if tuple(cur_shape) == shape else expand(cur, shape)
 
 
-# ------------------------------------------------------------------ epilogue tricks (K = 0 GEMMs)
-def _as_matrix(n):
-    """A [rows, cols] factorization of n for 2-D epilogue launches (cols a divisor of n, at most 1024)."""
-    for c in (1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1):
-        if n % c == 0:
-            return n // c, c
-    return n, 1
-
-
+# ------------------------------------------------------------------ elementwise (elementwise.ptx)
 def _epilogue_(y, beta=1.0, bias=None, act=0, rows=None, cols=None):
     """In place: Y = act(beta·Y + bias[col]) over y viewed as [rows, cols] (GEMM with K = 0)."""
     n = y.numel()
     if n == 0:
         return y
-    if rows is None:
-        rows, cols = _as_matrix(n)
     _gemm_raw(_rdev(y), "nn", y.data_ptr(), y.data_ptr(), y.data_ptr(), rows, cols, 0, 1, cols, cols, 1.0,
               beta, bias.data_ptr() if bias is not None else 0, act)
     y._bump_version()
@@ -306,12 +277,16 @@ def _epilogue_(y, beta=1.0, bias=None, act=0, rows=None, cols=None):
 
 def scale_(x, s):
     _f32("mul_", x)
-    return _epilogue_(x, beta=float(s))
+    _ew(_rdev(x), "scale", [x.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul_")
+    x._bump_version()
+    return x
 
 
 def scale(x, s):
     _f32("mul", x)
-    return _epilogue_(clone(x, "mul output"), beta=float(s))
+    y = empty(x.shape, x.dtype, x.device, "mul output")
+    _ew(_rdev(x), "scale", [y.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul")
+    return y
 
 
 def div_scalar(x, s):
@@ -320,31 +295,20 @@ def div_scalar(x, s):
 
 def add_scalar(x, s):
     _f32("add", x)
-    y = clone(x, "add output")
-    rows, cols = _as_matrix(y.numel())
-    return _epilogue_(y, bias=full((cols,), s, _dt.float32, x.device, "scalar"), rows=rows, cols=cols)
+    y = full(x.shape, s, x.dtype, x.device, "add output")
+    _ew(_rdev(x), "add", [y.data_ptr(), y.data_ptr(), x.data_ptr(), x.numel()], x.numel(), "add")
+    return y
 
 
 def rsub_scalar(x, s):
     _f32("rsub", x)
-    y = clone(x, "rsub output")
-    rows, cols = _as_matrix(y.numel())
-    return _epilogue_(y, beta=-1.0, bias=full((cols,), s, _dt.float32, x.device, "scalar"), rows=rows, cols=cols)
+    y = full(x.shape, s, x.dtype, x.device, "rsub output")
+    _ew(_rdev(x), "axpy", [y.data_ptr(), x.data_ptr(), -1.0, x.numel()], x.numel(), "rsub")
+    return y
 
 
 def neg(x):
     return scale(x, -1.0)
-
-
-def _axpy_(y, x, alpha):
-    """In place y += alpha·x, same shapes: Y[1,n] = alpha·ones[1,1]·X[1,n] + Y (a GEMM with M = K = 1)."""
-    rdev = _rdev(y)
-    n = y.numel()
-    if n:
-        ones = _ones(rdev, y.device, 1)
-        _gemm_raw(rdev, "nn", y.data_ptr(), ones.data_ptr(), x.data_ptr(), 1, n, 1, 1, n, n, float(alpha), 1.0)
-    y._bump_version()
-    return y
 
 
 def _broadcast_operand(b, shape):
@@ -354,18 +318,89 @@ def _broadcast_operand(b, shape):
 def add(a, b, alpha=1.0, dt=None):
     _f32("add", a, b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    if tuple(a.shape) == shape and b.ndim == 1 and len(shape) >= 2 and b.numel() == shape[-1]:
-        # [.., N] + [N]: the GEMM epilogue's bias (scaled copy of b when alpha != 1)
+    rdev = _rdev(a)
+    if tuple(a.shape) == shape and b.ndim == 1 and len(shape) >= 2 and b.numel() == shape[-1] and alpha == 1:
+        # [.., N] + [N]: the GEMM epilogue's bias on a copy of a
         y = clone(a, "add output")
-        bias = b if alpha == 1 else scale(b, alpha)
-        return _epilogue_(y, bias=bias, rows=a.numel() // b.numel(), cols=b.numel())
-    y = clone(_broadcast_operand(a, shape), "add output")
-    return _axpy_(y, _broadcast_operand(b, shape), alpha)
+        return _epilogue_(y, bias=b, rows=a.numel() // b.numel(), cols=b.numel())
+    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    n = int(np.prod(shape, dtype=np.int64))
+    y = empty(shape, a.dtype, a.device, "add output")
+    if alpha == 1:
+        _ew(rdev, "add", [y.data_ptr(), a.data_ptr(), b.data_ptr(), n], n, "add")
+    else:
+        if n:
+            memory.copy_dtod(y.data_ptr(), a.data_ptr(), 4 * n, stream=rdev.compute_stream)
+        _ew(rdev, "axpy", [y.data_ptr(), b.data_ptr(), float(alpha), n], n, "add")
+    return y
 
 
 def add_(a, b, alpha=1.0):
     _f32("add_", a, b)
-    return _axpy_(a, _broadcast_operand(b, a.shape), alpha)
+    b = _broadcast_operand(b, a.shape)
+    _ew(_rdev(a), "axpy", [a.data_ptr(), b.data_ptr(), float(alpha), a.numel()], a.numel(), "add_")
+    a._bump_version()
+    return a
+
+
+def mul(a, b, dt=None):
+    _f32("mul", a, b)
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    y = empty(shape, a.dtype, a.device, "mul output")
+    _ew(_rdev(a), "mul", [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), "mul")
+    return y
+
+
+def _need(op, what):
+    raise NotImplementedError(
+        f"the cuda path of {op} needs {what}, which is not shipped in this build (`rawdev kernels` lists "
+        f"what is); rawdev never computes cuda tensors on the host: run it on the cpu")
+
+
+def div(a, b, dt=None):
+    _need("div (tensor / tensor)", "an elementwise division kernel")
+
+
+def pow_scalar(x, e):
+    _need(f"pow(x, {e})", "an elementwise power kernel (x ** 2 works: it is a mul)")
+
+
+_UNARY_FWD = {"relu": "relu_fwd", "gelu": "gelu_erf_fwd", "gelu_tanh": "gelu_tanh_fwd", "tanh": "tanh_fwd",
+              "sigmoid": "sigmoid_fwd"}
+_UNARY_BWD = {"relu": ("relu_bwd", "y"), "gelu": ("gelu_erf_bwd", "x"), "gelu_tanh": ("gelu_tanh_bwd", "x"),
+              "tanh": ("tanh_bwd", "y"), "sigmoid": ("sigmoid_bwd", "y")}
+
+
+def unary(op, x, p=None):
+    _f32(op, x)
+    n = x.numel()
+    y = empty(x.shape, x.dtype, x.device, f"{op} output")
+    rdev = _rdev(x)
+    if op == "leaky_relu":
+        _ew(rdev, "leaky_relu_fwd", [y.data_ptr(), x.data_ptr(), float(p), n], n, op)
+    elif op in _UNARY_FWD:
+        _ew(rdev, _UNARY_FWD[op], [y.data_ptr(), x.data_ptr(), n], n, op)
+    else:
+        _need(op, f"an elementwise {op} kernel")
+    return y
+
+
+def unary_bwd(op, gy, x, y, p=None):
+    _f32(op + " backward", gy)
+    n = gy.numel()
+    gx = empty(gy.shape, gy.dtype, gy.device, f"{op} grad")
+    rdev = _rdev(gy)
+    if op == "leaky_relu":
+        _ew(rdev, "leaky_relu_bwd", [gx.data_ptr(), gy.data_ptr(), x.data_ptr(), float(p), n], n, op)
+    elif op in _UNARY_BWD:
+        name, which = _UNARY_BWD[op]
+        # relu_bwd reads its saved tensor as "x > 0": the saved output y > 0 exactly where x > 0
+        saved = y if which == "y" else x
+        _ew(rdev, name, [gx.data_ptr(), gy.data_ptr(), saved.data_ptr(), n], n, op + " backward")
+    else:
+        _need(op + " backward", f"an elementwise {op} backward kernel")
+    return gx
 
 
 def transpose2d(x):
@@ -378,62 +413,96 @@ def transpose2d(x):
     return out
 
 
-# ------------------------------------------------------------------ elementwise / softmax / loss (kernel families)
-def _need(op, family):
-    raise NotImplementedError(
-        f"the cuda path of {op} needs the {family} kernel family, which is not shipped in this build yet "
-        f"(`rawdev kernels` lists what is); rawdev never computes cuda tensors on the host: run it on the cpu")
-
-
-def mul(a, b, dt=None):
-    _need("mul", "elementwise")
-
-
-def div(a, b, dt=None):
-    _need("div", "elementwise")
-
-
-def pow_scalar(x, e):
-    _need("pow", "elementwise")
-
-
-def unary(op, x, p=None):
-    if op == "relu":
-        _f32("relu", x)
-        return _epilogue_(clone(x, "relu output"), act=1)
-    if op == "gelu_tanh":
-        _f32("gelu", x)
-        return _epilogue_(clone(x, "gelu output"), act=2)
-    _need(op, "elementwise")
-
-
-def unary_bwd(op, gy, x, y, p=None):
-    _need(op + " backward", "elementwise")
+# ------------------------------------------------------------------ softmax and losses (loss.ptx)
+def _last_dim(x, dim, op):
+    if dim == x.ndim - 1:
+        return x, False
+    if x.ndim == 2 and dim == 0:
+        return transpose2d(x), True
+    _need(f"{op} over dim {dim} of a {x.ndim}-D tensor", "a strided softmax kernel (the shipped one is row-wise)")
 
 
 def softmax(x, dim, log=False):
-    _need("log_softmax" if log else "softmax", "reduce/loss")
+    op = "log_softmax" if log else "softmax"
+    _f32(op, x)
+    xt, transposed = _last_dim(x, dim, op)
+    C = xt.shape[-1]
+    rows = xt.numel() // C if C else 0
+    y = empty(xt.shape, x.dtype, x.device, f"{op} output")
+    _rows(_rdev(x), f"{op}_fwd", [y.data_ptr(), xt.data_ptr(), rows, C], rows, op)
+    return transpose2d(y) if transposed else y
 
 
 def softmax_bwd(gy, y, dim, log=False):
-    _need("softmax backward", "reduce/loss")
+    op = "log_softmax" if log else "softmax"
+    gyt, transposed = _last_dim(gy, dim, op)
+    yt = transpose2d(y) if transposed else y
+    C = yt.shape[-1]
+    rows = yt.numel() // C if C else 0
+    gx = empty(yt.shape, gy.dtype, gy.device, f"{op} grad")
+    _rows(_rdev(gy), f"{op}_bwd", [gx.data_ptr(), gyt.data_ptr(), yt.data_ptr(), rows, C], rows, op + " backward")
+    return transpose2d(gx) if transposed else gx
+
+
+_REDUCTION = {"none": 0, "sum": 1, "mean": 2}
 
 
 def cross_entropy(logits, target, weight, ignore_index, reduction, smoothing):
-    _need("cross_entropy", "loss")
+    """Fused log-softmax + NLL. Returns (loss, saved) with saved = (logits, lse, count) for the backward."""
+    _f32("cross_entropy", logits)
+    if weight is not None:
+        _need("cross_entropy(weight=...)", "a class-weighted cross-entropy kernel")
+    if smoothing:
+        _need("cross_entropy(label_smoothing=...)", "a label-smoothing cross-entropy kernel")
+    if target.dtype is not _dt.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    rdev, dev = _rdev(logits), logits.device
+    rows, C = logits.shape
+    per_row = empty((rows,), _dt.float32, dev, "cross_entropy per-row loss")
+    lse = empty((rows,), _dt.float32, dev, "cross_entropy logsumexp")
+    _rows(rdev, "cross_entropy_fwd", [per_row.data_ptr(), lse.data_ptr(), logits.data_ptr(), target.data_ptr(),
+                                      rows, C, int(ignore_index)], rows, "cross_entropy")
+    red = _REDUCTION[reduction]
+    if red == 0:
+        return per_row, (logits, lse, lse)
+    out = empty((), _dt.float32, dev, "loss")
+    count = empty((1,), _dt.float32, dev, "cross_entropy count")
+    _kernel(rdev, "cross_entropy_reduce", "cross_entropy").launch(
+        1, 1024, [out.data_ptr(), count.data_ptr(), per_row.data_ptr(), target.data_ptr(), rows, int(ignore_index),
+                  red])
+    return out, (logits, lse, count)
 
 
-def cross_entropy_bwd(gy, logp, target, weight, ignore_index, reduction, smoothing):
-    _need("cross_entropy backward", "loss")
+def cross_entropy_bwd(gy, saved, target, weight, ignore_index, reduction, smoothing):
+    logits, lse, count = saved
+    rows, C = logits.shape
+    gx = empty(logits.shape, gy.dtype, gy.device, "cross_entropy grad")
+    _rows(_rdev(gy), "cross_entropy_bwd", [gx.data_ptr(), logits.data_ptr(), lse.data_ptr(), target.data_ptr(),
+                                           gy.data_ptr(), count.data_ptr(), rows, C, int(ignore_index),
+                                           _REDUCTION[reduction]], rows, "cross_entropy backward")
+    return gx
 
 
-def dropout_mask(shape, p, dt, dev, generator):
-    """The keep-mask (scaled by 1/(1-p)) is drawn on the host from rawdev's generator, as on the cpu path,
-    and uploaded: the same seed gives the same mask on every device."""
-    _f32("dropout", Tensor._make_cpu(np.empty(0, dt.storage), dt))
-    keep = generator.np.random(tuple(shape)) >= p
-    arr = (keep.astype(np.float32) / np.float32(1 - p)).astype(np.float32)
-    return cuda_io.upload(arr, dt, dev, owner="dropout mask")
+# ------------------------------------------------------------------ dropout (dropout.ptx)
+def dropout(x, p, generator):
+    """y = keep ? x/(1-p) : 0 with keep from Philox(seed, 0); the seed is drawn from rawdev's generator (so
+    checkpoint's RNG restore recomputes the same mask). Returns (y, saved uint8 mask)."""
+    _f32("dropout", x)
+    rdev, n = _rdev(x), x.numel()
+    seed = int(generator.np.integers(0, 2 ** 63))
+    y = empty(x.shape, x.dtype, x.device, "dropout output")
+    mask = empty(x.shape, _dt.uint8, x.device, "dropout mask")
+    _ew(rdev, "dropout_fwd", [y.data_ptr(), mask.data_ptr(), x.data_ptr(), n, float(p), 1.0 / (1.0 - p), seed, 0],
+        n, "dropout")
+    return y, mask
+
+
+def dropout_bwd(g, mask, p):
+    gx = empty(g.shape, g.dtype, g.device, "dropout grad")
+    n = g.numel()
+    _ew(_rdev(g), "dropout_bwd", [gx.data_ptr(), g.data_ptr(), mask.data_ptr(), n, 1.0 / (1.0 - p)], n,
+        "dropout backward")
+    return gx
 
 
 # ------------------------------------------------------------------ gradients in arenas
@@ -540,15 +609,58 @@ def _group_span(params, *lists):
     return start, end
 
 
+def _groups(params, *lists):
+    """Yield (pointer lists, n) per launch: one launch for the whole group when params, grads and each
+    state list are laid out alike in one arena each (the span between them is only theirs), else one per param."""
+    span = _group_span(params, *lists)
+    if span is not None:
+        start, end = span
+        yield [None if ts is None else ts[0]._buf.ptr + start for ts in (params,) + lists], (end - start) // 4
+        return
+    for i, p in enumerate(params):
+        yield [None if ts is None else ts[i].data_ptr() for ts in (params,) + lists], p.numel()
+
+
 def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, weight_decay, maximize):
-    _f32("SGD", *params)
-    _need("SGD step", "optim")
+    _f32("SGD", *params, *grads)
+    rdev = _rdev(params[0])
+    k = _kernel(rdev, "sgd_step", "SGD.step")
+    # one fused launch needs every param at the same stage (all first steps, or none)
+    if momentum and len(set(first)) > 1:
+        for i in range(len(params)):
+            sgd_group([params[i]], [grads[i]], [bufs[i]], [first[i]], lr, momentum, dampening, nesterov,
+                      weight_decay, maximize)
+        return
+    for (pp, gp, bp), n in _groups(params, grads, bufs if momentum else None):
+        if n:
+            k.launch(min((n + 255) // 256, 65535), 256,
+                     [pp, gp, bp or 0, n, float(lr), float(weight_decay), float(momentum), float(dampening),
+                      int(bool(nesterov)), int(bool(maximize)), int(bool(first[0]) if first else 0)])
+    for p in params:
+        p._bump_version()
 
 
 def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
                maximize):
-    _f32("Adam", *params)
-    _need("Adam step", "optim")
+    _f32("Adam", *params, *grads)
+    rdev = _rdev(params[0])
+    k = _kernel(rdev, "adam_step", "Adam.step")
+    if len(set(steps)) > 1:      # parameters at different step counts: one launch each
+        for i in range(len(params)):
+            adam_group([params[i]], [grads[i]], [ms[i]], [vs[i]], [vmaxs[i]] if vmaxs else None, [steps[i]], lr,
+                       beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize)
+        return
+    step = steps[0]
+    step_size = lr / (1 - beta1 ** step)
+    bc2_sqrt = math.sqrt(1 - beta2 ** step)
+    for (pp, gp, mp, vp, xp), n in _groups(params, grads, ms, vs, vmaxs if amsgrad else None):
+        if n:
+            k.launch(min((n + 255) // 256, 65535), 256,
+                     [pp, gp, mp, vp, xp or 0, n, float(lr), float(beta1), float(beta2), float(eps),
+                      float(weight_decay), float(step_size), float(bc2_sqrt), int(bool(amsgrad)),
+                      int(bool(maximize)), int(bool(decoupled))])
+    for p in params:
+        p._bump_version()
 
 
 # ------------------------------------------------------------------ misc

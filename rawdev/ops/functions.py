@@ -646,15 +646,17 @@ class _CrossEntropy(Function):
     @staticmethod
     def forward(ctx, logits, target, weight, ignore_index, reduction, smoothing):
         B = backend("cross_entropy", logits, target, weight)
-        loss, logp = B.cross_entropy(logits, target, weight, ignore_index, reduction, smoothing)
+        loss, saved = B.cross_entropy(logits, target, weight, ignore_index, reduction, smoothing)
         ctx.args = (ignore_index, reduction, smoothing)
-        ctx.save_for_backward(logp, target, weight)
+        ctx.nsaved = len(saved)
+        ctx.save_for_backward(*saved, target, weight)
         return loss
 
     @staticmethod
     def backward(ctx, g):
-        logp, target, weight = ctx.saved_tensors
-        gx = backend_of(g).cross_entropy_bwd(g, logp, target, weight, *ctx.args)
+        st = ctx.saved_tensors
+        saved, target, weight = st[:ctx.nsaved], st[ctx.nsaved], st[ctx.nsaved + 1]
+        gx = backend_of(g).cross_entropy_bwd(g, saved, target, weight, *ctx.args)
         return gx, None, None, None, None, None
 
 
@@ -729,17 +731,30 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  
 
 
 # ------------------------------------------------------------------ dropout
+class _Dropout(Function):
+    node_name = "NativeDropoutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, generator):
+        y, mask = backend_of(x).dropout(x, p, generator)
+        ctx.p = p
+        ctx.save_for_backward(mask)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        return backend_of(g).dropout_bwd(g, mask, ctx.p), None, None
+
+
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa: A002
+    """Zero each element with probability p, scale the rest by 1/(1-p). The mask comes from rawdev's generator:
+    on the cpu drawn directly, on cuda a Philox seed drawn from it (so masks differ between devices)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    B = backend_of(input)
     if p == 1.0:
-        return mul(input, B.full(input.shape, 0, input.dtype, input.device))
+        return mul(input, 0.0)
     from .. import random as _random
-    mask = B.dropout_mask(input.shape, p, input.dtype, input.device, generator or _random.default_generator)
-    out = _Mul.apply(input, mask)
-    if out.grad_fn is not None:
-        out.grad_fn.rename("NativeDropoutBackward0")
-    return out
+    return _Dropout.apply(input, float(p), generator or _random.default_generator)

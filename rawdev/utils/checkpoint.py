@@ -26,6 +26,11 @@ class _Checkpoint:
 
     @staticmethod
     def backward(ctx, *grads):
+        return _Checkpoint.backward_consuming(ctx, list(grads))
+
+    @staticmethod
+    def backward_consuming(ctx, grads):
+        """grads: a list this function empties once the recomputed graph holds them (frees them early)."""
         inputs = ctx.saved_tensors
         detached = []
         for x, a in zip(inputs, ctx.args_template):
@@ -51,10 +56,12 @@ class _Checkpoint:
             if isinstance(o, Tensor) and o.requires_grad and g is not None:
                 outs.append(o)
                 gs.append(g)
+        grads.clear()
+        outputs = g = None
         want = [d for d in detached if isinstance(d, Tensor) and d.requires_grad]
         if not outs:
             return tuple(None for _ in detached)
-        captured = engine.run_backward(tuple(outs), tuple(gs), False, inputs=want or None, capture=True)
+        captured = engine.run_backward(outs, gs, False, inputs=want or None, capture=True)
         return tuple(captured.get(id(d)) if isinstance(d, Tensor) and d.requires_grad else None for d in detached)
 
 
