@@ -13,7 +13,8 @@ def add_parser(subparsers):
     p.add_argument("--epochs", type=int, default=8, help="passes over the training set (default 8)")
     p.add_argument("--batch-size", type=int, default=128, help="batch size (default 128)")
     p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01, Adam)")
-    p.add_argument("--hidden", type=int, default=64, help="hidden layer width (default 64)")
+    p.add_argument("--hidden", type=int, default=128, help="hidden layer width (default 128)")
+    p.add_argument("--layers", type=int, default=1, help="hidden layers (default 1)")
     p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
                    help="adam (default) or sgd (momentum 0.9)")
     p.add_argument("--device", default="auto",
@@ -59,12 +60,16 @@ def split_digits(seed=0, test_fraction=0.2):
             np.ascontiguousarray(y[te]))
 
 
-def build_model(hidden=64, seed=0):
+def build_model(hidden=128, seed=0, layers=1):
+    """MLP 64 -> hidden (-> hidden)* -> 10 with ReLUs; `layers` hidden layers."""
     import rawdev
     from rawdev import nn
     rawdev.manual_seed(seed)
-    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, 10))
+    mods, width = [], 64
+    for _ in range(layers):
+        mods += [nn.Linear(width, hidden), nn.ReLU()]
+        width = hidden
+    return nn.Sequential(*mods, nn.Linear(width, 10))
 
 
 def _bar(done, total, width=24):
@@ -112,7 +117,7 @@ def run(args):
 
     Xtr, ytr, Xte, yte = split_digits(args.seed)
     print(f"data: UCI optdigits, {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
-    model = build_model(args.hidden, args.seed)
+    model = build_model(args.hidden, args.seed, args.layers)
     nn.layers.tag_modules(model)      # device memory of each layer is named after it ("Linear 0 ...")
     print(model)
 
