@@ -34,7 +34,7 @@ def test_demo_cpu_reaches_95_percent(tmp_path):
 
 
 def test_demo_on_the_simulator_output():
-    from tests.conftest import real_gpu
+    from conftest import real_gpu
     if real_gpu() is None:
         pytest.skip("a real GPU is present: `rawdev demo` uses it (tools/gpu_check runs the demo there)")
     r = _demo("--epochs", "1")          # auto: no GPU here, so the demo switches to the simulator

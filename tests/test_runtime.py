@@ -235,7 +235,8 @@ def test_wheel_installs_and_launches_on_the_simulator(tmp_path):
             "d = get_device(0); x = np.arange(5, dtype=np.float32)\n"
             "b = memory.DeviceBuffer.alloc(d, 20); memory.copy_htod(b.ptr, x, 20)\n"
             "kernels.get_kernel(d, 'saxpy').launch(1, 32, [b.ptr, b.ptr, 1.0, 5]); d.synchronize()\n"
-            "o = np.empty_like(x); memory.copy_dtoh(o, b.ptr, 20); print(o.tolist())")
+            "o = np.empty_like(x); memory.copy_dtoh(o, b.ptr, 20); print(o.tolist())\n"
+            "from rawdev.data import load_digits; X, y = load_digits(); assert X.shape == (1797, 64), X.shape")
     p = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
                        env={**os.environ, "RAWDEV_DRIVER": "sim", "PYTHONPATH": ""})
     assert p.returncode == 0, p.stderr

@@ -64,7 +64,7 @@ def test_seed_snippet_on_the_simulator():
 
 
 def test_seed_snippet_without_a_gpu_runs_on_cpu():
-    from tests.conftest import real_gpu
+    from conftest import real_gpu
     if real_gpu() is None:
         pytest.skip("a real GPU is present: auto picks it")
     r = _run("auto")

@@ -128,11 +128,26 @@ def pow_scalar(x, e):
 
 
 def _erf(x):
-    try:
-        from scipy.special import erf
-        return erf(x)
-    except ImportError:   # numpy has no erf: vectorized math.erf
-        return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+    """erf in numpy (it has none), to ~1e-9 absolute in float64.
+
+    |x| < 2: the Maclaurin series (40 terms reach 1e-17 at |x| = 2);
+    beyond: 1 - erfc, erfc from Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 of a
+    value below 0.0047, so well under float32's resolution of erf)."""
+    z = np.asarray(x, np.float64)
+    a = np.abs(z)
+    small = np.minimum(a, 2.0)
+    z2, term, acc = small * small, small.copy(), small.copy()
+    for n in range(1, 40):
+        term = term * (-z2) / n
+        acc = acc + term / (2 * n + 1)
+    series = acc * (2.0 / math.sqrt(math.pi))
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = (-1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+    with np.errstate(under="ignore"):
+        tail = 1.0 - t * np.exp(-a * a + poly)
+    r = np.where(a < 2.0, series, tail) * np.sign(z)
+    return r.astype(np.result_type(x), copy=False)
 
 
 def _gelu_tanh(x):

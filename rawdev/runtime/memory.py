@@ -116,11 +116,11 @@ class Allocator:
 
     def flush(self):
         """Free what finalizers queued and release objects whose copies are done. Called at safe points."""
+        if self.kept:   # first, so buffers whose last holder was a finished copy are freed in this pass
+            self.kept = [(ev, objs) for ev, objs in self.kept if not ev.query()]
         while self.pending_frees:
             ptr, stream_handle = self.pending_frees.pop()
             self.free(ptr, stream_handle)
-        if self.kept:
-            self.kept = [(ev, objs) for ev, objs in self.kept if not ev.query()]
 
     def segments(self, granule=SEGMENT_GRANULE):
         """The live blocks grouped by address into segments (runs of the pool's 2 MiB granules that hold

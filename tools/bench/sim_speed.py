@@ -13,6 +13,7 @@ decoding is reported separately).
 from __future__ import annotations
 
 import argparse
+import json
 import struct
 import sys
 import time
@@ -132,7 +133,9 @@ def bench_saxpy(quick):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    ap.add_argument("--json", action="store_true", help="one JSON line per kernel and one for the summary")
     args = ap.parse_args(argv)
+    say = (lambda *a, **k: None) if args.json else print
     global DEV
     DEV = Dev()
     total_ti = 0
@@ -143,17 +146,25 @@ def main(argv=None):
                       ("saxpy (testkernels, grid-stride)", bench_saxpy)):
         r = fn(args.quick)
         if r is None:
-            print(f"{label:45s} skipped (PTX not present)")
+            say(f"{label:45s} skipped (PTX not present)")
             continue
         st, ok, threads = r
         total_ti += st.thread_instructions
         total_s += st.seconds
         ok_all &= bool(ok)
-        print(f"{label:45s} threads={threads:7d} grid={st.grid} block={st.block} "
+        if args.json:
+            print(json.dumps({"bench": "sim_speed", "kernel": label.split()[0], "threads": threads,
+                              "thread_instructions": st.thread_instructions, "seconds": round(st.seconds, 4),
+                              "m_thread_instr_per_s": round(st.rate / 1e6, 1), "correct": bool(ok)}), flush=True)
+        say(f"{label:45s} threads={threads:7d} grid={st.grid} block={st.block} "
               f"thread-instr={st.thread_instructions:11d} time={st.seconds:7.3f}s "
               f"rate={st.rate / 1e6:7.1f} M thread-instr/s  {'ok' if ok else 'WRONG RESULT'}")
     rate = total_ti / total_s if total_s else 0.0
-    print(f"summary: {total_ti} thread-instructions in {total_s:.3f}s = {rate / 1e6:.1f} M thread-instr/s "
+    if args.json:
+        print(json.dumps({"bench": "sim_speed", "kernel": "summary", "quick": args.quick,
+                          "thread_instructions": total_ti, "seconds": round(total_s, 4),
+                          "m_thread_instr_per_s": round(rate / 1e6, 1), "correct": ok_all}))
+    say(f"summary: {total_ti} thread-instructions in {total_s:.3f}s = {rate / 1e6:.1f} M thread-instr/s "
           f"({'all results correct' if ok_all else 'SOME RESULTS WRONG'})")
     return 0 if ok_all else 1
 

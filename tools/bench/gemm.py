@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Every shipped GEMM variant (gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}), timed with CUDA events.
+
+Shapes: square 256…4096, and the three products of each MLP linear layer (batch 256 / 4096 × 784 /
+1024 / 10): forward Y = X·Wᵀ (nt), dX = dY·W (nn), dW = dYᵀ·X (tn). Beside each, cuBLAS SGEMM of
+the same product through CuPy or PyTorch when one is importable, TF32 off (FP32 compute). Each
+timed result is checked against float64 numpy on a sample of rows, so a fast wrong kernel cannot
+post a number. `auto` marks the tile rawdev's ops pick for that shape.
+
+    python tools/bench/gemm.py                  # real GPU
+    RAWDEV_DRIVER=sim python tools/bench/gemm.py --quick   # tiny shapes on the simulator: proves the script
+    --json: one JSON line per measurement (tools/gpu_check collects them)
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import numpy as np  # noqa: E402
+
+THREADS = {128: 256, 64: 256, 32: 64}
+
+
+def shapes(quick):
+    """(label, layout, M, N, K): Y[M,N] = op(A)·op(B) with op per layout."""
+    if quick:
+        out = [(f"square {n}", lay, n, n, n) for n in (33, 64) for lay in ("nt", "nn", "tn")]
+        layers = [(24, 40), (40, 10)]
+        batches = [8, 70]
+    else:
+        out = [(f"square {n}", lay, n, n, n) for n in (256, 512, 1024, 2048, 4096) for lay in ("nt", "nn", "tn")]
+        layers = [(784, 1024), (1024, 1024), (1024, 10)]
+        batches = [256, 4096]
+    for b in batches:
+        for fin, fout in layers:
+            tag = f"mlp b{b} {fin}->{fout}"
+            out += [(tag + " fwd", "nt", b, fout, fin), (tag + " dX", "nn", b, fin, fout),
+                    (tag + " dW", "tn", fout, fin, b)]
+    return out
+
+
+def operands(layout, M, N, K, rng):
+    """Row-major A and B as the kernel reads them for `layout`, and the float64 reference op(A), op(B)."""
+    if layout == "nt":
+        A, B = rng.standard_normal((M, K)), rng.standard_normal((N, K))
+        return A, B, A, B.T
+    if layout == "nn":
+        A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
+        return A, B, A, B
+    A, B = rng.standard_normal((K, M)), rng.standard_normal((K, N))
+    return A, B, A.T, B
+
+
+class RawdevGemm:
+    def __init__(self, dev):
+        from rawdev.runtime import Event, kernels, memory
+        self.dev, self.kernels, self.memory, self.Event = dev, kernels, memory, Event
+
+    def put(self, a):
+        a = np.ascontiguousarray(a, np.float32)
+        buf = self.memory.DeviceBuffer.alloc(self.dev, max(a.nbytes, 4), owner="gemm bench")
+        self.memory.copy_htod(buf.ptr, a, a.nbytes)
+        return buf
+
+    def time(self, layout, tile, A, B, M, N, K, reps, warmup):
+        """Milliseconds per launch (mean of reps, events on the compute stream) and the result."""
+        a, b = self.put(A), self.put(B)
+        y = self.put(np.full((M, N), np.nan, np.float32))      # poisoned: unwritten outputs show
+        k = self.kernels.get_kernel(self.dev, f"gemm_{layout}_f32_{tile}x{tile}")
+        lda, ldb = A.shape[1], B.shape[1]
+        args = [y.ptr, a.ptr, b.ptr, 0, M, N, K, lda, ldb, N, 1.0, 0.0, 0]
+        grid = ((N + tile - 1) // tile, (M + tile - 1) // tile)
+        s = self.dev.compute_stream
+        for _ in range(warmup):
+            k.launch(grid, THREADS[tile], args)
+        start, end = self.Event(self.dev, timing=True), self.Event(self.dev, timing=True)
+        start.record(s)
+        for _ in range(reps):
+            k.launch(grid, THREADS[tile], args)
+        end.record(s)
+        end.synchronize()
+        ms = start.elapsed_time(end) / reps
+        out = np.empty((M, N), np.float32)
+        self.memory.copy_dtoh(out, y.ptr, out.nbytes)
+        for buf in (a, b, y):
+            buf.free()
+        return ms, out
+
+
+def cublas_timer():
+    """(name, fn(layout, A, B, reps, warmup) -> ms) for cuBLAS SGEMM with TF32 off, or None."""
+    try:
+        import cupy as cp
+        cp.cuda.runtime.getDeviceCount()
+
+        def run_cupy(layout, A, B, reps, warmup):
+            a, b = cp.asarray(A, cp.float32), cp.asarray(B, cp.float32)
+            opa = a.T if layout == "tn" else a
+            opb = b.T if layout == "nt" else b
+            for _ in range(warmup):
+                cp.matmul(opa, opb)
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            s.record()
+            for _ in range(reps):
+                cp.matmul(opa, opb)
+            e.record()
+            e.synchronize()
+            return cp.cuda.get_elapsed_time(s, e) / reps
+        return "cupy " + cp.__version__, run_cupy   # CuPy uses FP32 compute unless CUPY_TF32=1
+    except Exception:
+        pass
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+        def run_torch(layout, A, B, reps, warmup):
+            a = torch.as_tensor(np.asarray(A, np.float32), device="cuda")
+            b = torch.as_tensor(np.asarray(B, np.float32), device="cuda")
+            opa = a.T if layout == "tn" else a
+            opb = b.T if layout == "nt" else b
+            for _ in range(warmup):
+                opa @ opb
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(reps):
+                opa @ opb
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / reps
+        return "torch " + torch.__version__, run_torch
+    except Exception:
+        return None
+
+
+def sample_relerr(out, opA, opB, rng, rows=16):
+    """max |out - ref| / max |ref| over a random sample of rows (float64 reference)."""
+    idx = rng.choice(out.shape[0], size=min(rows, out.shape[0]), replace=False)
+    ref = opA[idx] @ opB
+    got = out[idx].astype(np.float64)
+    if np.isnan(got).any():
+        return float("inf")
+    return float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny shapes (runs on the simulator)")
+    ap.add_argument("--json", action="store_true", help="one JSON line per measurement")
+    ap.add_argument("--tiles", type=int, nargs="*", default=[32, 64, 128])
+    ap.add_argument("--max-size", type=int, default=None, help="skip square shapes above this")
+    a = ap.parse_args(argv)
+    from rawdev.ops.cuda import _tile
+    from rawdev.runtime import get_device, seam
+    dev = get_device(0)
+    gemm = RawdevGemm(dev)
+    cublas = cublas_timer() if seam.driver_name() == "cuda" else None
+    reps, warmup = (1, 0) if a.quick else (10, 2)
+    rng = np.random.default_rng(0)
+    rows, bad = [], 0
+    if not a.json:
+        print(f"{dev.name} via {seam.driver_name()} driver; cuBLAS: {cublas[0] if cublas else 'not importable'}")
+        print(f"{'shape':<26}{'layout':>7}{'tile':>6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}"
+              f"{'cuBLAS ms':>11}{'% cuBLAS':>9}{'relerr':>10}")
+    for label, layout, M, N, K in shapes(a.quick):
+        if a.max_size and label.startswith("square") and M > a.max_size:
+            continue
+        A, B, opA, opB = operands(layout, M, N, K, rng)
+        ref_ms = cublas[1](layout, A, B, reps, warmup) if cublas else None
+        auto = _tile(M, N)[0]
+        for tile in a.tiles:
+            ms, out = gemm.time(layout, tile, A, B, M, N, K, reps, warmup)
+            err = sample_relerr(out, opA, opB, rng)
+            ok = err < 1e-4
+            bad += not ok
+            tflops = 2.0 * M * N * K / (ms * 1e-3) / 1e12 if ms > 0 else None
+            r = {"bench": "gemm", "shape": label, "layout": layout, "tile": tile, "auto": tile == auto,
+                 "M": M, "N": N, "K": K, "driver": seam.driver_name(), "ms": round(ms, 4),
+                 "tflops": round(tflops, 3) if tflops else None,
+                 "cublas": cublas[0] if cublas else None, "cublas_ms": round(ref_ms, 4) if ref_ms else None,
+                 "pct_cublas": round(100 * ref_ms / ms, 1) if ref_ms and ms > 0 else None,
+                 "relerr": float(f"{err:.3g}"), "correct": ok}
+            rows.append(r)
+            if a.json:
+                print(json.dumps(r), flush=True)
+            else:
+                pct = f"{r['pct_cublas']:.1f}" if r["pct_cublas"] else "-"
+                cms = f"{ref_ms:.4f}" if ref_ms else "-"
+                tf = f"{tflops:.2f}" if tflops else "-"
+                print(f"{label:<26}{layout:>7}{tile:>5}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
+                      f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
+    if not a.json:
+        print("* = the tile rawdev's ops choose for this shape. Times are event-timed means of "
+              f"{reps} launch(es) after {warmup} warm-up.")
+        if seam.driver_name() == "sim":
+            print("Simulator: times are the PTX interpreter's, not a GPU's; this run proves the script and "
+                  "checks the results.")
+    if bad:
+        print(f"{bad} result(s) disagree with float64 numpy (relerr >= 1e-4)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
