@@ -92,12 +92,10 @@ def test_adam(dev, opt):
         step_size = lr / (1 - beta1 ** t)
         bc2_sqrt = np.sqrt(1 - beta2 ** t)
         g.run("adam_step", cdiv(N, 256), 256,
-              [bp, bg, bm, bv, bvmax.ptr if bvmax else 0, N, lr, beta1, beta2, eps, opt["weight_decay"],
-               step_size, bc2_sqrt, opt["amsgrad"], opt["maximize"], opt["adamw"]])
-    # The kernel receives float32 betas, so its 1 - beta2 is 1 - float32(0.999) (1.3e-5 below 0.001);
-    # the reference runs PyTorch's algorithm with those same hyperparameter values.
-    f32 = lambda b: float(np.float32(b))   # noqa: E731
-    ref_p, ref_m, ref_v, ref_vmax = adam_reference(p0, grads, lr, f32(beta1), f32(beta2), eps, **opt)
+              [bp, bg, bm, bv, bvmax.ptr if bvmax else 0, N, 1 - beta1, beta2, 1 - beta2, eps,
+               opt["weight_decay"], 1 - lr * opt["weight_decay"], step_size, bc2_sqrt, opt["amsgrad"],
+               opt["maximize"], opt["adamw"]])
+    ref_p, ref_m, ref_v, ref_vmax = adam_reference(p0, grads, lr, beta1, beta2, eps, **opt)
     got = g.get(bp, N)
     assert relerr(got - p0, ref_p - p0) < 1e-4
     assert relerr(got, ref_p) < 1e-6
@@ -105,3 +103,70 @@ def test_adam(dev, opt):
     assert relerr(g.get(bv, N), ref_v) < 1e-5
     if bvmax:
         assert relerr(g.get(bvmax, N), ref_vmax) < 1e-5
+
+
+# ---- hand-derived sequences: numbers worked out on paper, so the reference loops above are checked too
+HAND_SGD = [
+    # p0 = 1, g = 1 every step, lr = 0.1, momentum 0.9: buf 1, 1.9, 2.71 -> p 0.9, 0.71, 0.439
+    (dict(momentum=0.9), [1, 1, 1], [0.9, 0.71, 0.439]),
+    # nesterov: d = g + 0.9 * buf = 1.9, 2.71, 3.439 -> p 0.81, 0.539, 0.1951
+    (dict(momentum=0.9, nesterov=1), [1, 1, 1], [0.81, 0.539, 0.1951]),
+    # dampening 0.5 (first step still sets buf = g): buf 1, 1.4, 1.76 -> p 0.9, 0.76, 0.584
+    (dict(momentum=0.9, dampening=0.5), [1, 1, 1], [0.9, 0.76, 0.584]),
+    # weight_decay 0.5 without momentum: d = g + 0.5p: p 1 -> 1 - 0.1*1.5 = 0.85 -> 0.85 - 0.1*1.425 = 0.7075
+    (dict(weight_decay=0.5), [1, 1], [0.85, 0.7075]),
+    # maximize: ascend; with momentum 0.9: buf -1, -1.9 -> p 1.1, 1.29
+    (dict(momentum=0.9, maximize=1), [1, 1], [1.1, 1.29]),
+]
+
+
+@pytest.mark.parametrize("opt,grads,expected", HAND_SGD, ids=[str(c[0]) for c in HAND_SGD])
+def test_sgd_hand_derived(dev, opt, grads, expected):
+    opt = {**dict(weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=0, maximize=0), **opt}
+    g, n = Gpu(dev), 37
+    bp, bg = g.put(np.ones(n, np.float32)), g.poisoned(n)
+    buf = g.poisoned(n) if opt["momentum"] else None
+    for t, (gr, want) in enumerate(zip(grads, expected)):
+        memory.copy_htod(bg.ptr, np.full(n, gr, np.float32), 4 * n)
+        g.run("sgd_step", cdiv(n, 256), 256, [bp, bg, buf.ptr if buf else 0, n, 0.1, opt["weight_decay"],
+                                              opt["momentum"], opt["dampening"], opt["nesterov"], opt["maximize"],
+                                              int(t == 0)])
+        np.testing.assert_allclose(g.get(bp, n), want, rtol=2e-6)
+    np.testing.assert_allclose(sgd_reference(np.ones(1, np.float32), [np.float32(x) for x in grads], 0.1, **opt)[0],
+                               expected[-1], rtol=1e-12)
+
+
+HAND_ADAM = [
+    # Adam, constant g = 1: bias-corrected m_hat = v_hat = 1, so each step moves lr / (1 + eps) = 0.1
+    (dict(), (0.9, 0.999), [1, 1, 1], [0.9, 0.8, 0.7]),
+    # AdamW, weight_decay 0.1: p <- p (1 - lr wd) - 0.1: 0.99 - 0.1 = 0.89; 0.8811 - 0.1 = 0.7811; 0.673289
+    (dict(weight_decay=0.1, adamw=1), (0.9, 0.999), [1, 1, 1], [0.89, 0.7811, 0.673289]),
+    # Adam (L2), weight_decay 1: the first step sees g + p = 2, yet m_hat / sqrt(v_hat) = 1 -> 0.9
+    (dict(weight_decay=1.0), (0.9, 0.999), [1], [0.9]),
+    # betas (0.5, 0.5), g = 2 then 0. Step 1: m = 1, v = 2, m_hat = 2, v_hat = 4 -> p = 1 - 0.1 = 0.9.
+    # Step 2: m = 0.5, v = 1, m_hat = 2/3, v_hat = 4/3 -> update 0.1 (2/3)/sqrt(4/3) = 0.1/sqrt(3)
+    (dict(), (0.5, 0.5), [2, 0], [0.9, 0.9 - 0.1 / np.sqrt(3)]),
+    # amsgrad keeps vmax = 2 at step 2: denominator sqrt(2 / 0.75) -> update 0.1 (2/3) sqrt(3/8) = 0.1/sqrt(6)
+    (dict(amsgrad=1), (0.5, 0.5), [2, 0], [0.9, 0.9 - 0.1 / np.sqrt(6)]),
+    # maximize: ascend by the same steps
+    (dict(maximize=1), (0.9, 0.999), [1, 1], [1.1, 1.2]),
+]
+
+
+@pytest.mark.parametrize("opt,betas,grads,expected", HAND_ADAM, ids=[f"{c[0]}{c[1]}" for c in HAND_ADAM])
+def test_adam_hand_derived(dev, opt, betas, grads, expected):
+    opt = {**dict(weight_decay=0.0, amsgrad=0, maximize=0, adamw=0), **opt}
+    g, n, lr, eps = Gpu(dev), 37, 0.1, 1e-8
+    zeros = np.zeros(n, np.float32)
+    bp, bg, bm, bv = g.put(np.ones(n, np.float32)), g.poisoned(n), g.put(zeros), g.put(zeros)
+    bvmax = g.put(zeros) if opt["amsgrad"] else None
+    b1, b2 = betas
+    for t, (gr, want) in enumerate(zip(grads, expected), start=1):
+        memory.copy_htod(bg.ptr, np.full(n, gr, np.float32), 4 * n)
+        g.run("adam_step", cdiv(n, 256), 256,
+              [bp, bg, bm, bv, bvmax.ptr if bvmax else 0, n, 1 - b1, b2, 1 - b2, eps, opt["weight_decay"],
+               1 - lr * opt["weight_decay"], lr / (1 - b1 ** t), np.sqrt(1 - b2 ** t), opt["amsgrad"],
+               opt["maximize"], opt["adamw"]])
+        np.testing.assert_allclose(g.get(bp, n), want, rtol=2e-6)
+    ref = adam_reference(np.ones(1, np.float32), [np.float32(x) for x in grads], lr, b1, b2, eps, **opt)[0]
+    np.testing.assert_allclose(ref, expected[-1], rtol=1e-7)

@@ -18,17 +18,17 @@ extern "C" __global__ void sgd_step(float* __restrict__ p, const float* __restri
     }
 }
 
-// doc: Adam / AdamW step, PyTorch rule (step t >= 1): g = maximize ? -grad : grad; AdamW (adamw=1): p *= 1 - lr*weight_decay, else if weight_decay != 0: g += weight_decay*p; m = m + (1-beta1)*(g - m); v = beta2*v + (1-beta2)*g*g (1-beta computed in float32 from the float32 betas); if amsgrad: vmax = max(vmax, v) and v_used = vmax else v; p -= step_size * m / (sqrt(v_used) / bias_correction2_sqrt + eps). Host passes step_size = lr / (1 - beta1^t) and bias_correction2_sqrt = sqrt(1 - beta2^t). vmax may be 0 when amsgrad == 0.
-extern "C" __global__ void adam_step(float* __restrict__ p, const float* __restrict__ grad, float* __restrict__ m, float* __restrict__ v, float* __restrict__ vmax, long long n, float lr, float beta1, float beta2, float eps, float weight_decay, float step_size, float bias_correction2_sqrt, int amsgrad, int maximize, int adamw)
+// doc: Adam / AdamW step, PyTorch rule (step t >= 1): g = maximize ? -grad : grad; AdamW (adamw=1): p *= decay, else if weight_decay != 0: g += weight_decay*p; m = m + one_minus_beta1*(g - m) (PyTorch's lerp); v = beta2*v + one_minus_beta2*g*g; if amsgrad: vmax = max(vmax, v) and v_used = vmax else v; p -= step_size * m / (sqrt(v_used) / bias_correction2_sqrt + eps). The host computes every scalar in double, as PyTorch does, and passes it rounded once to float32: one_minus_beta1 = 1 - beta1, one_minus_beta2 = 1 - beta2 (not 1 - float32(beta), which is 1.3e-5 off for beta2 = 0.999), decay = 1 - lr*weight_decay, step_size = lr / (1 - beta1^t), bias_correction2_sqrt = sqrt(1 - beta2^t). vmax may be 0 when amsgrad == 0.
+extern "C" __global__ void adam_step(float* __restrict__ p, const float* __restrict__ grad, float* __restrict__ m, float* __restrict__ v, float* __restrict__ vmax, long long n, float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float weight_decay, float decay, float step_size, float bias_correction2_sqrt, int amsgrad, int maximize, int adamw)
 {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         float pv = p[i];
         float g = maximize ? -grad[i] : grad[i];
-        if (adamw) pv = pv * (1.0f - lr * weight_decay);
+        if (adamw) pv = pv * decay;
         else if (weight_decay != 0.0f) g = fmaf(weight_decay, pv, g);
-        const float mv = fmaf(1.0f - beta1, g - m[i], m[i]);
-        const float vv = fmaf(beta2, v[i], (1.0f - beta2) * g * g);
+        const float mv = fmaf(one_minus_beta1, g - m[i], m[i]);
+        const float vv = fmaf(beta2, v[i], one_minus_beta2 * g * g);
         m[i] = mv;
         v[i] = vv;
         float vu = vv;

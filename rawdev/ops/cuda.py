@@ -656,9 +656,9 @@ def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weigh
     for (pp, gp, mp, vp, xp), n in _groups(params, grads, ms, vs, vmaxs if amsgrad else None):
         if n:
             k.launch(min((n + 255) // 256, 65535), 256,
-                     [pp, gp, mp, vp, xp or 0, n, float(lr), float(beta1), float(beta2), float(eps),
-                      float(weight_decay), float(step_size), float(bc2_sqrt), int(bool(amsgrad)),
-                      int(bool(maximize)), int(bool(decoupled))])
+                     [pp, gp, mp, vp, xp or 0, n, 1.0 - beta1, float(beta2), 1.0 - beta2, float(eps),
+                      float(weight_decay), 1.0 - lr * weight_decay, float(step_size), float(bc2_sqrt),
+                      int(bool(amsgrad)), int(bool(maximize)), int(bool(decoupled))])
     for p in params:
         p._bump_version()
 
