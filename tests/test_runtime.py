@@ -241,3 +241,21 @@ def test_wheel_installs_and_launches_on_the_simulator(tmp_path):
                        env={**os.environ, "RAWDEV_DRIVER": "sim", "PYTHONPATH": ""})
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[0.0, 2.0, 4.0, 6.0, 8.0]"
+
+
+def test_ptx_found_in_a_source_checkout_without_install():
+    """tools/gpu_check runs from a checkout with PYTHONPATH and no install (the lent GPU machine):
+    with no rawdev._ptx package importable, the kernels come from the source tree's ptx/."""
+    code = ("import sys\n"
+            "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+            "sys.path[:] = [p for p in sys.path if not p.endswith('.egg-link')]\n"
+            f"sys.path.insert(0, {str(ROOT)!r})\n"
+            "import importlib.util\n"
+            "assert importlib.util.find_spec('rawdev._ptx') is None, 'an installed rawdev._ptx is visible'\n"
+            "from rawdev.runtime import kernels\n"
+            "print(kernels.ptx_files()); print(len(kernels.manifest()))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": ""})
+    assert p.returncode == 0, p.stderr
+    folder, n = p.stdout.split()
+    assert Path(folder) == ROOT / "ptx" and int(n) > 40

@@ -10,6 +10,7 @@ import numbers
 import re
 import struct
 from importlib import resources
+from pathlib import Path
 
 from cuda.bindings.driver import CUfunction_attribute, CUjit_option
 
@@ -28,8 +29,16 @@ LOG_SIZE = 16384
 
 
 def ptx_files():
-    """The folder holding the shipped PTX (inside the installed package: rawdev._ptx)."""
-    return resources.files("rawdev._ptx")
+    """The folder holding the shipped PTX: inside the installed package (rawdev._ptx), or the source
+    tree's ptx/ when rawdev runs from a checkout with no install step (PYTHONPATH, as tools/gpu_check)."""
+    try:
+        return resources.files("rawdev._ptx")
+    except ModuleNotFoundError:
+        src = Path(__file__).resolve().parents[2] / "ptx"
+        if (src / "manifest.json").is_file():
+            return src
+        raise FileNotFoundError("rawdev's PTX is missing: neither the package rawdev._ptx (installed rawdev) nor "
+                                f"{src}/manifest.json (source checkout) exists; reinstall rawdev") from None
 
 
 _manifest = None
