@@ -254,3 +254,25 @@ def test_int_promotion_and_scalars():
     assert (f + x[:2]).dtype is rawdev.float32
     assert np.allclose(np.asarray(1.0 / f), [1.0, 0.5])
     assert np.allclose(np.asarray(np.float32(2) * f), [2.0, 4.0])
+
+
+def test_to_device_is_differentiable_like_pytorch(driver):
+    """x.cuda() / h.cpu() / x.to(dtype) stay in the graph (ToCopyBackward0): the gradient reaches the
+    source on its own device; a moved leaf is not a leaf; under no_grad, or to an integer dtype, the
+    copy does not require grad."""
+    xv = np.random.default_rng(5).standard_normal(7).astype(np.float32)
+    x = tensor(xv, requires_grad=True)
+    y = x.cuda()
+    assert not y.is_leaf and y.requires_grad and type(y.grad_fn).__name__ == "ToCopyBackward0"
+    h = y * 3.0
+    (h.cpu() * tensor(xv)).sum().backward()           # cpu -> cuda -> cpu and back again
+    assert x.grad.device.type == "cpu"
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * xv, rtol=1e-6)
+    with no_grad():
+        z = x.cuda()
+    assert not z.requires_grad and z.is_leaf
+    assert not x.to(dtype=rawdev.int64).requires_grad
+    d = x.double()
+    d.sum().backward()
+    assert x.grad.dtype == rawdev.float32
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * xv + 1.0, rtol=1e-6)

@@ -357,6 +357,27 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     return _Mean.apply(input, _dims(input, dim), keepdim)
 
 
+# ------------------------------------------------------------------ device / dtype moves
+class _ToCopy(Function):
+    """Tensor.to(device, dtype) inside the graph: the gradient goes back to the source device and dtype."""
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, device, dtype, non_blocking):
+        from .. import moves
+        ctx.src = (x.device, x.dtype)
+        return moves.transfer_tensor(x, device, dtype, non_blocking=non_blocking)
+
+    @staticmethod
+    def backward(ctx, g):
+        device, dtype = ctx.src
+        return g.to(device, dtype), None, None, None
+
+
+def to_copy(x, device, dtype, non_blocking=False):
+    return _ToCopy.apply(x, device, dtype, non_blocking)
+
+
 # ------------------------------------------------------------------ shapes
 class _Reshape(Function):
     node_name = "ViewBackward0"

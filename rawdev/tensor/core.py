@@ -541,10 +541,13 @@ class Tensor:
         dt = dt or self._dtype
         if dev == self._device and dt is self._dtype and not copy:
             return self
+        if self._requires_grad and dt.is_floating_point:
+            from ..autograd.grad_mode import is_grad_enabled
+            if is_grad_enabled():   # as PyTorch: a differentiable copy (ToCopyBackward0), not a new leaf
+                from ..ops.functions import to_copy
+                return to_copy(self, dev, dt, non_blocking)
         from .. import moves
-        out = moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
-        out._requires_grad = self._requires_grad and dt.is_floating_point
-        return out
+        return moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
 
     def cuda(self, device=None, non_blocking=False):
         dev = as_device("cuda" if device is None else device)  # an int is a cuda index, as in PyTorch
