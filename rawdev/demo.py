@@ -110,7 +110,7 @@ def run(args):
         from rawdev.runtime import get_device
         d = get_device(0)
         kind = "rawdev's simulated GPU" if seam.driver_name() == "sim" else "NVIDIA driver"
-        print(f"driver: {seam.driver_name()} ({kind})  device: {device} {d.name} "
+        print(f"driver: {seam.driver_name()} ({kind})  device: cuda:{d.index}, {d.name} "
               f"(sm_{d.capability[0]}{d.capability[1]})")
     else:
         print("driver: none  device: cpu (numpy)")

@@ -150,7 +150,7 @@ def _upload(items, dev, what):
         step = "ordering the compute stream after the copy"
         copied_ev = rdev.copy_stream.record_event()
         rdev.compute_stream.wait_event(copied_ev)
-        memory.keep_alive(rdev.copy_stream, staging, *[it.host for it in items])
+        memory.keep_alive(rdev.copy_stream, staging, *[it.host for it in items], event=copied_ev)
         _offer_staging(rdev, staging, copied_ev)
         return arena
     except BaseException as e:
@@ -226,7 +226,7 @@ def _download_one_device(dev, items, what, non_blocking):
         step = "recording the copy's completion event"
         done = rdev.copy_stream.record_event()
         # The old device buffers must outlive the copy even when their tensors move on.
-        memory.keep_alive(rdev.copy_stream, *[s[0] for s in spans])
+        memory.keep_alive(rdev.copy_stream, *[s[0] for s in spans], event=done)
     except BaseException as e:
         if staging is not None:
             try:
@@ -439,7 +439,7 @@ def _load_into_device(dev, entries):
             soff += memory.align(hi - lo)
         copied_ev = rdev.copy_stream.record_event()
         rdev.compute_stream.wait_event(copied_ev)
-        memory.keep_alive(rdev.copy_stream, staging)
+        memory.keep_alive(rdev.copy_stream, staging, event=copied_ev)
         _offer_staging(rdev, staging, copied_ev)
     for target, src, key in direct:
         if target.nbytes:

@@ -44,7 +44,9 @@ def test_demo_on_the_simulator_output():
     out = r.stdout
     assert "No CUDA GPU found: running on rawdev's simulated GPU" in out
     assert "driver: sim (rawdev's simulated GPU)  device: cuda" in out
-    assert "cuMemcpyHtoDAsync" in out                       # the trace of the model's move
+    move = out[out.index("the driver calls:"):out.index("in the driver")]
+    assert move.count("cuMemcpyHtoDAsync") == 1              # the trace of the model's move: one copy
+    assert "staging for Sequential" in move
     assert "epoch  1/1 [########################]" in out and "loss" in out
     assert "test accuracy:" in out
     assert "0.weight" in out                                 # memory summary names the owners

@@ -301,9 +301,10 @@ def memset_d32(ptr, value, count, stream):
          nbytes=4 * count, stream=stream.handle)
 
 
-def keep_alive(stream, *objs):
-    """Hold objs (staging buffers, source arrays) until the work queued so far on `stream` has completed."""
-    stream.device.allocator.kept.append((stream.record_event(), objs))
+def keep_alive(stream, *objs, event=None):
+    """Hold objs (staging buffers, source arrays) until the work queued so far on `stream` has completed
+    (`event`: one the caller just recorded there, so as not to record a second at the same point)."""
+    stream.device.allocator.kept.append((event or stream.record_event(), objs))
 
 
 def pool_used(device):

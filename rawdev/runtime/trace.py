@@ -15,12 +15,13 @@ class Call:
     result: int
 
     def __str__(self):
-        parts = [f"{self.fn:<26}", f"{fmt_bytes(self.nbytes) if self.nbytes is not None else '':>10}",
-                 f"stream={self.stream or '-':<16}", f"owner={self.owner or '-'}",
-                 f"{self.seconds * 1e6:9.1f} us"]
-        if self.result:
-            parts.append(f"-> error {self.result}")
-        return "  ".join(parts)
+        size = fmt_bytes(self.nbytes) if self.nbytes is not None else ""
+        line = (f"{self.fn:<26}{size:>10}  {self.stream or '-':<16}{self.seconds * 1e6:9.1f} us  "
+                f"{self.owner or '-'}")
+        return line + (f"  -> error {self.result}" if self.result else "")
+
+
+HEADER = f"{'driver call':<26}{'bytes':>10}  {'stream':<16}{'time':>12}  owner"
 
 
 def fmt_bytes(n):
@@ -69,6 +70,7 @@ class trace:
         if not self.calls:
             return "(no driver calls)"
         total = sum(c.seconds for c in self.calls)
-        return "\n".join([*map(str, self.calls), f"{len(self.calls)} driver calls, {total * 1e3:.3f} ms in the driver"])
+        return "\n".join([HEADER, *map(str, self.calls),
+                          f"{len(self.calls)} driver calls, {total * 1e3:.3f} ms in the driver"])
 
     __repr__ = __str__
