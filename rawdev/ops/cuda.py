@@ -119,19 +119,20 @@ def _ones(rdev, dev, n):
 _GEMM_TILES = ((128, 256), (64, 256), (32, 64))   # (tile, threads per block)
 
 
-def _tile(M, N):
-    if M >= 256 and N >= 256 and M * N >= 512 * 512:
-        return 128, 256
-    if M >= 64 and N >= 64 and M * N >= 128 * 128:
-        return 64, 256
-    return 32, 64
+def _tile(M, N, sms):
+    """The largest tile whose grid still gives every SM a block (a 256x1024 layer output is 16 tiles of
+    128x128 but 64 of 64x64 and 256 of 32x32: on a 132-SM H100/H200 only the 32x32 tile fills it)."""
+    for tile, threads in _GEMM_TILES[:2]:
+        if -(-M // tile) * -(-N // tile) >= sms:
+            return tile, threads
+    return _GEMM_TILES[2]
 
 
 def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0, bias=0, act=0):
     """One launch of gemm_<layout>_f32_<tile>: Y[M,N] = act(alpha·op(A)·op(B) + beta·Y + bias[N])."""
     if M == 0 or N == 0:
         return
-    tile, threads = _tile(M, N)
+    tile, threads = _tile(M, N, rdev.multiprocessors)
     k = _kernel(rdev, f"gemm_{layout}_f32_{tile}x{tile}")
     k.launch(((N + tile - 1) // tile, (M + tile - 1) // tile), threads,
              [y, a, b, bias, M, N, K, lda, ldb, ldy, float(alpha), float(beta), act])

@@ -5,7 +5,8 @@ Shapes: square 256…4096, and the three products of each MLP linear layer (batc
 1024 / 10): forward Y = X·Wᵀ (nt), dX = dY·W (nn), dW = dYᵀ·X (tn). Beside each, cuBLAS SGEMM of
 the same product through CuPy or PyTorch when one is importable, TF32 off (FP32 compute). Each
 timed result is checked against float64 numpy on a sample of rows, so a fast wrong kernel cannot
-post a number. `auto` marks the tile rawdev's ops pick for that shape.
+post a number. `*` marks the tile rawdev's ops pick for that shape on this GPU (the largest whose
+grid gives every SM a block).
 
     python tools/bench/gemm.py                  # real GPU
     RAWDEV_DRIVER=sim python tools/bench/gemm.py --quick   # tiny shapes on the simulator: proves the script
@@ -170,7 +171,7 @@ def main(argv=None):
             continue
         A, B, opA, opB = operands(layout, M, N, K, rng)
         ref_ms = cublas[1](layout, A, B, reps, warmup) if cublas else None
-        auto = _tile(M, N)[0]
+        auto = _tile(M, N, dev.multiprocessors)[0]
         for tile in a.tiles:
             ms, out = gemm.time(layout, tile, A, B, M, N, K, reps, warmup)
             err = sample_relerr(out, opA, opB, rng)
