@@ -1,4 +1,4 @@
-"""The `rawdev` command: demo, kernels, mem."""
+"""The `rawdev` command: demo, kernels, mem, selfcheck."""
 import argparse
 import sys
 
@@ -9,11 +9,13 @@ def selfcheck(args):
 
     from . import cuda
     from .runtime import get_device, kernels, memory, seam, trace
-    if args.device == "sim" or not cuda.is_available():
-        if seam._name not in ("sim",):
-            print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX).")
-            from .runtime import reset_for_tests
-            reset_for_tests("sim")
+    if args.device == "sim":
+        seam.use_driver("sim")
+    elif args.device == "cuda":
+        seam.use_driver("cuda")   # no GPU: NoDriverError / NoDeviceError, one line, as for any explicit choice
+    elif not cuda.is_available():
+        print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX).")
+        seam.use_driver("sim")
     dev = get_device(0)
     print(f"driver: {seam.driver_name()}  device: {dev} {dev.name} (sm_{dev.capability[0]}{dev.capability[1]})")
     n = 1000
@@ -50,23 +52,17 @@ def list_kernels(args):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="rawdev", description="What model.cuda() really does, on the CUDA driver API.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    try:
-        from .demo import add_parser as add_demo
-    except ImportError:   # until the trainer lands, `rawdev demo` is the runtime self-check
-        d = sub.add_parser("demo", help="runtime self-check (the training demo is coming)")
-        d.add_argument("--device", default="auto", help="cuda, sim or auto (default)")
-        d.set_defaults(fn=selfcheck)
-    else:
-        add_demo(sub)
+    from .demo import add_parser as add_demo
+    from .memtool.cli import add_parser as add_mem
+    add_demo(sub)
     k = sub.add_parser("kernels", help="list the shipped PTX kernels and their signatures")
     k.add_argument("-v", "--verbose", action="store_true", help="also print each kernel's doc line")
     k.set_defaults(fn=list_kernels)
-    try:
-        from .memtool.cli import add_parser as add_mem
-    except ImportError:
-        pass
-    else:
-        add_mem(sub)
+    add_mem(sub)
+    c = sub.add_parser("selfcheck", help="open the device, copy both ways, launch one kernel, check the result")
+    c.add_argument("--device", choices=["auto", "cuda", "sim"], default="auto",
+                   help="auto (default: the GPU, else the simulator), cuda or sim")
+    c.set_defaults(fn=selfcheck)
     args = p.parse_args(argv)
     return args.fn(args)
 

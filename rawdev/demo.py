@@ -33,9 +33,7 @@ def choose_device(name):
     if name == "cpu":
         return rawdev.device("cpu")
     if name == "sim":
-        if seam._name != "sim":
-            from rawdev.runtime import reset_for_tests
-            reset_for_tests("sim")
+        seam.use_driver("sim")
         return rawdev.device("cuda")
     if rawdev.cuda.is_available():
         return rawdev.device("cuda")
@@ -43,8 +41,7 @@ def choose_device(name):
         raise SystemExit("rawdev demo --device cuda: no CUDA GPU is available (use --device sim or auto)")
     print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX kernels; "
           "slower than a GPU, same results).")
-    from rawdev.runtime import reset_for_tests
-    reset_for_tests("sim")
+    seam.use_driver("sim")
     return rawdev.device("cuda")
 
 

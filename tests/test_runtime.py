@@ -259,3 +259,26 @@ def test_ptx_found_in_a_source_checkout_without_install():
     assert p.returncode == 0, p.stderr
     folder, n = p.stdout.split()
     assert Path(folder) == ROOT / "ptx" and int(n) > 40
+
+
+def test_selfcheck_command_on_the_simulator():
+    p = subprocess.run([sys.executable, "-m", "rawdev.cli", "selfcheck", "--device", "sim"], capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert "driver: sim" in p.stdout and "cuLaunchKernel" in p.stdout and p.stdout.rstrip().endswith("OK")
+
+
+def test_use_driver_sim_after_auto_found_no_gpu():
+    """auto with no GPU settles on 'none' without opening anything; switching to the simulator is then
+    allowed (the demo's fallback), while switching away from a driver in use is not."""
+    code = ("import rawdev\nfrom rawdev.runtime import seam\n"
+            "assert not rawdev.cuda.is_available() and seam.driver_name() == 'none'\n"
+            "rawdev.use_driver('sim'); assert rawdev.cuda.is_available() and seam.driver_name() == 'sim'\n"
+            "try:\n    rawdev.use_driver('cuda')\nexcept RuntimeError as e:\n    print(e)\n")
+    from conftest import real_gpu
+    if real_gpu() is None:
+        pytest.skip("a real GPU is present: auto picks it")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "RAWDEV_DRIVER": "auto"})
+    assert p.returncode == 0, p.stderr
+    assert "rawdev already uses the 'sim' driver" in p.stdout

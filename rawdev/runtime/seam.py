@@ -24,11 +24,16 @@ SIM_HINT = "set RAWDEV_DRIVER=sim (or call rawdev.use_driver('sim') first) to ru
 
 
 def use_driver(name):
-    """Choose the driver before first use: 'cuda', 'sim' or 'auto'."""
-    global _requested
+    """Choose the driver before first use: 'cuda', 'sim' or 'auto'.
+
+    After auto found no GPU ('none': nothing was opened), switching to 'sim' is still allowed: that is
+    how `rawdev demo` falls back to the simulator, saying so."""
+    global _requested, _name, _why_none
     if name not in CHOICES:
         raise ValueError(f"unknown driver {name!r}: expected one of {', '.join(CHOICES)}")
     with _lock:
+        if _name == "none" and name == "sim":
+            _name = _why_none = None
         if _name is not None and name != _name and not (name == "auto" and _name in ("cuda", "none")):
             raise RuntimeError(f"rawdev already uses the {_name!r} driver; use_driver({name!r}) must come "
                                "before the first CUDA call (or set RAWDEV_DRIVER before starting Python)")
