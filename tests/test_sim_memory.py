@@ -1,9 +1,13 @@
 import numpy as np
 import pytest
 
+from rawdev.sim import memory as simmem
 from rawdev.sim.memory import (
-    BASE_ADDRESS, DeviceMemory, SimIllegalAddress, SimInvalidValue, SimMisalignedAddress, SimOutOfMemory,
+    BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimIllegalAddress, SimInvalidValue, SimMisalignedAddress,
+    SimOutOfMemory,
 )
+
+MiB = 1 << 20
 
 
 def test_alloc_alignment_and_base():
@@ -135,6 +139,99 @@ def test_out_of_bounds_and_misaligned():
     with pytest.raises(SimIllegalAddress) as ei:
         m.load(np.array([b + 4], np.uint64), np.float32)
     assert "runs 2 bytes past the end" in ei.value.message
+
+
+def test_mapped_ranges_and_blocks_at_chosen_addresses():
+    m = DeviceMemory(8 * MiB)
+    va = m.reserve_address(16 * MiB, 2 * MiB)
+    assert va % (2 * MiB) == 0 and m.used == 0                  # address space alone is free
+    m.map(va, 4 * MiB)
+    assert m.used == 4 * MiB and m.mappings() == [(va, 4 * MiB)] and m.allocations() == []
+    with pytest.raises(SimInvalidValue, match="overlaps"):
+        m.map(va + 2 * MiB, 2 * MiB)
+    with pytest.raises(SimInvalidValue, match="reserved address space"):
+        m.map(va + 15 * MiB, 2 * MiB)
+    with pytest.raises(SimOutOfMemory):
+        m.map(va + 4 * MiB, 6 * MiB)                            # 4 + 6 MiB > 8 MiB
+    assert m.used == 4 * MiB
+    # a mapped range is not readable by itself: only blocks are
+    with pytest.raises(SimInvalidValue):
+        m.read(va, 4)
+    with pytest.raises(SimIllegalAddress):
+        m.load(np.array([va], np.uint64), np.float32)
+    a = m.alloc_at(va + 256, 1000)
+    assert a == va + 256 and m.find(a + 999) == (a, 1000) and m.used == 4 * MiB   # the mapping is what is charged
+    with pytest.raises(SimInvalidValue, match="overlap"):
+        m.alloc_at(va + 1024, 100)
+    with pytest.raises(SimInvalidValue, match="not all mapped"):
+        m.alloc_at(va + 4 * MiB - 100, 200)
+    with pytest.raises(SimInvalidValue, match="not all mapped"):
+        m.alloc_at(va - 256, 100)
+    with pytest.raises(SimIllegalAddress) as ei:                 # the next bytes are mapped but in no block
+        m.load(np.array([a + 1000], np.uint64), np.uint32)
+    assert "0 bytes past the end of the 1000-byte allocation" in ei.value.message
+    with pytest.raises(SimInvalidValue, match="live allocation"):
+        m.unmap(va)
+    m.free(a)
+    assert "use after free" in m.nearest(a + 8)
+    b = m.alloc_at(va + 256, 512)                                # reuse: the freed record goes
+    assert m.nearest(va + 256 + 600) == f"0x{va + 856:x} is 88 bytes past the end of the 512-byte allocation at 0x{b:x}"
+    m.free(b)
+    m.unmap(va)
+    assert m.used == 0 and m.mappings() == []
+    with pytest.raises(SimInvalidValue):
+        m.unmap(va)
+    # VA-adjacent mappings hold a block that straddles them; a plain alloc still works beside them
+    m.map(va, 2 * MiB)
+    m.map(va + 2 * MiB, 2 * MiB)
+    c = m.alloc_at(va + MiB, 2 * MiB)
+    m.write(c + 2 * MiB - 4, b"abcd")
+    assert m.read(c + 2 * MiB - 4, 4) == b"abcd"
+    d = m.alloc(100)
+    assert d > va + 16 * MiB and m.used == 4 * MiB + 256
+
+
+def test_freed_records_survive_reuse_of_an_address():
+    m = DeviceMemory(8 * MiB)
+    va = m.reserve_address(4 * MiB)
+    m.map(va, 2 * MiB)
+    for i in range(simmem._FREED_KEEP + 10):                     # more frees than are remembered, same addresses
+        m.free(m.alloc_at(va + 4096 * (i % 3), 1000))
+    assert "use after free" in m.nearest(va + 4096 + 10)
+    assert len(m._freed) == len(m._freed_bases) <= simmem._FREED_KEEP
+
+
+def test_segment_allocator_best_fit_extension_and_release():
+    m = DeviceMemory(64 * MiB)
+    sa = SegmentAllocator(m, granule=2 * MiB, align=256, window=32 * MiB)
+    a = sa.alloc(1000)
+    assert a % (2 * MiB) == 0 and sa.segments() == [(a, 2 * MiB, 1)] and sa.reserved == 2 * MiB
+    b = sa.alloc(3 * MiB)                                        # the free tail plus one more granule
+    assert b == a + 1024 and sa.segments() == [(a, 2 * MiB, 2), (a + 2 * MiB, 2 * MiB, 1)]
+    c = sa.alloc(100, grow=False)
+    assert c == b + 3 * MiB and sa.alloc(1 * MiB, grow=False) is None
+    assert sa.release(0) == 0                                    # no segment is free of blocks
+    sa.free(b)
+    assert sa.segments() == [(a, 2 * MiB, 1), (a + 2 * MiB, 2 * MiB, 1)]   # c is in the second one
+    sa.free(c)
+    assert sa.release(0) == 2 * MiB and sa.segments() == [(a, 2 * MiB, 1)]
+    assert sa.free_ranges() == [(a + 1024, 2 * MiB - 1024)] and sa.largest_free() == 2 * MiB - 1024
+    # a fresh segment keeps an unmapped granule from its neighbours; a second window when the first is full
+    d = sa.alloc(20 * MiB)
+    assert d == a + 4 * MiB and sa.reserved == 22 * MiB and len(sa.windows) == 1
+    e = sa.alloc(20 * MiB)
+    assert len(sa.windows) == 2 and e == sa.windows[1][0] and sa.reserved == 42 * MiB
+    assert m.used == 42 * MiB
+    with pytest.raises(SimOutOfMemory):
+        sa.alloc(30 * MiB)
+    assert sa.reserved == 42 * MiB and len(sa.segments()) == 3
+    with pytest.raises(SimInvalidValue):
+        sa.free(d + 256)
+    for p in (a, d, e):
+        sa.free(p)
+    # largest first, never below keep: one 20 MiB segment and the 2 MiB one go, the other 20 MiB one stays
+    assert sa.release(20 * MiB) == 22 * MiB and sa.reserved == 20 * MiB
+    assert sa.release(0) == 20 * MiB and m.used == 0 and m.mappings() == []
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32, np.uint64, np.float64])

@@ -23,10 +23,26 @@ Model (see docs/INTERNALS.md, "Sim driver ↔ runtime"):
   misaligned → CUDA_ERROR_MISALIGNED_ADDRESS, divergent barrier or anything else the interpreter
   raises (including NotImplementedError for an opcode it does not know) → CUDA_ERROR_LAUNCH_FAILED.
   The human detail (kernel, thread, address, nearest allocation) is in :func:`last_error_detail`.
-* Pools: used = sum of requested bytes; reserved grows in 2 MiB granules as allocations need it and
-  counts against device capacity; unused reserve above the release threshold goes back at sync
-  points (stream/event/ctx synchronize) and on cuMemPoolTrimTo. Allocation is immediate (the address
-  is valid at once); cuMemFreeAsync frees when its stream runs to it.
+* Pools own *segments*: ranges mapped from the device's address space (a 64 GiB window per pool),
+  2 MiB-aligned, sizes a multiple of 2 MiB (``rawdev.sim.memory.SegmentAllocator``). A block is placed
+  at a 256-byte-aligned address inside a segment's free space, best fit (the smallest free range that
+  holds it, lowest address among equals). When none fits the pool maps the fewest 2 MiB granules that
+  make a fit: a new segment right after a segment whose free tail it extends (the block straddles the
+  two, as in a driver pool that maps physical memory into reserved address space), else a new
+  segment of ceil(n, 2 MiB) bytes, apart from the others (so a fresh 5 MiB allocation gets a 6 MiB
+  segment of its own).
+  Free space is fragmented like a real pool's: small live blocks in several segments can leave no
+  range that fits a bigger request, which then needs a new segment. Device capacity is charged by
+  segments and by non-pool allocations (module globals); when a new segment would exceed it, every
+  pool of the device first gives back its empty segments (the driver releases unused reserve before
+  failing), then the call fails with CUDA_ERROR_OUT_OF_MEMORY. USED_MEM_CURRENT = sum of requested
+  bytes; RESERVED_MEM_CURRENT = sum of segment sizes. Only *entirely free* segments go back (never
+  one with a live or pending-free block), largest first, never below the bytes to keep: at sync
+  points (stream/event/ctx synchronize) down to the release threshold (rounded down to 2 MiB), on
+  cuMemPoolTrimTo down to minBytesToKeep (the driver guarantees at least that much stays reserved). Allocation is immediate (the address is valid at once); cuMemFreeAsync frees when
+  its stream runs to it, and from then on the range serves later allocations. Bounds stay per block:
+  a kernel or copy touching free bytes of a segment faults like any unallocated address (an overrun
+  into an adjacent *live* block does not, as on a GPU). cuMemGetInfo's free = capacity - mapped.
 * Elapsed time comes from a simulated clock that advances by the wall time of each executed op.
 
 Choices where the simulator had to pick (each follows the real driver where its docs say):
@@ -72,11 +88,13 @@ import time
 import numpy as np
 from cuda.bindings import driver as drv
 
-from .memory import BASE_ADDRESS, DeviceMemory, SimInvalidValue, SimMemoryError, SimMisalignedAddress
+from .memory import (BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimInvalidValue, SimMisalignedAddress,
+                     SimOutOfMemory)
 
 R = drv.CUresult
 OK = R.CUDA_SUCCESS
-GRANULE = 2 << 20                    # pool reserve granularity
+GRANULE = 2 << 20                    # pool segment granularity (alignment and size unit)
+POOL_WINDOW = 64 << 30               # address space each pool reserves at a time for its segments
 DEV_SPAN = 1 << 41                   # address space per simulated device (device i starts at base + i*SPAN)
 GEN_SPAN = 1 << 45                   # each reset() moves the address space on: a stale pointer from before a
                                      # reset never names a new allocation (it is simply unknown)
@@ -211,14 +229,20 @@ class Device:
 class Pool:
     def __init__(self, handle, dev):
         self.handle, self.dev = handle, dev
-        self.used = self.charged = self.reserved = self.used_high = self.reserved_high = 0
+        self.layout = SegmentAllocator(dev.mem, GRANULE, 256, POOL_WINDOW)   # segments and blocks
+        self.used = self.used_high = self.reserved_high = 0
         self.threshold, self.destroyed = 0, False
         self.reuse = {1: 1, 2: 1, 3: 1}       # CU_MEMPOOL_ATTR_REUSE_* (accepted, not modelled)
-        self.allocs = {}                      # addr -> size
+        self.allocs = {}                      # addr -> requested size
+
+    @property
+    def reserved(self):
+        """RESERVED_MEM_CURRENT: the sum of the pool's segment sizes."""
+        return self.layout.reserved
 
     def shrink(self, keep):
-        """Give back unused reserve down to ``keep`` bytes (never below what allocations need)."""
-        self.reserved = min(self.reserved, max(_ceil(self.charged, GRANULE), keep))
+        """Give back entirely free segments while at least ``keep`` bytes stay reserved."""
+        self.layout.release(keep)
 
 
 class Stream:
@@ -846,24 +870,22 @@ def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
     n, p, s = _count(bytesize, "bytesize"), _pool(pool), _stream(hStream)
     if n == 0:
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "cuMemAllocFromPoolAsync of 0 bytes")
-    dev, ch = p.dev, _ceil(n, 256)
-    grow = max(0, _ceil(p.charged + ch, GRANULE) - p.reserved)
-    if grow and dev.reserved() + grow > dev.capacity:
-        for q in dev.pools.values():  # like the driver: release unused reserve before failing
-            q.shrink(0)
-        grow = max(0, _ceil(p.charged + ch, GRANULE) - p.reserved)
-        if dev.reserved() + grow > dev.capacity:
-            raise _Err(R.CUDA_ERROR_OUT_OF_MEMORY,
-                       f"cannot allocate {n} bytes: {dev.reserved()} of {dev.capacity} bytes of the simulated device "
-                       f"are reserved by pools ({sum(q.used for q in dev.pools.values())} in use); "
-                       f"this pool needs {grow} more (2 MiB granules)")
+    dev = p.dev
     try:
-        addr = dev.mem.alloc(n)
-    except SimMemoryError as e:
-        raise _Err(R.CUDA_ERROR_OUT_OF_MEMORY, str(e)) from None
-    p.reserved += grow
+        addr = p.layout.alloc(n)
+    except SimOutOfMemory:
+        for q in list(dev.pools.values()):  # like the driver: release unused reserve before failing
+            q.shrink(0)
+        try:
+            addr = p.layout.alloc(n)
+        except SimOutOfMemory as e:
+            raise _Err(R.CUDA_ERROR_OUT_OF_MEMORY,
+                       f"cannot allocate {n} bytes: no free range in the pool's {len(p.layout.segments())} segments "
+                       f"fits it (reserved {p.reserved} bytes, {p.used} in use, largest free range "
+                       f"{p.layout.largest_free()} bytes), and a new {e.requested}-byte segment would exceed the "
+                       f"simulated device: {dev.mem.used} of {dev.capacity} bytes are mapped ({dev.reserved()} "
+                       f"reserved by pools, {sum(q.used for q in dev.pools.values())} of that in use)") from None
     p.used += n
-    p.charged += ch
     p.allocs[addr] = n
     p.used_high, p.reserved_high = max(p.used_high, p.used), max(p.reserved_high, p.reserved)
     _S.alloc_pool[addr] = p
@@ -883,15 +905,15 @@ def cuMemFreeAsync(dptr, hStream):
     _S.pending_free.add(addr)
 
     def free():
-        p.dev.mem.free(addr)
-        n = p.allocs.pop(addr)
-        p.used -= n
-        p.charged -= _ceil(n, 256)
+        p.layout.free(addr)               # the range serves later allocations from now on
+        p.used -= p.allocs.pop(addr)
         del _S.alloc_pool[addr]
         _S.buffer_ids.pop(addr, None)
         _S.pending_free.discard(addr)
-        if p.destroyed and not p.allocs:
-            p.dev.pools.pop(p.handle, None)
+        if p.destroyed:                   # a destroyed pool gives its memory back as its blocks go
+            p.shrink(0)
+            if not p.allocs:
+                p.dev.pools.pop(p.handle, None)
 
     _enqueue(s, free, f"free 0x{addr:x}")
 
@@ -899,7 +921,7 @@ def cuMemFreeAsync(dptr, hStream):
 @_api(nout=2)
 def cuMemGetInfo():
     dev = _current_device()
-    return dev.capacity - dev.reserved(), dev.capacity
+    return dev.capacity - dev.mem.used, dev.capacity
 
 
 # ====================================================================================== host memory
@@ -1429,6 +1451,15 @@ def peek(dptr, nbytes):
 def device_memory(ordinal=0):
     """The :class:`DeviceMemory` of a simulated device (for tests and tools)."""
     return _S.devices[ordinal].mem
+
+
+def pool_segments(pool):
+    """[(base, size, blocks overlapping it)] of a live pool's segments, sorted by address (tests, tools)."""
+    with _lock:
+        p = _S.pools.get(_int(pool, "pool"))
+        if p is None:
+            raise ValueError(f"{pool!r} is not a live memory pool")
+        return p.layout.segments()
 
 
 __all__ = [n for n in list(globals()) if n.startswith("cu") and callable(globals()[n])]

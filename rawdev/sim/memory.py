@@ -4,11 +4,19 @@ Used by the sim driver (cuMemAlloc*/cuMemcpy*/cuMemset*) and by the PTX interpre
 load, store and atomic of a kernel goes through :meth:`DeviceMemory.load` / ``store`` / ``atomic``).
 
 * Addresses start at ``0x1_0000_0000_0000`` (2**48: never a valid host address on x86-64).
-* Every allocation is backed by its own numpy ``uint8`` array; the table is kept sorted by base
-  address (``bisect`` for scalar lookups, ``np.searchsorted`` for vectors of lane addresses).
-* Addresses are handed out by a bump pointer and never reused, with a guard gap between
-  allocations: an access just past the end of one allocation never lands in the next one, and a
-  use after free is reported as such ("inside the freed … allocation").
+* Every allocation (*block*) is backed by its own zeroed numpy ``uint8`` array; the block table is
+  kept sorted by base address (``bisect`` for scalar lookups, ``np.searchsorted`` for vectors of lane
+  addresses). Only blocks are readable: any byte outside every live block faults.
+* Two ways to make a block. :meth:`DeviceMemory.alloc` (module globals, tests, tools) takes fresh
+  address space from a bump pointer, never reused, with a guard gap after it; it charges its size
+  (rounded up to 256 bytes) against the capacity. The pool's way mirrors the driver's virtual memory
+  calls: :meth:`~DeviceMemory.reserve_address` takes address space only (cuMemAddressReserve),
+  :meth:`~DeviceMemory.map` / :meth:`~DeviceMemory.unmap` charge and give back a range inside it
+  (cuMemCreate + cuMemMap; a mapped range is not readable by itself), and
+  :meth:`~DeviceMemory.alloc_at` registers a block at a chosen address inside mapped ranges (no charge
+  of its own). :class:`SegmentAllocator` is that pool layout: segments, free ranges, best fit.
+* A freed range is remembered (bounded) so that an access to it is reported as a use after free
+  ("inside the freed … allocation") until a new block is placed over it.
 * Host-side misuse (``read``/``write``/``view``/``free`` with a bad pointer or range) raises
   :class:`SimInvalidValue` (the driver answers ``CUDA_ERROR_INVALID_VALUE``); a kernel touching memory
   outside every allocation raises :class:`SimIllegalAddress` (``CUDA_ERROR_ILLEGAL_ADDRESS``) or its
@@ -89,6 +97,10 @@ class DeviceMemory:
         self._freed_bases: list[int] = []    # sorted, bounded
         self._freed: dict[int, int] = {}     # base -> size
         self._np_tables = None               # (bases uint64, ends uint64) cache for searchsorted
+        self._va: dict[int, int] = {}        # base -> size: address space taken by reserve_address
+        self._va_bases: list[int] = []       # sorted
+        self._maps: dict[int, int] = {}      # base -> size: mapped ranges (charged; not readable themselves)
+        self._map_bases: list[int] = []      # sorted
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ allocation
@@ -114,6 +126,7 @@ class DeviceMemory:
             return base
 
     def free(self, addr):
+        """Free a block (from :meth:`alloc` or :meth:`alloc_at`)."""
         addr = int(addr)
         with self._lock:
             entry = self._allocs.pop(addr, None)
@@ -125,11 +138,103 @@ class DeviceMemory:
             del self._bases[i]
             self.used -= charged
             self._np_tables = None
+            self._forget_freed(addr, addr + size)
             bisect.insort(self._freed_bases, addr)
-            self._freed[addr] = size
-            if len(self._freed_bases) > _FREED_KEEP:
-                old = self._freed_bases.pop(0)
-                self._freed.pop(old, None)
+            self._freed[addr] = size             # dict order = age: the oldest record goes first
+            if len(self._freed) > _FREED_KEEP:
+                old = next(iter(self._freed))
+                del self._freed[old]
+                del self._freed_bases[bisect.bisect_left(self._freed_bases, old)]
+
+    def _forget_freed(self, lo, hi):
+        """Drop the freed-range records overlapping [lo, hi) (a new block lives there now)."""
+        fb = self._freed_bases
+        k = bisect.bisect_right(fb, lo) - 1
+        if k < 0 or fb[k] + self._freed[fb[k]] <= lo:
+            k += 1
+        while k < len(fb) and fb[k] < hi:
+            del self._freed[fb.pop(k)]
+
+    # ------------------------------------------------------------------ address space and mappings (pools)
+    def reserve_address(self, nbytes, align=DEFAULT_ALIGN) -> int:
+        """Take ``nbytes`` of address space (like cuMemAddressReserve): nothing is charged or readable
+        until :meth:`map` maps a range of it. Never given back (address space is plentiful)."""
+        nbytes, align = int(nbytes), int(align)
+        if nbytes <= 0 or align <= 0 or align & (align - 1):
+            raise SimInvalidValue(f"cannot reserve {nbytes} bytes of address space aligned to {align}")
+        with self._lock:
+            base = -(-self._next // align) * align
+            self._next = base + nbytes + _GUARD
+            self._va[base] = nbytes
+            self._va_bases.append(base)      # bump pointer: always the largest base
+            return base
+
+    def map(self, addr, nbytes):
+        """Map ``nbytes`` at ``addr`` inside one :meth:`reserve_address` range, charging them against the
+        capacity (cuMemCreate + cuMemMap). Raises :class:`SimOutOfMemory` when they do not fit,
+        :class:`SimInvalidValue` when the range is outside reserved address space or already mapped."""
+        addr, nbytes = int(addr), int(nbytes)
+        with self._lock:
+            i = bisect.bisect_right(self._va_bases, addr) - 1
+            if nbytes <= 0 or i < 0 or addr + nbytes > self._va_bases[i] + self._va[self._va_bases[i]]:
+                raise SimInvalidValue(f"map of {nbytes} bytes at 0x{addr:x}: not inside reserved address space")
+            j = bisect.bisect_right(self._map_bases, addr)
+            if (j > 0 and self._map_bases[j - 1] + self._maps[self._map_bases[j - 1]] > addr) or \
+                    (j < len(self._map_bases) and self._map_bases[j] < addr + nbytes):
+                raise SimInvalidValue(f"map of {nbytes} bytes at 0x{addr:x}: overlaps a mapped range")
+            if self.used + nbytes > self.capacity:
+                raise SimOutOfMemory(nbytes, self.used, self.capacity)
+            self._maps[addr] = nbytes
+            self._map_bases.insert(j, addr)
+            self.used += nbytes
+
+    def unmap(self, addr):
+        """Give back a range :meth:`map` mapped at ``addr``; no live block may overlap it."""
+        addr = int(addr)
+        with self._lock:
+            size = self._maps.get(addr)
+            if size is None:
+                raise SimInvalidValue(f"unmap of 0x{addr:x}, which is not the start of a mapped range")
+            i = bisect.bisect_left(self._bases, addr)
+            if (i < len(self._bases) and self._bases[i] < addr + size) or \
+                    (i > 0 and self._bases[i - 1] + self._allocs[self._bases[i - 1]][0] > addr):
+                raise SimInvalidValue(f"unmap of the {size}-byte range at 0x{addr:x}: a live allocation is inside it")
+            del self._maps[addr]
+            del self._map_bases[bisect.bisect_left(self._map_bases, addr)]
+            self.used -= size
+
+    def alloc_at(self, addr, nbytes) -> int:
+        """Register an ``nbytes`` block at ``addr``: the range must lie in mapped memory (VA-adjacent mapped
+        ranges count as one) and overlap no live block. Charges nothing (the mapping is charged)."""
+        addr, nbytes = int(addr), int(nbytes)
+        if nbytes <= 0:
+            raise SimInvalidValue(f"cannot allocate {nbytes} bytes")
+        end = addr + nbytes
+        with self._lock:
+            mb, at = self._map_bases, addr
+            i = bisect.bisect_right(mb, addr) - 1
+            while True:
+                if i < 0 or i >= len(mb) or mb[i] > at or mb[i] + self._maps[mb[i]] <= at:
+                    raise SimInvalidValue(f"alloc_at: {nbytes} bytes at 0x{addr:x} are not all mapped")
+                at = mb[i] + self._maps[mb[i]]
+                if at >= end:
+                    break
+                i += 1
+            j = bisect.bisect_right(self._bases, addr)
+            if (j > 0 and self._bases[j - 1] + self._allocs[self._bases[j - 1]][0] > addr) or \
+                    (j < len(self._bases) and self._bases[j] < end):
+                raise SimInvalidValue(f"alloc_at: {nbytes} bytes at 0x{addr:x} overlap a live allocation: "
+                                      + self.nearest(addr, nbytes))
+            buf = np.zeros(-(-nbytes // 16) * 16, dtype=np.uint8)
+            self._allocs[addr] = (nbytes, buf, 0)
+            self._bases.insert(j, addr)
+            self._np_tables = None
+            self._forget_freed(addr, end)
+            return addr
+
+    def mappings(self):
+        """[(base, size)] of the mapped ranges, sorted by address."""
+        return [(b, self._maps[b]) for b in self._map_bases]
 
     @property
     def free_bytes(self):
@@ -364,6 +469,191 @@ class DeviceMemory:
                 else:
                     old_all[sel] = old
         return old_all
+
+
+class SegmentAllocator:
+    """The layout of a stream-ordered memory pool: blocks placed inside segments mapped from a
+    :class:`DeviceMemory`, like the driver's cuMemPoolCreate pools.
+
+    * A *segment* is a mapped range, ``granule``-aligned, its size a multiple of ``granule``, inside
+      address windows of ``window`` bytes this allocator reserves. ``reserved`` = sum of segment sizes.
+    * Free space = the segments minus the blocks' footprints (size rounded up to ``align``), kept as
+      maximal free ranges. Ranges of VA-adjacent segments join, so a block may straddle segments.
+    * Placement is **best fit**: the smallest free range that holds the footprint (the lowest address
+      among equal sizes); the block goes at the start of that range. A freed footprint becomes free
+      again at once (the caller decides *when* to free: the driver does it when the stream gets there).
+    * When nothing fits, ``alloc(grow=True)`` maps the fewest bytes that make a fit: a new segment right
+      after a segment whose free tail it extends (when that address space is unmapped and this maps fewer
+      bytes), else a new segment of ``ceil(footprint, granule)`` bytes at the lowest address of the windows
+      that leaves an unmapped granule on both sides (so the block starts at the new segment's base: an
+      allocation larger than a granule gets a segment of its own size). Mapping can raise
+      :class:`SimOutOfMemory`.
+    * :meth:`release` unmaps segments that no block overlaps (largest first), never below ``keep`` bytes.
+    """
+
+    def __init__(self, mem, granule=2 << 20, align=DEFAULT_ALIGN, window=64 << 30):
+        self.mem, self.granule, self.align = mem, int(granule), int(align)
+        self.window = max(int(window), self.granule)
+        self.windows: list[tuple[int, int]] = []   # [(lo, hi)] address space reserved for this pool
+        self.reserved = 0
+        self._segs: dict[int, list] = {}           # base -> [size, number of blocks overlapping it]
+        self._seg_bases: list[int] = []            # sorted
+        self._seg_ends: dict[int, int] = {}        # end -> base
+        self.blocks: dict[int, int] = {}           # addr -> end of its footprint
+        self._fs: dict[int, int] = {}              # free ranges: start -> end
+        self._fe: dict[int, int] = {}              # end -> start
+        self._starts: list[int] = []               # sorted starts
+        self._by_size: list[tuple[int, int]] = []  # sorted (size, start)
+
+    # ------------------------------------------------------------------ free ranges
+    def _insert_free(self, s, e):
+        self._fs[s], self._fe[e] = e, s
+        bisect.insort(self._starts, s)
+        bisect.insort(self._by_size, (e - s, s))
+
+    def _remove_free(self, s):
+        e = self._fs.pop(s)
+        del self._fe[e]
+        del self._starts[bisect.bisect_left(self._starts, s)]
+        del self._by_size[bisect.bisect_left(self._by_size, (e - s, s))]
+        return e
+
+    def _add_free(self, s, e):
+        """Make [s, e) free, joining the free ranges it touches."""
+        if s in self._fe:
+            s2 = self._fe[s]
+            self._remove_free(s2)
+            s = s2
+        if e in self._fs:
+            e = self._remove_free(e)
+        self._insert_free(s, e)
+
+    def _segs_over(self, lo, hi):
+        sb = self._seg_bases
+        i = max(bisect.bisect_right(sb, lo) - 1, 0)
+        while i < len(sb) and sb[i] < hi:
+            if sb[i] + self._segs[sb[i]][0] > lo:
+                yield sb[i]
+            i += 1
+
+    # ------------------------------------------------------------------ segments
+    def _va_free(self, addr, n):
+        """Is [addr, addr+n) inside one of the windows and unmapped?"""
+        if not any(lo <= addr and addr + n <= hi for lo, hi in self.windows):
+            return False
+        i = bisect.bisect_left(self._seg_bases, addr)
+        return i == len(self._seg_bases) or self._seg_bases[i] >= addr + n
+
+    def _lowest_gap(self, n):
+        """The lowest address of the windows where a new ``n``-byte segment fits with at least one unmapped
+        granule between it and the segments around it (so it joins no other segment's free space; only an
+        extension is placed right after a segment). Reserves a new window when none has room."""
+        g = self.granule
+        for lo, hi in self.windows:
+            at, gap_after_seg = lo, False
+            for b in self._seg_bases[bisect.bisect_left(self._seg_bases, lo):]:
+                if b >= hi:
+                    break
+                start = at + (g if gap_after_seg else 0)
+                if b - g - start >= n:
+                    return start
+                at, gap_after_seg = b + self._segs[b][0], True
+            start = at + (g if gap_after_seg else 0)
+            if hi - start >= n:
+                return start
+        size = max(self.window, n)
+        lo = self.mem.reserve_address(size, g)
+        self.windows.append((lo, lo + size))
+        return lo
+
+    def _grow(self, fp):
+        """Map a segment so that a ``fp``-byte footprint fits (see the class docstring)."""
+        g = self.granule
+        need = -(-fp // g) * g
+        where = None
+        for s in self._starts:                      # a free tail at a segment's end that new memory extends
+            e = self._fs[s]
+            k = -(-(fp - (e - s)) // g) * g
+            if e in self._seg_ends and k < need and self._va_free(e, k):
+                need, where = k, e
+        if where is None:
+            where = self._lowest_gap(need)
+        self.mem.map(where, need)                   # SimOutOfMemory propagates
+        self._segs[where] = [need, 0]
+        bisect.insort(self._seg_bases, where)
+        self._seg_ends[where + need] = where
+        self.reserved += need
+        self._add_free(where, where + need)
+
+    def _unmap(self, base):
+        size = self._segs.pop(base)[0]
+        del self._seg_bases[bisect.bisect_left(self._seg_bases, base)]
+        del self._seg_ends[base + size]
+        s = self._starts[bisect.bisect_right(self._starts, base) - 1]   # the free range holding it
+        e = self._remove_free(s)
+        if s < base:
+            self._insert_free(s, base)
+        if base + size < e:
+            self._insert_free(base + size, e)
+        self.mem.unmap(base)
+        self.reserved -= size
+
+    # ------------------------------------------------------------------ blocks
+    def alloc(self, nbytes, grow=True):
+        """Place an ``nbytes`` block (best fit) and register it with the DeviceMemory; return its address.
+        Without a fitting free range: map a segment (``grow``) or return None."""
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise SimInvalidValue(f"cannot allocate {nbytes} bytes")
+        fp = -(-nbytes // self.align) * self.align
+        i = bisect.bisect_left(self._by_size, (fp, -1))
+        if i == len(self._by_size):
+            if not grow:
+                return None
+            self._grow(fp)
+            i = bisect.bisect_left(self._by_size, (fp, -1))
+        s = self._by_size[i][1]
+        e = self._remove_free(s)
+        if e > s + fp:
+            self._insert_free(s + fp, e)
+        self.mem.alloc_at(s, nbytes)
+        self.blocks[s] = s + fp
+        for b in self._segs_over(s, s + fp):
+            self._segs[b][1] += 1
+        return s
+
+    def free(self, addr):
+        """Free the block at ``addr``: its footprint is free space again at once."""
+        addr = int(addr)
+        end = self.blocks.get(addr)
+        if end is None:
+            raise SimInvalidValue(f"0x{addr:x} is not a block of this pool")
+        self.mem.free(addr)
+        del self.blocks[addr]
+        for b in self._segs_over(addr, end):
+            self._segs[b][1] -= 1
+        self._add_free(addr, end)
+
+    def release(self, keep=0):
+        """Unmap segments no block overlaps, largest first, as long as ``reserved`` stays >= ``keep``.
+        Returns the bytes given back."""
+        before = self.reserved
+        for size, base in sorted(((v[0], b) for b, v in self._segs.items() if not v[1]), reverse=True):
+            if self.reserved - size >= keep:
+                self._unmap(base)
+        return before - self.reserved
+
+    # ------------------------------------------------------------------ figures
+    def segments(self):
+        """[(base, size, number of blocks overlapping it)] sorted by address."""
+        return [(b, self._segs[b][0], self._segs[b][1]) for b in self._seg_bases]
+
+    def free_ranges(self):
+        """[(start, size)] of the free space inside the segments, sorted by address."""
+        return [(s, self._fs[s] - s) for s in self._starts]
+
+    def largest_free(self):
+        return self._by_size[-1][0] if self._by_size else 0
 
 
 _UFUNCS = {
