@@ -357,7 +357,7 @@ def transfer_tensor(t, device, dtype, non_blocking=False):
         return upload(host, dtype, dev)
     it = _Item(shadow, "tensor", dtype)
     if t.device == dev and t.dtype is dtype:  # copy=True on the same device and dtype
-        return t.clone()
+        return t._copy_storage()
     _prepare([it], dev, non_blocking, "tensor")()
     return shadow
 

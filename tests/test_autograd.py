@@ -276,3 +276,21 @@ def test_to_device_is_differentiable_like_pytorch(driver):
     d.sum().backward()
     assert x.grad.dtype == rawdev.float32
     np.testing.assert_allclose(x.grad.numpy(), 3.0 * xv + 1.0, rtol=1e-6)
+
+
+def test_clone_is_differentiable_like_pytorch(driver):
+    """x.clone() records CloneBackward0 (the gradient flows back to x); it was a new leaf that cut the
+    graph. Under no_grad the clone is a plain copy that does not require grad."""
+    x = tensor([1.0, -2.0, 3.0], requires_grad=True)
+    c = x.clone()
+    assert type(c.grad_fn).__name__ == "CloneBackward0" and not c.is_leaf and c.requires_grad
+    (c * tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 3.0]
+    with no_grad():
+        n = x.clone()
+    assert n.is_leaf and not n.requires_grad and n.tolist() == [1.0, -2.0, 3.0]
+    xc = tensor([1.0, 2.0], requires_grad=True)
+    yc = xc.cuda().clone()                      # the cuda path records the same node
+    assert type(yc.grad_fn).__name__ == "CloneBackward0"
+    (yc * 2.0).sum().backward()
+    assert xc.grad.tolist() == [2.0, 2.0]

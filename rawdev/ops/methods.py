@@ -84,7 +84,13 @@ def _view_as(self, other):
 
 
 def _clone(self, *, memory_format=None):
-    return _Clone.apply(self)
+    # As PyTorch: differentiable (CloneBackward0) when grad is on; otherwise a plain copy that does not
+    # require grad (a leaf's clone under no_grad is a new, grad-free tensor).
+    if is_grad_enabled() and self.requires_grad:
+        return _Clone.apply(self)
+    t = self._copy_storage()
+    t._requires_grad = False
+    return t
 
 
 class _Clone(F.Function):
@@ -176,6 +182,7 @@ def install():
     T.reshape = _reshape
     T.view = _reshape
     T.view_as = _view_as
+    T.clone = _clone
     T.flatten = lambda s, start_dim=0, end_dim=-1: F.flatten(s, start_dim, end_dim)
     T.unflatten = lambda s, dim, sizes: F.unflatten(s, dim, sizes)
     T.squeeze = lambda s, dim=None: F.squeeze(s, dim)

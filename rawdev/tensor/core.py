@@ -448,7 +448,9 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def clone(self):
+    def _copy_storage(self):
+        """A new tensor with a copy of the values and this requires_grad; no graph node (the ops layer's
+        clone() records CloneBackward0 on top of this)."""
         if self._data is not None:
             t = Tensor._make_cpu(np.array(self._host_storage(), copy=True), self._dtype)
         else:
@@ -456,6 +458,8 @@ class Tensor:
             t = cuda_io.clone(self)
         t._requires_grad = self._requires_grad
         return t
+
+    clone = _copy_storage   # until rawdev.ops installs the differentiable one
 
     def copy_(self, src, non_blocking=False):
         """Copy src's values into this tensor's storage (cast to this dtype; src broadcast to this shape)."""
@@ -514,7 +518,7 @@ class Tensor:
                                "protocol at the moment.  If you were attempting to deepcopy a module, this may "
                                "be because of a torch.nn.utils.weight_norm usage, see "
                                "https://github.com/pytorch/pytorch/pull/103001")
-        new = self.clone()
+        new = self._copy_storage()
         if type(self) is not Tensor:
             t = type(self).__new__(type(self))
             t._init_cpu(np.empty(0, np.float32), _dt.float32)
