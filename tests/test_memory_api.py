@@ -252,3 +252,25 @@ def test_leak_check_quiet_when_clean(tmp_path):
     env = dict(os.environ, RAWDEV_DRIVER="sim", RAWDEV_LEAK_CHECK="1")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert "no device memory left allocated" in r.stderr
+
+
+def test_oom_in_a_fragmented_pool_says_so(monkeypatch):
+    """4 MiB device, two 2 MiB segments of 512 KiB blocks, every other one freed: 2 MiB cached in four
+    512 KiB holes. A 768 KiB request fits no hole and no new segment: the report names fragmentation
+    and does not send the user to empty_cache(), which cannot release segments that hold live blocks."""
+    monkeypatch.setenv("RAWDEV_SIM_MEMORY", "4M")
+    reset_for_tests("sim")
+    from rawdev.runtime import get_device
+    dev = get_device(0)
+    blocks = [rm.DeviceBuffer.alloc(dev, 512 << 10, owner=f"block {i}") for i in range(8)]
+    for b in blocks[::2]:
+        b.free()
+    dev.synchronize()
+    with pytest.raises(OutOfMemoryError) as ei:
+        rm.DeviceBuffer.alloc(dev, 768 << 10, owner="big")
+    msg = str(ei.value)
+    assert "largest free block 512.0 KiB; fragmentation 75%" in msg
+    advice = [ln for ln in msg.splitlines() if ln.startswith("advice:")][0]
+    assert "fragmented" in advice and "empty_cache" not in advice
+    del blocks
+    monkeypatch.delenv("RAWDEV_SIM_MEMORY")

@@ -181,7 +181,13 @@ class Allocator:
         if top:
             lines.append("top owners: " + ", ".join(f"{who} {fmt_bytes(n)}" for who, n in top))
         acts = sum(n for who, n in top if "output" in who or "input" in who or "activation" in who)
-        if cached >= requested:
+        if cached >= requested and largest < requested:
+            # Enough cached in total, but split between live blocks: the pool already gave back its empty
+            # segments before failing, so empty_cache() cannot help here.
+            first = (f"freeing or moving the tensors between the free ranges (free memory is fragmented: "
+                     f"{fmt_bytes(cached)} cached, no range of {fmt_bytes(requested)})")
+            rest = "allocate long-lived tensors first (model.cuda() before training), or a smaller batch"
+        elif cached >= requested:
             first = "rawdev.cuda.empty_cache() to release cached blocks"
             rest = "rawdev.utils.checkpoint for activations, or a smaller batch"
         elif acts * 2 >= sum(n for _, n in top):
