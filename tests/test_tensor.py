@@ -210,8 +210,30 @@ def test_repr():
     assert repr(tensor([1.0, 2.0])) == "tensor([1., 2.])"
     assert repr(tensor([1, 2])) == "tensor([1, 2])"
     assert repr(tensor([1.0], dtype=dtypes.float16)) == "tensor([1.], dtype=rawdev.float16)"
-    assert repr(tensor([True, False])) == "tensor([True, False])"
+    assert repr(tensor([True, False])) == "tensor([ True, False])"   # PyTorch pads to one width
     assert repr(zeros(0, 3)) == "tensor([], size=(0, 3))"
+
+
+def test_repr_numbers_like_pytorch():
+    """PyTorch's _Formatter, not numpy's printer (which wrote "0.    " and "2.5")."""
+    assert repr(tensor([0.0, 0.7616])) == "tensor([0.0000, 0.7616])"
+    assert repr(tensor([1.5, 2.25, -3.125])) == "tensor([ 1.5000,  2.2500, -3.1250])"
+    assert repr(tensor(0.5)) == "tensor(0.5000)" and repr(tensor(3.0)) == "tensor(3.)"
+    assert repr(tensor([0.1, 100.0])) == "tensor([  0.1000, 100.0000])"
+    assert repr(tensor([1e-5, 1.0])) == "tensor([1.0000e-05, 1.0000e+00])"
+    assert repr(tensor([1e10, 1.0])) == "tensor([1.0000e+10, 1.0000e+00])"
+    assert repr(tensor([float("nan"), float("inf"), 1.0])) == "tensor([nan, inf, 1.])"
+    assert repr(tensor([1, -20, 300])) == "tensor([  1, -20, 300])"
+    assert repr(tensor([1.5], dtype=dtypes.bfloat16)) == "tensor([1.5000], dtype=rawdev.bfloat16)"
+    assert repr(tensor([1.7, -1.7], dtype=dtypes.float16)) == "tensor([ 1.7002, -1.7002], dtype=rawdev.float16)"
+    assert repr(arange(12.0).reshape(3, 4) / 7) == (
+        "tensor([[0.0000, 0.1429, 0.2857, 0.4286],\n"
+        "        [0.5714, 0.7143, 0.8571, 1.0000],\n"
+        "        [1.1429, 1.2857, 1.4286, 1.5714]])")
+    # more than 1000 elements: summarized with the width of the shown ones, wrapped at 80 columns
+    assert repr(arange(2000.0)) == (
+        "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n"
+        "        1.9990e+03])")
 
 
 # ------------------------------------------------------------------------------------------ constructors
