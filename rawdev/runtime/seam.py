@@ -47,8 +47,9 @@ def _load_cuda():
         raise NoDriverError(f"cuda-python is not importable ({e}): pip install 'cuda-python' — or {SIM_HINT}") from None
     try:
         err, = drv.cuInit(0)
-    except RuntimeError as e:   # cuda.pathfinder's DynamicLibNotFoundError: no libcuda.so on this machine
-        if type(e).__name__ != "DynamicLibNotFoundError":
+    except RuntimeError as e:   # no libcuda.so on this machine: cuda.pathfinder's DynamicLibNotFoundError
+        # (cuda-python >= 12.9.1), or a plain RuntimeError naming the library/dlopen (older 12.x)
+        if type(e).__name__ != "DynamicLibNotFoundError" and not any(w in str(e) for w in ("libcuda", "dlopen")):
             raise
         raise NoDriverError(f"no CUDA driver found (libcuda.so could not be loaded): install the NVIDIA driver, or {SIM_HINT}") from None
     if err == drv.CUresult.CUDA_ERROR_NO_DEVICE:
