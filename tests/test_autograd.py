@@ -294,3 +294,43 @@ def test_clone_is_differentiable_like_pytorch(driver):
     assert type(yc.grad_fn).__name__ == "CloneBackward0"
     (yc * 2.0).sum().backward()
     assert xc.grad.tolist() == [2.0, 2.0]
+
+
+def test_full_reduction_node_names_like_pytorch():
+    """x.sum() / x.mean() with no dim are SumBackward0 / MeanBackward0; with a dim, ...Backward1."""
+    x = tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    assert type(x.sum().grad_fn).__name__ == "SumBackward0"
+    assert type(x.sum(0).grad_fn).__name__ == "SumBackward1"
+    assert type(x.mean().grad_fn).__name__ == "MeanBackward0"
+    assert type(x.mean(dim=(0, 1)).grad_fn).__name__ == "MeanBackward1"
+
+
+def test_bool_tensor_with_int_scalar_promotes_to_int64():
+    b = tensor([True, False])
+    assert (b + 1).dtype is rawdev.int64 and (b + 1).tolist() == [2, 1]
+    assert (b * 2).dtype is rawdev.int64 and (b * 2).tolist() == [2, 0]
+    assert (b + True).dtype is rawdev.bool and (b + True).tolist() == [True, True]
+    assert (b * 2.5).dtype is rawdev.float32
+
+
+def test_cross_entropy_all_targets_ignored_gives_nan_loss_zero_grad():
+    """PyTorch: mean over zero weight is nan, but every row's gradient is exactly 0 (rawdev's cpu path
+    made it nan, and numpy warned)."""
+    import warnings
+    x = tensor([[1.0, 2.0, 3.0], [0.5, 0.0, -1.0]], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss = F.cross_entropy(x, tensor([-100, -100]))
+        loss.backward()
+    assert np.isnan(loss.item())
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+def test_cross_entropy_target_errors_match_pytorch():
+    x = tensor(np.zeros((5, 4), np.float32))
+    with pytest.raises(RuntimeError, match="^expected target dtype to be Long or Byte, but got Float$"):
+        F.cross_entropy(x, tensor(np.zeros(5, np.float32)))        # not the input's shape: class indices
+    with pytest.raises(RuntimeError, match="^0D or 1D target tensor expected, multi-target not supported$"):
+        F.cross_entropy(x, tensor(np.zeros((5, 3), np.int64)))
+    with pytest.raises(ValueError, match=r"^Expected input batch_size \(5\) to match target batch_size \(4\)\.$"):
+        F.cross_entropy(x, tensor(np.zeros((4, 4), np.float32)))

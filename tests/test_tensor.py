@@ -283,3 +283,10 @@ def test_default_dtype():
         dtypes.set_default_dtype(dtypes.float32)
     with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
         dtypes.set_default_dtype(dtypes.int32)
+
+
+def test_randint_high_size_overload():
+    """randint(high, size) as in PyTorch (it raised 'size must be a tuple of ints, but got None')."""
+    t = randint(5, (3,))
+    assert t.shape == (3,) and t.dtype is dtypes.int64 and all(0 <= v < 5 for v in t.tolist())
+    assert randint(3, 5, (2, 2)).shape == (2, 2) and randint(5, size=(4,)).shape == (4,)

@@ -312,7 +312,8 @@ def cross_entropy(logits, target, weight, ignore_index, reduction, smoothing):
     elif reduction == "sum":
         r = per.sum()
     else:
-        r = per.sum() / w.sum()
+        with np.errstate(invalid="ignore", divide="ignore"):   # every target ignored: nan, silently (PyTorch)
+            r = per.sum() / w.sum()
     return wrap(np.asarray(r, dtp), logits.dtype), (wrap(logp, logits.dtype),)
 
 
@@ -327,7 +328,10 @@ def cross_entropy_bwd(gy, saved, target, weight, ignore_index, reduction, smooth
     elif reduction == "sum":
         gs = np.full(n, g.reshape(()), dtp)
     else:
-        gs = np.full(n, g.reshape(()) / w.sum(), dtp)
+        # Every target ignored: the loss is nan but each row's weight is 0, so its gradient is 0 (as
+        # PyTorch's): 0 * (g / 0) would make it nan.
+        total = w.sum()
+        gs = np.full(n, g.reshape(()) / total if total != 0 else 0, dtp)
     p = np.exp(lp)
     onehot = np.zeros_like(lp)
     onehot[np.arange(n), ts] = 1

@@ -38,10 +38,18 @@ def _result_dt(a, b):
 
 
 def _scalar_dt(x, s):
-    """Result dtype of tensor x with Python scalar s (int tensor * float scalar -> default float)."""
-    if not x.dtype.is_floating_point and isinstance(s, float):
+    """Result dtype of tensor x with Python scalar s: a scalar of a higher kind (bool < int < float) lifts
+    the result to that kind's default (int tensor * 2.5 -> default float, bool tensor + 1 -> int64)."""
+    if not x.dtype.is_floating_point and isinstance(s, (float, np.floating)):
         return _dt.get_default_dtype()
+    if x.dtype is _dt.bool and isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
+        return _dt.int64
     return x.dtype
+
+
+def _for_scalar(x, s):
+    dt = _scalar_dt(x, s)
+    return x if dt is x.dtype else x.to(dtype=dt)
 
 
 def _bcast_shape(a, b):
@@ -137,7 +145,7 @@ class _Scale(Function):
     @staticmethod
     def forward(ctx, x, s):
         ctx.s = s
-        return backend_of(x).scale(x if x.dtype.is_floating_point else x.to(dtype=_scalar_dt(x, s)), s)
+        return backend_of(x).scale(_for_scalar(x, s), s)
 
     @staticmethod
     def backward(ctx, g):
@@ -164,8 +172,7 @@ class _AddScalar(Function):
 
     @staticmethod
     def forward(ctx, x, s):
-        return backend_of(x).add_scalar(x if x.dtype.is_floating_point or not isinstance(s, float)
-                                        else x.to(dtype=_scalar_dt(x, s)), s)
+        return backend_of(x).add_scalar(_for_scalar(x, s), s)
 
     @staticmethod
     def backward(ctx, g):
@@ -240,7 +247,7 @@ def add(input, other, *, alpha=1):  # noqa: A002
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         return _Add.apply(input, other, alpha)
     if isinstance(input, Tensor) and _is_scalar(other):
-        return _AddScalar.apply(input, other * alpha)
+        return _AddScalar.apply(input, other if alpha == 1 else other * alpha)  # True * 1 would be an int
     if isinstance(other, Tensor) and _is_scalar(input):
         return _AddScalar.apply(other if alpha == 1 else _Scale.apply(other, alpha), input)
     raise TypeError(f"add(): unsupported operand types {type(input).__name__} and {type(other).__name__}")
@@ -345,7 +352,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
     dt = _dt.as_dtype(dtype)
     if dt is None and not input.dtype.is_floating_point:
         dt = _dt.int64   # PyTorch sums integers (and bool) into int64
-    return _Sum.apply(input, _dims(input, dim), keepdim, dt)
+    return _full_reduction_name(_Sum.apply(input, _dims(input, dim), keepdim, dt), dim, "SumBackward0")
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -354,7 +361,14 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {input.dtype._legacy[:-6]}")
-    return _Mean.apply(input, _dims(input, dim), keepdim)
+    return _full_reduction_name(_Mean.apply(input, _dims(input, dim), keepdim), dim, "MeanBackward0")
+
+
+def _full_reduction_name(out, dim, name):
+    # PyTorch's x.sum() / x.mean() (no dim) is another overload than x.sum(dim): its node is ...Backward0.
+    if dim is None and out.grad_fn is not None:
+        out.grad_fn.rename(name)
+    return out
 
 
 # ------------------------------------------------------------------ device / dtype moves
@@ -696,10 +710,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if target.dtype.is_floating_point:
-        # class probabilities: -(target * log_softmax).sum(class dim), weighted per class
-        if target.shape != input.shape:
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+    if target.dtype.is_floating_point and target.shape == input.shape:
+        # class probabilities (PyTorch's test is exactly this: a float target of the input's shape):
+        # -(target * log_softmax).sum(class dim), weighted per class
         cdim = 1 if input.ndim > 1 else 0
         c = input.shape[cdim]
         if label_smoothing:
@@ -715,15 +728,21 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "sum":
             return sum(per)
         return div(sum(per), input.shape[0]) if input.ndim > 1 else per
+    if input.ndim == 1 and target.ndim == 0 and target.dtype.is_floating_point:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype._legacy[:-6]}")
     if input.ndim == 1:
         out = _CrossEntropy.apply(reshape(input, (1, -1)), reshape(target, (1,)), weight, ignore_index,
                                   reduction, float(label_smoothing))
         return reshape(out, ()) if reduction == "none" else out
     if input.ndim != 2:
         raise NotImplementedError("cross_entropy over extra (K-dimensional) axes is not supported: pass [N, C] logits")
-    if target.ndim != 1 or target.shape[0] != input.shape[0]:
+    if target.ndim == 0 or target.shape[0] != input.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 1}).")
+                         f"({target.shape[0] if target.ndim else 0}).")
+    if target.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.dtype.is_floating_point:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype._legacy[:-6]}")
     return _CrossEntropy.apply(input, target, weight, ignore_index, reduction, float(label_smoothing))
 
 

@@ -11,7 +11,7 @@ from .. import dtypes as _dt
 from .. import random as _random
 from ..device import as_device
 from .core import Tensor
-from .size import parse_size
+from .size import Size, parse_size
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "randn", "rand",
            "randint", "arange", "zeros_like", "ones_like", "empty_like", "full_like", "randn_like",
@@ -147,7 +147,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    if high is None:
+    if size is None and isinstance(high, (tuple, list, Size)):
+        low, high, size = 0, low, high    # PyTorch's randint(high, size) overload
+    elif high is None:
         low, high = 0, low
     g = (generator or _random.default_generator).np
     dt = _dt.as_dtype(dtype) or _dt.int64
