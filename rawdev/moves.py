@@ -374,6 +374,12 @@ def to_host_arrays(named):
 # ----------------------------------------------------------------------------- load_state_dict
 def apply_load_plan(plan):
     """Copy checked (module, name, target, source, key, assign) entries; cuda targets in batched copies."""
+    from .autograd.grad_mode import no_grad
+    with no_grad():   # as PyTorch's _load_from_state_dict: writing into parameters is not a graph op
+        _apply_load_plan(plan)
+
+
+def _apply_load_plan(plan):
     from .nn.parameter import Parameter
     last = {}
     for entry in plan:  # a tied weight under two keys: the last key wins, as with PyTorch's copies

@@ -334,3 +334,19 @@ def test_cross_entropy_target_errors_match_pytorch():
         F.cross_entropy(x, tensor(np.zeros((5, 3), np.int64)))
     with pytest.raises(ValueError, match=r"^Expected input batch_size \(5\) to match target batch_size \(4\)\.$"):
         F.cross_entropy(x, tensor(np.zeros((4, 4), np.float32)))
+
+
+def test_indexing_a_tensor_that_requires_grad_stays_in_the_graph(driver):
+    """x[i] / x[a:b] record SelectBackward0 / SliceBackward0 (the rows' gradient, zero elsewhere); they
+    returned a grad-free view that silently cut the graph."""
+    p = tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    for dev in ("cpu", "cuda"):
+        p.grad = None
+        q = p.to(dev)
+        y = (q * 2.0)[1]
+        z = q[1:]
+        assert type(y.grad_fn).__name__ == "SelectBackward0" and type(z.grad_fn).__name__ == "SliceBackward0"
+        (y.sum() + (z * z).sum()).backward()
+        assert p.grad.tolist() == [[0.0, 0.0], [8.0, 10.0], [10.0, 12.0]]
+    with no_grad():
+        assert not p[0].requires_grad

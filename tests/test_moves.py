@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from cuda.bindings.driver import CUresult
 
+import rawdev
 import rawdev.sim as sim
 from rawdev import moves
 from _models import BN, Lin, mlp, snapshot
@@ -63,7 +64,8 @@ def test_update_through_reference_taken_before_cuda_is_visible(dev):
     assert w.is_cuda and w.grad.is_cuda
     # An SGD-style in-place step made through the old reference (p -= lr * grad, done on the host here).
     new = w.detach().cpu().numpy() - 0.1 * w.grad.cpu().numpy()
-    w.copy_(tensor(new))
+    with rawdev.no_grad():                   # as PyTorch: a parameter is written in place under no_grad
+        w.copy_(tensor(new))
     assert np.array_equal(m[0].weight.detach().cpu().numpy(), new)
     assert np.array_equal(m.state_dict()["0.weight"].cpu().numpy(), new)
     m.cpu()

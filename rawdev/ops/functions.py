@@ -406,6 +406,37 @@ class _Reshape(Function):
         return _raw_reshape(g, ctx.shape), None
 
 
+_raw_getitem = Tensor.__getitem__
+
+
+class _Index(Function):
+    """x[i] / x[a:b] along the first axis (the view Tensor.__getitem__ makes), recorded when x needs a grad:
+    the gradient is zero outside the selected rows."""
+    node_name = "SelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx):
+        ctx.shape, ctx.idx = x.shape, idx
+        return _raw_getitem(x, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        B = backend_of(g)
+        gx = B.full(ctx.shape, 0, g.dtype, g.device)
+        _raw_getitem(gx, ctx.idx).copy_(g)
+        return gx, None
+
+
+def getitem(input, idx):  # noqa: A002
+    if not (input.requires_grad and _grad_on()):
+        return _raw_getitem(input, idx)
+    out = _Index.apply(input, idx)
+    first = idx[0] if isinstance(idx, tuple) and idx else idx
+    if isinstance(first, slice):
+        out.grad_fn.rename("SliceBackward0")
+    return out
+
+
 def reshape(input, *shape):  # noqa: A002
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = tuple(shape[0])

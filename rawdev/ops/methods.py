@@ -180,6 +180,7 @@ def install():
     T.softmax = lambda s, dim=None, dtype=None: F.softmax(s, dim, dtype)
     T.log_softmax = lambda s, dim=None, dtype=None: F.log_softmax(s, dim, dtype)
     T.reshape = _reshape
+    T.__getitem__ = F.getitem   # x[i] / x[a:b] of a tensor that needs a grad is in the graph
     T.view = _reshape
     T.view_as = _view_as
     T.clone = _clone

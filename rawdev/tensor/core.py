@@ -23,6 +23,14 @@ from .size import Size, parse_size
 __all__ = ["Tensor"]
 
 
+# PyTorch's warning when a non-leaf's .grad is read: it is never populated unless retain_grad() was called.
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
 class Tensor:
     __slots__ = ("_data", "_buf", "_offset", "_shape", "_dtype", "_device", "_vc", "_pending", "_base",
                  "_requires_grad", "_grad", "grad_fn", "__dict__", "__weakref__")
@@ -188,7 +196,7 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
         if flag and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
 
     def requires_grad_(self, requires_grad=True):
@@ -197,7 +205,14 @@ class Tensor:
 
     @property
     def grad(self):
+        if self._grad is None and self.grad_fn is not None and not self._retains():
+            import warnings
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
+
+    def _retains(self):
+        ref = getattr(self.grad_fn, "_retained", None)
+        return ref is not None and ref() is self
 
     @grad.setter
     def grad(self, g):
@@ -326,6 +341,14 @@ class Tensor:
         return self._alias(shape, start * row)
 
     def __setitem__(self, idx, value):
+        self._check_inplace_write(view=True)
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and (self._requires_grad or (isinstance(value, Tensor) and value._requires_grad)):
+            # PyTorch records CopySlices here; rawdev's tape does not, and writing anyway would give
+            # silently wrong gradients.
+            raise NotImplementedError("rawdev's autograd does not record indexed writes (CopySlices): assigning "
+                                      "into a tensor that is part of a graph, or a value that requires grad, "
+                                      "needs torch.no_grad() or an out-of-place formulation")
         view = self[idx]
         if isinstance(value, Tensor):
             view.copy_(value)
@@ -420,10 +443,17 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
+        self._check_one_element()
         return float(self.item())
 
     def __int__(self):
+        self._check_one_element()
         return int(self.item())
+
+    def _check_one_element(self):
+        # float()/int() say it differently from item() in PyTorch, and raise ValueError, not RuntimeError.
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __index__(self):
         if self._dtype.is_floating_point or self.numel() != 1:
@@ -461,8 +491,18 @@ class Tensor:
 
     clone = _copy_storage   # until rawdev.ops installs the differentiable one
 
+    def _check_inplace_write(self, view=False):
+        """PyTorch refuses an in-place write into a leaf that requires grad while grad mode is on (the
+        write would not be in the graph): parameters are set under torch.no_grad()."""
+        if self._requires_grad and self.grad_fn is None:
+            from ..autograd.grad_mode import is_grad_enabled
+            if is_grad_enabled():
+                raise RuntimeError(("a view of " if view else "") + "a leaf Variable that requires grad is being "
+                                   "used in an in-place operation.")
+
     def copy_(self, src, non_blocking=False):
         """Copy src's values into this tensor's storage (cast to this dtype; src broadcast to this shape)."""
+        self._check_inplace_write()
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
         if src._shape != self._shape:
@@ -488,6 +528,7 @@ class Tensor:
         return self
 
     def zero_(self):
+        self._check_inplace_write()
         if self._data is not None:
             self._host_storage()[...] = 0
         else:
@@ -497,6 +538,7 @@ class Tensor:
         return self
 
     def fill_(self, value):
+        self._check_inplace_write()
         if isinstance(value, Tensor):
             if value.numel() != 1:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "

@@ -19,6 +19,8 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full"
 
 
 def _finish(t, device, requires_grad):
+    if requires_grad and not t.dtype.is_floating_point:   # the factories' wording (the setter's differs)
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     dev = as_device(device)
     if dev is not None and dev != t.device:
         t = t.to(dev)
