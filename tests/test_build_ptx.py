@@ -15,7 +15,11 @@ MANIFEST = json.loads((PTX / "manifest.json").read_text())
 
 
 def test_rebuild_matches_committed():
-    if importlib.util.find_spec("nvidia.cuda_nvrtc") is None:
+    try:
+        found = importlib.util.find_spec("nvidia.cuda_nvrtc") is not None
+    except ModuleNotFoundError:   # no `nvidia` namespace package at all
+        found = False
+    if not found:
         pytest.skip("NVRTC 12.0 not installed (pip install nvidia-cuda-nvrtc-cu12==12.0.140)")
     res = subprocess.run([sys.executable, str(ROOT / "tools" / "build_ptx.py"), "--check"],
                          capture_output=True, text=True, timeout=600)
