@@ -144,3 +144,39 @@ def test_zero_grad_and_errors():
     with pytest.raises(ValueError, match="more than one parameter group"):
         optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
     assert "Parameter Group 0" in repr(opt)
+
+
+def test_adam_groups_carry_decoupled_weight_decay_like_pytorch():
+    """PyTorch's Adam has decoupled_weight_decay (AdamW is Adam with it True): the key is in defaults,
+    every param group and state_dict(); Adam(decoupled_weight_decay=True) steps exactly as AdamW."""
+    def run(make):
+        p = Parameter(from_numpy(np.array([1.0, -2.0], np.float32)))
+        opt = make([p])
+        for _ in range(3):
+            p.grad = from_numpy(np.array([0.5, 0.25], np.float32))
+            opt.step()
+        return p.tolist(), opt
+    a, oa = run(lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.1, decoupled_weight_decay=True))
+    w, ow = run(lambda ps: optim.AdamW(ps, lr=0.1, weight_decay=0.1))
+    assert a == w
+    assert optim.Adam([Parameter(from_numpy(np.zeros(1, np.float32)))]).defaults["decoupled_weight_decay"] is False
+    assert ow.state_dict()["param_groups"][0]["decoupled_weight_decay"] is True
+    sd = ow.state_dict()
+    del sd["param_groups"][0]["decoupled_weight_decay"]        # a checkpoint from before the flag
+    ow.load_state_dict(sd)
+    assert ow.param_groups[0]["decoupled_weight_decay"] is True
+
+
+def test_sgd_without_momentum_keeps_no_state():
+    p = Parameter(from_numpy(np.array([1.0], np.float32)))
+    opt = optim.SGD([p], lr=0.1)
+    p.grad = from_numpy(np.array([1.0], np.float32))
+    opt.step()
+    assert opt.state_dict()["state"] == {} and len(opt.state) == 0
+
+
+def test_params_given_as_one_tensor_names_its_type():
+    p = Parameter(from_numpy(np.zeros(2, np.float32)))
+    with pytest.raises(TypeError, match="^params argument given to the optimizer should be an iterable of "
+                                        "Tensors or dicts, but got rawdev.FloatTensor$"):
+        optim.SGD(p, lr=0.1)

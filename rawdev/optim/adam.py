@@ -15,7 +15,8 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -28,8 +29,13 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
-                        fused=fused)
+                        fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+
+    def _after_load(self):
+        # a state_dict from before PyTorch had the flag: it is the class's own behaviour
+        for group in self.param_groups:
+            group.setdefault("decoupled_weight_decay", self._decoupled)
 
     def step(self, closure=None):
         from ..tensor.factory import tensor
@@ -72,17 +78,20 @@ class Adam(Optimizer):
                                  [s["exp_avg_sq"] for s in st],
                                  [s["max_exp_avg_sq"] for s in st] if group["amsgrad"] else None, steps,
                                  lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                                 weight_decay=group["weight_decay"], decoupled=self._decoupled,
+                                 weight_decay=group["weight_decay"],
+                                 decoupled=group.get("decoupled_weight_decay", self._decoupled),
                                  amsgrad=group["amsgrad"], maximize=group["maximize"])
         return loss
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (p *= 1 - lr·wd before the update); default weight_decay 1e-2."""
+    """Adam with decoupled weight decay (p *= 1 - lr·wd before the update); default weight_decay 1e-2.
+    As in PyTorch, this is Adam with decoupled_weight_decay=True (the flag is in every param group)."""
 
     _decoupled = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         capturable=capturable, differentiable=differentiable, fused=fused)
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

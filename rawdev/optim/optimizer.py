@@ -27,8 +27,9 @@ class Optimizer:
         self.state = defaultdict(dict)
         self.param_groups = []
         if isinstance(params, Tensor):
+            from ..nn.module import typename
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
-                            f"got {type(params).__name__}")
+                            f"got {typename(params)}")
         param_groups = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")

@@ -41,7 +41,8 @@ class SGD(Optimizer):
                     first = []
                     bufs = []
                     for p in dev_params:
-                        st = self.state[p]
+                        # .get: without momentum PyTorch's SGD keeps no per-parameter state at all
+                        st = self.state.get(p, {})
                         if group["momentum"] and st.get("momentum_buffer") is None:
                             first.append(True)
                         else:
