@@ -100,3 +100,16 @@ def test_device_loader_overlaps_copy_with_compute(driver):
     # the compute stream waits on the copy's event (no host synchronization for the hand-off)
     waits = [i for i, c in enumerate(calls) if c.fn == "cuStreamWaitEvent" and c.stream.endswith("compute")]
     assert len(waits) >= 5 and waits[0] < launches[0]
+
+
+def test_batches_of_tuple_samples_are_lists_like_pytorch():
+    """PyTorch's default_collate turns tuple samples into a list batch (and batch_size=None converts a
+    tuple sample to a list); rawdev gave tuples."""
+    from rawdev.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(rawdev.arange(6.0).reshape(3, 2), rawdev.arange(3))
+    b = next(iter(DataLoader(ds, batch_size=2)))
+    assert type(b) is list and b[1].tolist() == [0, 1]
+    b = next(iter(DataLoader([(1, 2.0), (3, 4.0)], batch_size=2)))
+    assert type(b) is list and b[0].tolist() == [1, 3] and b[1].dtype is rawdev.float64
+    s = next(iter(DataLoader(ds, batch_size=None)))
+    assert type(s) is list and s[0].tolist() == [0.0, 1.0] and s[1].item() == 0

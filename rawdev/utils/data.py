@@ -18,7 +18,7 @@ from ..device import as_device
 from ..tensor.core import Tensor
 
 __all__ = ["Dataset", "TensorDataset", "Sampler", "SequentialSampler", "RandomSampler", "BatchSampler",
-           "DataLoader", "DeviceLoader", "default_collate"]
+           "DataLoader", "DeviceLoader", "default_collate", "default_convert"]
 
 
 class Dataset:
@@ -128,9 +128,19 @@ def default_collate(batch):
     if isinstance(elem, dict):
         return {k: default_collate([b[k] for b in batch]) for k in elem}
     if isinstance(elem, (tuple, list)):
-        out = [default_collate(list(s)) for s in zip(*batch)]
-        return tuple(out) if isinstance(elem, tuple) else out
+        return [default_collate(list(s)) for s in zip(*batch)]   # a list for tuples too, as PyTorch's
     return batch
+
+
+def default_convert(data):
+    """batch_size=None: samples as they are, numpy arrays as tensors, tuples as lists (PyTorch's)."""
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        return _from_array(data)
+    if isinstance(data, dict):
+        return {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, (tuple, list)):
+        return [default_convert(d) for d in data]
+    return data
 
 
 class DataLoader:
@@ -156,6 +166,7 @@ class DataLoader:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.sampler, self.batch_sampler = sampler, batch_sampler
         self.collate_fn = collate_fn or default_collate
+        self._user_collate = collate_fn is not None
         self._fast = isinstance(dataset, TensorDataset) and collate_fn is None
 
     def __len__(self):
@@ -163,13 +174,14 @@ class DataLoader:
 
     def __iter__(self):
         if self.batch_sampler is None:
+            convert = self.collate_fn if self._user_collate else default_convert
             for i in self.sampler:
-                yield self.dataset[i]
+                yield convert(self.dataset[i])
             return
         for idx in self.batch_sampler:
             if self._fast:   # TensorDataset: one gather per tensor instead of stacking samples
                 ix = np.asarray(idx, dtype=np.int64)
-                yield tuple(_gather(t, ix) for t in self.dataset.tensors)
+                yield [_gather(t, ix) for t in self.dataset.tensors]
             else:
                 yield self.collate_fn([self.dataset[i] for i in idx])
 
