@@ -324,3 +324,19 @@ def test_module_float_half_cpu():
     m.float()
     assert m[0].weight.dtype is dtypes.float32
     assert m.cpu() is m and m.to("cpu") is m
+
+
+def test_sequential_times_int_repeats_the_same_modules():
+    """PyTorch's Sequential * n / n * Sequential / *=: the modules repeated (shared), renumbered."""
+    from rawdev.nn import ReLU, Sequential, Tanh
+    s = Sequential(ReLU(), Tanh())
+    d = s * 2
+    assert list(d._modules) == ["0", "1", "2", "3"] and d[2] is s[0] and d[3] is s[1]
+    assert list((2 * s)._modules) == ["0", "1", "2", "3"]
+    t = s
+    t *= 2
+    assert t is s and len(s) == 4
+    with pytest.raises(ValueError, match="^Non-positive multiplication factor 0 for "):
+        s * 0
+    with pytest.raises(TypeError, match=r"^unsupported operand type\(s\) for \*: "):
+        s * 1.5

@@ -77,6 +77,32 @@ class Sequential(Module):
         raise ValueError("add operator supports only objects of Sequential class, but "
                          f"{str(type(other))} is given.")
 
+    def __mul__(self, other):
+        # PyTorch's: the same module objects repeated (shared, not copied), renumbered
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        combined = Sequential()
+        for _ in range(other):
+            for module in self:
+                combined.append(module)
+        return combined
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        modules = list(self._modules.values())
+        for _ in range(other - 1):
+            for module in modules:
+                self.append(module)
+        return self
+
     def __dir__(self):
         keys = super().__dir__()
         return [key for key in keys if not key.isdigit()]
