@@ -173,7 +173,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """rawdev.autograd.grad: the gradients of outputs w.r.t. inputs, returned (nothing accumulated)."""
     if create_graph:
         raise NotImplementedError("rawdev's autograd does not record the backward pass (create_graph=True)")
-    single = not isinstance(inputs, (tuple, list))
     inputs = _as_tuple(inputs)
     captured = run_backward(outputs, grad_outputs, bool(retain_graph), inputs=inputs, capture=True,
                             accumulate=False)
@@ -185,7 +184,25 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if materialize_grads:
                 g = dispatch.zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError(f"One of the differentiated Tensors appears to not have been used in the graph. "
-                                   f"Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
         res.append(g)
     return tuple(res)
+
+
+def zero_grads(params, set_to_none=True):
+    """Module.zero_grad and Optimizer.zero_grad: drop each .grad (set_to_none) or zero it in place, detached
+    from any graph that produced it (PyTorch's rule for a grad built with create_graph=True)."""
+    from .grad_mode import no_grad
+    with no_grad():
+        for p in params:
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+                continue
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()

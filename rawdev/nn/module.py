@@ -373,16 +373,8 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is not None:
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        from ..autograd.engine import zero_grads
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         for module in self.children():

@@ -1,5 +1,3 @@
-from ..autograd.grad_mode import enable_grad, no_grad
-from ..ops.dispatch import backend_of
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -37,51 +35,28 @@ class Adam(Optimizer):
         for group in self.param_groups:
             group.setdefault("decoupled_weight_decay", self._decoupled)
 
-    def step(self, closure=None):
+    def _step_group(self, group, B, params):
         from ..tensor.factory import tensor
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                if not params:
-                    continue
-                by_dev = {}
-                for p in params:
-                    by_dev.setdefault(p.device, []).append(p)
-                for dev_params in by_dev.values():
-                    B = backend_of(dev_params[0])
-                    new = [p for p in dev_params if len(self.state[p]) == 0]
-                    if new:
-                        keys = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
-                        allocs = {k: B.alloc_states(new, k) for k in keys}
-                        for i, p in enumerate(new):
-                            st = self.state[p]
-                            st["step"] = tensor(0.0)
-                            for k in keys:
-                                st[k] = allocs[k][i]
-                    if group["amsgrad"]:
-                        need = [p for p in dev_params if "max_exp_avg_sq" not in self.state[p]]
-                        if need:
-                            for p, b in zip(need, B.alloc_states(need, "max_exp_avg_sq")):
-                                self.state[p]["max_exp_avg_sq"] = b
-                    steps = []
-                    for p in dev_params:
-                        st = self.state[p]["step"]
-                        st.fill_(st.item() + 1)    # the step count lives on the host (as PyTorch's default)
-                        steps.append(int(st.item()))
-                    st = [self.state[p] for p in dev_params]
-                    beta1, beta2 = group["betas"]
-                    B.adam_group(dev_params, [p.grad for p in dev_params], [s["exp_avg"] for s in st],
-                                 [s["exp_avg_sq"] for s in st],
-                                 [s["max_exp_avg_sq"] for s in st] if group["amsgrad"] else None, steps,
-                                 lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                                 weight_decay=group["weight_decay"],
-                                 decoupled=group.get("decoupled_weight_decay", self._decoupled),
-                                 amsgrad=group["amsgrad"], maximize=group["maximize"])
-        return loss
+        keys = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
+        new = [p for p in params if len(self.state[p]) == 0]
+        if new:
+            allocs = {k: B.alloc_states(new, k) for k in keys}
+            for i, p in enumerate(new):
+                self.state[p].update({"step": tensor(0.0), **{k: allocs[k][i] for k in keys}})
+        if group["amsgrad"]:   # amsgrad switched on after some steps (e.g. a loaded state_dict)
+            need = [p for p in params if "max_exp_avg_sq" not in self.state[p]]
+            for p, b in zip(need, B.alloc_states(need, "max_exp_avg_sq") if need else ()):
+                self.state[p]["max_exp_avg_sq"] = b
+        st = [self.state[p] for p in params]
+        for s in st:
+            s["step"].fill_(s["step"].item() + 1)    # the step count lives on the host (PyTorch's default)
+        beta1, beta2 = group["betas"]
+        B.adam_group(params, [p.grad for p in params], [s["exp_avg"] for s in st], [s["exp_avg_sq"] for s in st],
+                     [s["max_exp_avg_sq"] for s in st] if group["amsgrad"] else None,
+                     [int(s["step"].item()) for s in st], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                     weight_decay=group["weight_decay"],
+                     decoupled=group.get("decoupled_weight_decay", self._decoupled), amsgrad=group["amsgrad"],
+                     maximize=group["maximize"])
 
 
 class AdamW(Adam):

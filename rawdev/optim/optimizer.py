@@ -7,7 +7,9 @@ and tagged for the memory tool: "exp_avg of 0.weight", "momentum_buffer of 0.wei
 import copy
 from collections import defaultdict
 
-from ..autograd.grad_mode import no_grad
+from ..autograd.engine import zero_grads
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.dispatch import backend_of
 from ..tensor.core import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -87,18 +89,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        if set_to_none:
-                            p.grad = None
-                        else:
-                            if p.grad.grad_fn is not None:
-                                p.grad.detach_()
-                            else:
-                                p.grad.requires_grad_(False)
-                            p.grad.zero_()
+        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     # ------------------------------------------------------------------ state_dict
     def state_dict(self):
@@ -154,8 +145,24 @@ class Optimizer:
         pass
 
     def _alloc_state(self, p, key):
-        from ..ops.dispatch import backend_of
         return backend_of(p).zeros_state(p, key)
 
     def step(self, closure=None):
+        """One update of every parameter that has a gradient: per group and per device, one call of the
+        subclass's _step_group (on cuda, a group whose parameters share an arena is one launch)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                by_dev = {}
+                for p in group["params"]:
+                    if p.grad is not None:
+                        by_dev.setdefault(p.device, []).append(p)
+                for params in by_dev.values():
+                    self._step_group(group, backend_of(params[0]), params)
+        return loss
+
+    def _step_group(self, group, backend, params):
         raise NotImplementedError

@@ -1,5 +1,3 @@
-from ..autograd.grad_mode import enable_grad, no_grad
-from ..ops.dispatch import backend_of
 from .optimizer import Optimizer, required
 
 __all__ = ["SGD"]
@@ -23,38 +21,16 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                if not params:
-                    continue
-                by_dev = {}
-                for p in params:
-                    by_dev.setdefault(p.device, []).append(p)
-                for dev_params in by_dev.values():
-                    B = backend_of(dev_params[0])
-                    first = []
-                    bufs = []
-                    for p in dev_params:
-                        # .get: without momentum PyTorch's SGD keeps no per-parameter state at all
-                        st = self.state.get(p, {})
-                        if group["momentum"] and st.get("momentum_buffer") is None:
-                            first.append(True)
-                        else:
-                            first.append(False)
-                    if group["momentum"]:
-                        need = [p for p, f in zip(dev_params, first) if f]
-                        if need:
-                            for p, b in zip(need, B.alloc_states(need, "momentum_buffer")):
-                                self.state[p]["momentum_buffer"] = b
-                        bufs = [self.state[p]["momentum_buffer"] for p in dev_params]
-                    B.sgd_group(dev_params, [p.grad for p in dev_params], bufs if group["momentum"] else None,
-                                first, lr=group["lr"], momentum=group["momentum"], dampening=group["dampening"],
-                                nesterov=group["nesterov"], weight_decay=group["weight_decay"],
-                                maximize=group["maximize"])
-        return loss
+    def _step_group(self, group, B, params):
+        momentum = group["momentum"]
+        bufs = None
+        # the first step sets the buffer to the gradient; without momentum PyTorch keeps no state at all
+        first = [bool(momentum) and self.state.get(p, {}).get("momentum_buffer") is None for p in params]
+        if momentum:
+            need = [p for p, f in zip(params, first) if f]
+            for p, b in zip(need, B.alloc_states(need, "momentum_buffer") if need else ()):
+                self.state[p]["momentum_buffer"] = b
+            bufs = [self.state[p]["momentum_buffer"] for p in params]
+        B.sgd_group(params, [p.grad for p in params], bufs, first, lr=group["lr"], momentum=momentum,
+                    dampening=group["dampening"], nesterov=group["nesterov"], weight_decay=group["weight_decay"],
+                    maximize=group["maximize"])
