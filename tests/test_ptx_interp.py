@@ -585,3 +585,33 @@ def test_decoded_once_and_shared_between_instances():
     funcs = [(b.full, b.part) for b in code.blocks if b.kind == "code"]
     d.launch("k_pred", (1, 1, 1), (32, 1, 1), dout, d.up(np.ones(32, np.float32)), 20, 0)
     assert funcs == [(b.full, b.part) for b in code.blocks if b.kind == "code"]   # no re-decoding per launch
+
+
+def test_vector_load_from_kernel_params(tmp_path):
+    """ld.param.v2/.v4 straight from the parameter space (NVRTC emits them for by-value structs)."""
+    text = """.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out, .param .align 16 .b8 quad[16])
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.v4.u32 {%r1, %r2, %r3, %r4}, [quad];
+    ld.param.v2.u32 {%r5, %r1}, [quad+8];
+    st.global.v4.u32 [%rd2], {%r1, %r2, %r3, %r4};
+    st.global.u32 [%rd2+16], %r5;
+    ret;
+}
+"""
+    p = tmp_path / "k.ptx"
+    p.write_text(text)
+    d = Dev(p)
+    out = d.poisoned(5, np.uint32)
+    e = d.m.entries["k"]
+    buf = bytearray(e.param_size)
+    struct.pack_into("<Q", buf, e.params[0].offset, out)
+    struct.pack_into("<4I", buf, e.params[1].offset, 11, 22, 33, 44)   # .align 16: at offset 16
+    d.m.launch("k", (1, 1, 1), (1, 1, 1), params=bytes(buf), dynamic_shared=0, memory=d.mem)
+    assert d.down(out, 5, np.uint32).tolist() == [44, 22, 33, 44, 33]

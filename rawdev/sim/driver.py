@@ -600,7 +600,8 @@ def cuDeviceGet(ordinal):
 
 @_api(nout=1, ctx=False, sticky=False)
 def cuDeviceGetName(length, dev):
-    d, length = _device(dev), _int(length, "length")
+    _device(dev)   # validates the handle
+    length = _int(length, "length")
     if length <= 0:
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "length must be > 0")
     # cuda-python hands back its whole `length`-byte buffer: the NUL-terminated name, then filler
@@ -867,7 +868,8 @@ def cuMemPoolDestroy(pool):
 
 @_api(nout=1)
 def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
-    n, p, s = _count(bytesize, "bytesize"), _pool(pool), _stream(hStream)
+    n, p = _count(bytesize, "bytesize"), _pool(pool)
+    _stream(hStream)   # validates the handle (allocation is immediate; the stream orders only frees)
     if n == 0:
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "cuMemAllocFromPoolAsync of 0 bytes")
     dev = p.dev

@@ -1147,12 +1147,10 @@ class Decoder:
             piece = T.itemsize // n
             ptype = {1: "b8", 2: "b16", 4: "b32"}[piece]
             parts = []
-            anyarr = False
             for it in a.items:
                 e, k = self.src(g, it, ptype, inst)
                 if k == "scalar":
                     e = f"np.full(n, {e})"
-                anyarr = True
                 parts.append(e)
             self.dst(g, d, t, f"ops.pack([{', '.join(parts)}], {DTNAME[T]})", "arr", inst, guard)
             return
@@ -1212,7 +1210,8 @@ class Decoder:
         if space == "param" and base is None:
             if vec != 1:
                 tmp = g.new_tmp()
-                g.emit(f"{tmp} = [X.ldparam({off + i * T.itemsize}, {DTNAME[T]}) for i in range({vec})]")
+                loads = ", ".join(f"X.ldparam({off + i * T.itemsize}, {DTNAME[T]})" for i in range(vec))
+                g.emit(f"{tmp} = [{loads}]")
                 for i, it in enumerate(d.items):
                     if it is not None:
                         self.dst(g, it, t, f"{tmp}[{i}]", "scalar", inst, guard)
@@ -1320,7 +1319,6 @@ class Decoder:
         parts = inst.opcode.split(".")
         base, mods = parts[0], parts[1:]
         code = self.code
-        iid = len(code.insts)
         lane_slot = self.slot("%laneid")
 
         def getter(op, t):
@@ -1345,7 +1343,6 @@ class Decoder:
             if op is None:
                 return lambda R, lanes, val, full: None
             s = self.slot(op.name, inst)
-            T = np.dtype(STORE[t])
             D = code.slot_dtypes[s]
 
             def set_(R, lanes, val, full):

@@ -455,7 +455,6 @@ class PtxModule:
         cta = lanes // T + b0
         bx, by, bz = block
         gx, gy, gz = grid
-        u32 = np.uint32
         vals = {}
         for name, s in code.specials.items():
             if name == "%tid.x":
