@@ -191,8 +191,15 @@ def test_inplace_modification_detected():
     y = x * 1.0
     z = F.sigmoid(y)
     z.add_(1.0)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[rawdev.DoubleTensor \[3\]\], "
+                                           r"which is output 0 of SigmoidBackward0, is at version 1; expected "
+                                           r"version 0 instead"):
         z.sum().backward()
+    w = t64(3).detach()                  # saved by mul, not made by an op: PyTorch names no producer
+    out = (x * w).sum()
+    w.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"\[rawdev.DoubleTensor \[3\]\] is at version 1; expected version 0"):
+        out.backward()
 
 
 def test_leaf_inplace_error():

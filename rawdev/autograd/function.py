@@ -58,7 +58,7 @@ class AccumulateGrad(Node):
 
 
 class _Saved:
-    __slots__ = ("tensor", "version")
+    __slots__ = ("tensor", "version", "producer", "source")
 
     def __init__(self, t):
         # A detached alias (same storage and version counter, no grad_fn): saving an op's own output
@@ -66,6 +66,10 @@ class _Saved:
         # their last use until the cycle collector runs.
         self.tensor = t.detach() if t is not None else None
         self.version = t._version if t is not None else 0
+        # the op that made it, weakly (a strong reference would be the cycle above): the error names it
+        fn = t.grad_fn if t is not None else None
+        self.producer = (weakref.ref(fn), t.__dict__.get("_output_nr", 0)) if fn is not None else None
+        self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
 
 
 class FunctionCtx:
@@ -98,15 +102,14 @@ class FunctionCtx:
         for s in self._saved:
             t = s.tensor
             if t is not None and t._version != s.version:
+                fn = s.producer[0]() if s.producer else None
+                made_by = f", which is output {s.producer[1]} of {fn.name()}," if fn is not None else ""
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{t.type()} {list(t.shape)}], which is output 0 of {self._owner_name()}, is at "
-                    f"version {t._version}; expected version {s.version} instead.")
+                    f"operation: [{t.type()} {list(t.shape)}]{made_by} is at version {t._version}; expected "
+                    f"version {s.version} instead.")
             out.append(t)
         return tuple(out)
-
-    def _owner_name(self):
-        return getattr(self, "_node_name", "an op")
 
     def _free(self):
         self._saved = ()
@@ -130,7 +133,6 @@ class BackwardNode(Node):
 
     def rename(self, name):
         self._name = name
-        self.ctx._node_name = name
         cls = _node_classes.get(name)
         if cls is None:
             cls = _node_classes[name] = type(name, (BackwardNode,), {"__module__": "rawdev.autograd"})
@@ -216,6 +218,10 @@ class Function:
                     o.grad_fn, o._requires_grad = node, True
                     if i:
                         o.__dict__["_output_nr"] = i
+            own = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+            for sv in ctx._saved:
+                if sv.producer is None and sv.source in own:
+                    sv.producer = (weakref.ref(node), own[sv.source])
         else:
             ctx._free()
         return out
