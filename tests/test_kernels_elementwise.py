@@ -149,3 +149,144 @@ def test_casts(dev, n):
     assert np.array_equal(bv, bf16_rne(x))
     g.run("cast_bf16_f32", *cfg, [back, b, n])
     assert np.array_equal(g.get(back, n), (bv.astype(np.uint32) << 16).view(np.float32), equal_nan=True)
+
+
+# ---------------------------------------------------------------- div, abs, exp, log, pow
+@pytest.mark.parametrize("n", SIZES)
+def test_div_abs_exp_log(dev, n):
+    g = Gpu(dev)
+    x = inputs(n)
+    y = (rng.standard_normal(n) * 2).astype(np.float32)
+    y[np.abs(y) < 1e-3] = 0.5                                    # keep quotients finite
+    pos = (np.abs(rng.standard_normal(n)) * 5 + 1e-3).astype(np.float32)
+    X, Y, P = (a.astype(np.float64) for a in (x, y, pos))
+    cfg = launch_cfg(n)
+    for name, args, ref in [("div", [g.put(x), g.put(y)], X / Y), ("abs_fwd", [g.put(x)], np.abs(X)),
+                            ("exp_fwd", [g.put(x)], np.exp(X)), ("log_fwd", [g.put(pos)], np.log(P))]:
+        z = g.poisoned(n)
+        g.run(name, *cfg, [z, *args, n])
+        assert elem_relerr(g.get(z, n), ref) < 1e-5, name
+
+
+def test_div_log_special_values(dev):
+    g = Gpu(dev)
+    x = np.array([1.0, -1.0, 0.0, np.inf, np.nan, 3.0], np.float32)
+    y = np.array([0.0, 0.0, 0.0, 2.0, 1.0, -0.0], np.float32)
+    z = g.poisoned(6)
+    g.run("div", 1, 256, [z, g.put(x), g.put(y), 6])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert np.array_equal(g.get(z, 6), x / y, equal_nan=True)
+        lx = np.array([0.0, -1.0, np.inf, 1.0], np.float32)
+        g.run("log_fwd", 1, 256, [z, g.put(lx), 4])
+        assert np.array_equal(g.get(z, 4), np.log(lx), equal_nan=True)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_abs_bwd(dev, n):
+    g = Gpu(dev)
+    x = inputs(n)
+    x[n // 2] = 0.0                                              # sign(0) = 0: no gradient at the kink
+    if n > 2:
+        x[1] = np.nan
+    dy = rng.standard_normal(n).astype(np.float32)
+    dx = g.poisoned(n)
+    g.run("abs_bwd", *launch_cfg(n), [dx, g.put(dy), g.put(x), n])
+    want = dy.astype(np.float64) * np.sign(x.astype(np.float64))
+    got = g.get(dx, n)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert elem_relerr(got[ok], want[ok]) < 1e-6
+    assert got[n // 2] == 0.0
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("e", [3.0, 0.5, -1.5, 2.7])
+def test_pow_scalar(dev, n, e):
+    g = Gpu(dev)
+    x = (np.abs(rng.standard_normal(n)) * 3 + 0.05).astype(np.float32)
+    if e == 3.0:
+        x = (rng.standard_normal(n) * 3).astype(np.float32)      # integer exponent: negative bases too
+    y = g.poisoned(n)
+    g.run("pow_scalar", *launch_cfg(n), [y, g.put(x), e, n])
+    assert elem_relerr(g.get(y, n), np.power(x.astype(np.float64), e)) < 1e-5
+
+
+# ---------------------------------------------------------------- comparisons
+CMP_OPS = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
+           6: lambda a, b: (a == b) | (np.isnan(a) & np.isnan(b))}
+
+
+def cmp_pair(n, dtype):
+    """x, y with about a third of the elements equal on purpose (and NaNs in both, some paired, for floats)."""
+    if dtype == np.int64:   # large values differing only in the low bits: a 32-bit compare would be wrong
+        x = rng.integers(-5, 5, n) * 2 ** 40 + rng.integers(-3, 3, n)
+        return x, np.where(rng.random(n) < 0.33, x, x + rng.integers(-2, 3, n) * np.where(rng.random(n) < .5, 1, 2 ** 33))
+    x = rng.standard_normal(n).astype(np.float32)
+    y = np.where(rng.random(n) < 0.33, x, rng.standard_normal(n).astype(np.float32))
+    if n > 3:
+        x[0] = y[0] = np.nan                                     # both NaN
+        x[1] = np.nan                                            # one NaN
+        y[2] = np.nan
+    return x, y.astype(np.float32)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op", sorted(CMP_OPS))
+def test_compare_f32(dev, n, op):
+    g = Gpu(dev)
+    x, y = cmp_pair(n, np.float32)
+    bx, by, cfg = g.put(x), g.put(y), launch_cfg(n)
+    z = g.poisoned(n, np.uint8)
+    g.run("compare_f32", *cfg, [z, bx, by, op, n])
+    assert np.array_equal(g.get(z, n, np.uint8), CMP_OPS[op](x, y).astype(np.uint8))
+    s = float(x[n // 2]) if not np.isnan(x[n // 2]) else 0.25  # a scalar equal to some elements
+    g.run("compare_scalar_f32", *cfg, [z, bx, s, op, n])
+    assert np.array_equal(g.get(z, n, np.uint8), CMP_OPS[op](x, np.float32(s)).astype(np.uint8))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("op", range(6))
+def test_compare_i64(dev, n, op):
+    g = Gpu(dev)
+    x, y = cmp_pair(n, np.int64)
+    assert (x == y).any() or n == 1
+    bx, cfg = g.put(x), launch_cfg(n)
+    z = g.poisoned(n, np.uint8)
+    g.run("compare_i64", *cfg, [z, bx, g.put(y), op, n])
+    assert np.array_equal(g.get(z, n, np.uint8), CMP_OPS[op](x, y).astype(np.uint8))
+    s = int(x[n // 2])
+    g.run("compare_scalar_i64", *cfg, [z, bx, s, op, n])
+    assert np.array_equal(g.get(z, n, np.uint8), CMP_OPS[op](x, s).astype(np.uint8))
+
+
+# ---------------------------------------------------------------- bool / integer <-> float32 casts
+@pytest.mark.parametrize("n", SIZES)
+def test_casts_to_f32(dev, n):
+    g = Gpu(dev)
+    cfg = launch_cfg(n)
+    srcs = {"cast_bool_f32": rng.random(n) < 0.5,
+            "cast_u8_f32": rng.integers(0, 256, n).astype(np.uint8),
+            "cast_i32_f32": rng.integers(-2 ** 31, 2 ** 31, n).astype(np.int32),
+            "cast_i64_f32": rng.integers(-2 ** 62, 2 ** 62, n).astype(np.int64)}
+    srcs["cast_i64_f32"][: min(n, 3)] = [2 ** 24 + 1, -(2 ** 53) - 1, 7][: min(n, 3)]   # rounding cases
+    for name, x in srcs.items():
+        y = g.poisoned(n)
+        g.run(name, *cfg, [y, g.put(x.view(np.uint8) if x.dtype == bool else x), n])
+        assert np.array_equal(g.get(y, n), x.astype(np.float32)), name
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_casts_from_f32(dev, n):
+    g = Gpu(dev)
+    cfg = launch_cfg(n)
+    x = (rng.standard_normal(n) * 60).astype(np.float32)
+    x[: min(n, 4)] = [0.0, -0.0, 2.9999, -2.9999][: min(n, 4)]      # zeros, truncation toward zero
+    bx = g.put(x)
+    small = np.abs(x) % 250                                       # in range for u8 (positive)
+    for name, src, dt, ref in [("cast_f32_bool", x, np.uint8, (x != 0).astype(np.uint8)),
+                               ("cast_f32_u8", small, np.uint8, small.astype(np.uint8)),
+                               ("cast_f32_i32", x, np.int32, x.astype(np.int32)),
+                               ("cast_f32_i64", x, np.int64, x.astype(np.int64))]:
+        y = g.poisoned(n, dt)
+        g.run(name, *cfg, [y, bx if src is x else g.put(src), n])
+        assert np.array_equal(g.get(y, n, dt), ref), name

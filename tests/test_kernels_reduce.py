@@ -49,3 +49,53 @@ def test_sum_and_mean_all(dev, n, mean):
     g.run("sum_partial", G, 256, [parts, g.put(x), n])
     g.run("sum_final", 1, 1024, [out, parts, G, 1.0 / n if mean else 1.0])
     assert g.get(out, 1)[0] == got
+
+
+# ---------------------------------------------------------------- max_dim / min_dim (values + first index)
+def arg_ref(x, is_max):
+    """float64 reference over axis 1 of [outer, red, inner]: PyTorch's semantics (NaN wins, first index on ties)."""
+    nan = np.isnan(x)
+    idx = np.where(nan.any(1), nan.argmax(1), (x.argmax(1) if is_max else x.argmin(1)))
+    return np.take_along_axis(x, idx[:, None, :], 1)[:, 0, :], idx
+
+
+def arg_input(outer, red, inner, nan):
+    x = rng.standard_normal((outer, red, inner)).astype(np.float32)
+    x = np.round(x * 4) / 4                      # many exact ties, so "first index" is exercised
+    if nan and red > 2:
+        x[0, red - 1, 0] = x[0, 1, 0] = np.nan   # the first NaN wins
+    return x
+
+
+ARG_SHAPES = [(1, 1, 1), (7, 1, 3), (1, 37, 1), (45, 70, 1), (3, 333, 5), (2, 5000, 1), (1, 4099, 2)]
+
+
+@pytest.mark.parametrize("name", ["max_dim", "min_dim"])
+@pytest.mark.parametrize("outer,red,inner", ARG_SHAPES)
+@pytest.mark.parametrize("block", [(32, 8), (256, 1), (1024, 1)])
+def test_max_min_dim(dev, name, outer, red, inner, block):
+    g = Gpu(dev)
+    x = arg_input(outer, red, inner, nan=(outer * red * inner) % 2 == 1 or red == 333)
+    n = outer * inner
+    vals, idx = g.poisoned(n), g.poisoned(n, np.int64)
+    grid = cdiv(n, block[1])
+    g.run(name, grid, block, [vals, idx, g.put(x), outer, red, inner])
+    want_v, want_i = arg_ref(x.astype(np.float64), name == "max_dim")
+    assert np.array_equal(g.get(idx, n, np.int64), want_i.reshape(-1))
+    assert np.array_equal(g.get(vals, n), want_v.reshape(-1).astype(np.float32), equal_nan=True)
+    idx2 = g.poisoned(n, np.int64)                       # values pointer null: indices only (argmax)
+    g.run(name, grid, block, [0, idx2, g.put(x), outer, red, inner])
+    assert np.array_equal(g.get(idx2, n, np.int64), want_i.reshape(-1))
+
+
+@pytest.mark.parametrize("outer,red,inner", [(1, 1, 1), (7, 5, 3), (45, 70, 1), (3, 333, 5)])
+def test_max_dim_bwd(dev, outer, red, inner):
+    g = Gpu(dev)
+    n = outer * inner
+    idx = rng.integers(0, red, (outer, inner)).astype(np.int64)
+    dy = rng.standard_normal((outer, inner)).astype(np.float32)
+    dx = g.put(np.zeros(outer * red * inner, np.float32))
+    g.run("max_dim_bwd", min(cdiv(n, 256), 3), 256, [dx, g.put(dy), g.put(idx), outer, red, inner])
+    want = np.zeros((outer, red, inner))
+    np.put_along_axis(want, idx[:, None, :], dy[:, None, :].astype(np.float64), 1)
+    assert np.array_equal(g.get(dx, outer * red * inner), want.reshape(-1).astype(np.float32))

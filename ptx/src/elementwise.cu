@@ -173,3 +173,137 @@ extern "C" __global__ void cast_bf16_f32(float* __restrict__ y, const unsigned s
 {
     GRID_STRIDE(i, n) y[i] = __uint_as_float((unsigned int)x[i] << 16);
 }
+
+// ---------------------------------------------------------------- division, abs, exp, log, pow
+
+// doc: z = x / y (IEEE division, div.rn; z may alias x or y).
+extern "C" __global__ void div(float* z, const float* x, const float* y, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = x[i] / y[i];
+}
+
+// doc: y = |x|.
+extern "C" __global__ void abs_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = fabsf(x[i]);
+}
+
+// doc: dx = dy * sign(x) (0 at x = 0, NaN where x is NaN, as PyTorch's sgn), x = saved forward input.
+extern "C" __global__ void abs_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) {
+        const float v = x[i], g = dy[i];
+        dx[i] = v > 0.0f ? g : (v < 0.0f ? -g : (v == 0.0f ? 0.0f : v));
+    }
+}
+
+// doc: y = exp(x) (its gradient dy * y is the mul kernel).
+extern "C" __global__ void exp_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = expf(x[i]);
+}
+
+// doc: y = log(x) (natural; -inf at 0, NaN below; its gradient dy / x is the div kernel).
+extern "C" __global__ void log_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = logf(x[i]);
+}
+
+// doc: y = x ** e (powf: negative x with an integer e keeps its sign, with a fractional e is NaN).
+extern "C" __global__ void pow_scalar(float* __restrict__ y, const float* __restrict__ x, float e, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = powf(x[i], e);
+}
+
+// ---------------------------------------------------------------- comparisons (bool results, one byte each)
+// Op codes (rawdev/ops/cuda.py's _CMP): 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge, 6 eq-or-both-NaN (max/min backward).
+// Any comparison with NaN is false except ne (IEEE, as PyTorch).
+template <typename T>
+DEVI unsigned char compare(T a, T b, int op)
+{
+    switch (op) {
+    case 0: return a == b;
+    case 1: return a != b;
+    case 2: return a < b;
+    case 3: return a <= b;
+    case 4: return a > b;
+    case 5: return a >= b;
+    default: return a == b || (a != a && b != b);
+    }
+}
+
+// doc: z(bool, u8) = x <op> y elementwise, float32; op 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge, 6 eq or both NaN.
+extern "C" __global__ void compare_f32(unsigned char* __restrict__ z, const float* __restrict__ x, const float* __restrict__ y, int op, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = compare(x[i], y[i], op);
+}
+
+// doc: z(bool, u8) = x <op> s for a float32 scalar s; op codes as compare_f32.
+extern "C" __global__ void compare_scalar_f32(unsigned char* __restrict__ z, const float* __restrict__ x, float s, int op, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = compare(x[i], s, op);
+}
+
+// doc: z(bool, u8) = x <op> y elementwise, int64; op codes 0..5 as compare_f32.
+extern "C" __global__ void compare_i64(unsigned char* __restrict__ z, const long long* __restrict__ x, const long long* __restrict__ y, int op, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = compare(x[i], y[i], op);
+}
+
+// doc: z(bool, u8) = x <op> s for an int64 scalar s; op codes 0..5 as compare_f32.
+extern "C" __global__ void compare_scalar_i64(unsigned char* __restrict__ z, const long long* __restrict__ x, long long s, int op, long long n)
+{
+    GRID_STRIDE(i, n) z[i] = compare(x[i], s, op);
+}
+
+// ---------------------------------------------------------------- bool / integer <-> float32 casts
+// Float to integer truncates toward zero as a C cast (and PyTorch) does; NaN and out-of-range values are
+// undefined in PyTorch: here cvt.rzi saturates (NaN -> 0). Float to bool is x != 0 (NaN -> true).
+
+// doc: y(f32) = x(bool, u8 0/1).
+extern "C" __global__ void cast_bool_f32(float* __restrict__ y, const unsigned char* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = x[i] ? 1.0f : 0.0f;
+}
+
+// doc: y(f32) = x(u8), exact.
+extern "C" __global__ void cast_u8_f32(float* __restrict__ y, const unsigned char* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = (float)x[i];
+}
+
+// doc: y(f32) = x(s32) rounded to nearest even.
+extern "C" __global__ void cast_i32_f32(float* __restrict__ y, const int* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = (float)x[i];
+}
+
+// doc: y(f32) = x(s64) rounded to nearest even.
+extern "C" __global__ void cast_i64_f32(float* __restrict__ y, const long long* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = (float)x[i];
+}
+
+// doc: y(bool, u8) = x(f32) != 0 (NaN -> 1).
+extern "C" __global__ void cast_f32_bool(unsigned char* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = x[i] != 0.0f;
+}
+
+// doc: y(u8) = x(f32) truncated toward zero, wrapped to 8 bits (via s32, as numpy's cast on x86).
+extern "C" __global__ void cast_f32_u8(unsigned char* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = (unsigned char)(int)x[i];
+}
+
+// doc: y(s32) = x(f32) truncated toward zero (cvt.rzi; saturates, NaN -> 0).
+extern "C" __global__ void cast_f32_i32(int* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = (int)x[i];
+}
+
+// doc: y(s64) = x(f32) truncated toward zero (cvt.rzi; saturates, NaN -> 0).
+extern "C" __global__ void cast_f32_i64(long long* __restrict__ y, const float* __restrict__ x, long long n)
+{
+    GRID_STRIDE(i, n) y[i] = (long long)x[i];
+}

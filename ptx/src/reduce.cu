@@ -79,3 +79,89 @@ extern "C" __global__ void sum_final(float* __restrict__ out, const float* __res
     s = block_sum(s);
     if (threadIdx.x == 0) out[0] = s * scale;
 }
+
+// ---------------------------------------------------------------- max / min with their indices along a dim
+// x is viewed as [outer, red, inner] (row-major); each output o = (p, q) of the [outer, inner] result reduces
+// x[p, :, q]. A group of blockDim.x threads (a multiple of 32, <= 1024) owns one output and blockDim.y groups
+// share a block, so short rows use block (32, 8) (a warp per output) and long rows (256, 1) or (1024, 1).
+// Semantics are PyTorch's: NaN is above every number (max and min both return it), ties take the first index.
+
+#define ARG_NONE 0x7fffffff   // index of "nothing seen yet": loses every comparison
+
+// True when candidate (v, i) replaces the best (bv, bi) so far.
+template <bool MAX>
+DEVI bool arg_better(float v, int i, float bv, int bi)
+{
+    const bool vn = v != v, bn = bv != bv;
+    if (vn || bn) return vn && (!bn || i < bi);
+    if (MAX ? v > bv : v < bv) return true;
+    return v == bv && i < bi;
+}
+
+template <bool MAX>
+DEVI void arg_warp(float& bv, int& bi)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int i = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (arg_better<MAX>(v, i, bv, bi)) { bv = v; bi = i; }
+    }
+}
+
+template <bool MAX>
+DEVI void arg_reduce(float* values, long long* indices, const float* __restrict__ x, int outer, int red, int inner)
+{
+    __shared__ float part_v[32];
+    __shared__ int part_i[32];
+    const float none = __int_as_float(MAX ? 0xff800000 : 0x7f800000);    // -inf for max, +inf for min
+    const long long o = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+    const bool valid = o < (long long)outer * inner;                     // no early return: barriers follow
+    float bv = none;
+    int bi = ARG_NONE;
+    if (valid) {
+        const long long p = o / inner, q = o - p * inner;
+        const float* xr = x + p * red * inner + q;
+        for (int r = threadIdx.x; r < red; r += blockDim.x) {           // increasing r: strict wins keep the first
+            const float v = xr[(long long)r * inner];
+            if (arg_better<MAX>(v, r, bv, bi)) { bv = v; bi = r; }
+        }
+    }
+    arg_warp<MAX>(bv, bi);
+    const int nw = blockDim.x >> 5;                                      // warps per group (same in the whole block)
+    if (nw > 1) {
+        const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+        if (lane == 0) { part_v[threadIdx.y * nw + w] = bv; part_i[threadIdx.y * nw + w] = bi; }
+        __syncthreads();
+        if (w == 0) {
+            bv = lane < nw ? part_v[threadIdx.y * nw + lane] : none;
+            bi = lane < nw ? part_i[threadIdx.y * nw + lane] : ARG_NONE;
+            arg_warp<MAX>(bv, bi);
+        }
+    }
+    if (valid && threadIdx.x == 0) {
+        if (values) values[o] = bv;
+        indices[o] = bi;
+    }
+}
+
+// doc: max along a dim of x viewed as [outer, red, inner] (red >= 1): values[outer*inner] (skipped when null) and int64 indices (first on ties; NaN wins). block (32, 8, 1) with grid ceil(outer*inner/8), or (256|1024, 1, 1) with grid outer*inner.
+extern "C" __global__ void max_dim(float* values, long long* indices, const float* __restrict__ x, int outer, int red, int inner)
+{
+    arg_reduce<true>(values, indices, x, outer, red, inner);
+}
+
+// doc: min along a dim of x viewed as [outer, red, inner] (red >= 1): as max_dim (NaN wins here too, as PyTorch's min).
+extern "C" __global__ void min_dim(float* values, long long* indices, const float* __restrict__ x, int outer, int red, int inner)
+{
+    arg_reduce<false>(values, indices, x, outer, red, inner);
+}
+
+// doc: backward of max_dim/min_dim: dx[p, indices[o], q] = dy[o] for each output o = (p, q); dx must be zeroed first. Grid-stride over outer*inner outputs (block 256).
+extern "C" __global__ void max_dim_bwd(float* __restrict__ dx, const float* __restrict__ dy, const long long* __restrict__ indices, int outer, int red, int inner)
+{
+    const long long n = (long long)outer * inner, stride = (long long)gridDim.x * blockDim.x;
+    for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < n; o += stride) {
+        const long long p = o / inner, q = o - p * inner;
+        dx[(p * red + indices[o]) * inner + q] = dy[o];
+    }
+}
