@@ -3,8 +3,9 @@
 `functions` holds the differentiable ops; `methods.install()` puts them on rawdev.Tensor.
 """
 from . import methods as _methods
-from .functions import (add, cross_entropy, div, dropout, exp, flatten, gelu, leaky_relu, linear, log,
-                        log_softmax, matmul, mean, mm, mse_loss, mul, neg, nll_loss, pow, relu, reshape, sigmoid,
-                        softmax, squeeze, sub, sum, tanh, unflatten, unsqueeze)
+from .functions import (abs, add, argmax, argmin, cross_entropy, div, dropout, eq, exp, flatten, ge, gelu, gt,  # noqa: A004
+                        le, leaky_relu, linear, log, log_softmax, lt, matmul, max, mean, min, mm, mse_loss, mul, ne,
+                        neg, nll_loss, pow, relu, reshape, sigmoid, softmax, squeeze, sub, sum, tanh, unflatten,
+                        unsqueeze)
 
 _methods.install()

@@ -176,6 +176,8 @@ def unary(op, x, p=None):
         r = np.exp(xv)
     elif op == "log":
         r = np.log(xv)
+    elif op == "abs":
+        r = np.abs(xv)
     else:
         raise ValueError(f"unknown unary op {op}")
     return wrap(np.asarray(r, xv.dtype), x.dtype)
@@ -210,16 +212,52 @@ def unary_bwd(op, gy, x, y, p=None):
         r = g * v(y)
     elif op == "log":
         r = g / v(x)
+    elif op == "abs":   # sign(x): no gradient at the kink, NaN stays NaN (PyTorch's sgn)
+        r = g * np.sign(v(x))
     else:
         raise ValueError(f"unknown unary op {op}")
     return wrap(np.asarray(r, dtp), gy.dtype)
 
 
-# ------------------------------------------------------------------ reductions
+# ------------------------------------------------------------------ comparisons and casts
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+        "ge": np.greater_equal,
+        "same": lambda a, b: np.equal(a, b) | (np.isnan(a) & np.isnan(b))}   # eq, or both NaN
+
+
+def compare(a, b, op):
+    """Bool tensor a <op> b; b is a tensor of a's dtype (broadcast) or a Python scalar (compared in a's
+    dtype: numpy's weak scalars, as PyTorch's wrapped numbers)."""
+    bv = v(b) if isinstance(b, Tensor) else b
+    with np.errstate(invalid="ignore"):
+        return wrap(_CMP[op](v(a), bv), _dt.bool)
+
+
+def cast(x, dt):
+    """x's values in dtype dt (what Tensor.to(dtype) does on the cpu)."""
+    return Tensor._make_cpu(_dt.convert_storage(x._host_storage(), x.dtype, dt), dt)
+
+
 def sum_dims(x, dims, keepdim=False, dt=None):
     xv = v(x)
     r = np.sum(xv, axis=tuple(dims), keepdims=keepdim, dtype=xv.dtype if dt is None else _vdt(dt))
     return wrap(r, dt or x.dtype)
+
+
+def arg_reduce(x, outer, red, inner, is_max, values=True):
+    """max/min over axis 1 of x viewed as [outer, red, inner] -> (values or None, int64 indices), both flat
+    [outer*inner]. numpy's argmax/argmin already have PyTorch's semantics: first index on ties, NaN wins."""
+    xv = v(x).reshape(outer, red, inner)
+    idx = (np.argmax if is_max else np.argmin)(xv, axis=1)
+    vals = wrap(np.take_along_axis(xv, idx[:, None, :], 1).reshape(-1), x.dtype) if values else None
+    return vals, wrap(idx.reshape(-1).astype(np.int64), _dt.int64)
+
+
+def arg_reduce_bwd(g, idx, outer, red, inner):
+    """Gradient of arg_reduce's values: g[o] lands at x[p, idx[o], q], zero elsewhere (flat [outer*red*inner])."""
+    gx = np.zeros((outer, red, inner), v(g).dtype)
+    np.put_along_axis(gx, v(idx).reshape(outer, 1, inner), v(g).reshape(outer, 1, inner), 1)
+    return wrap(gx.reshape(-1), g.dtype)
 
 
 def sum_to(g, shape):

@@ -9,6 +9,8 @@ What runs where:
   ones[M]ᵀ·X sums the rows, X·ones[N] the columns; mean is the same with alpha = 1/n.
 - Broadcasts (expand) are rank-1 GEMMs: ones[M,1]·g[1,N].
 - Scaling and scalar bias are the GEMM epilogue with K = 0: Y = act(beta·Y + bias[n]) on a copy.
+- Comparisons (bool out), casts between float32 and bool/uint8/int32/int64/f16/bf16, div, abs, exp, log and
+  pow are elementwise kernels; max/min/argmax/argmin along a dim are max_dim/min_dim (reduce.ptx).
 - Elementwise, softmax, loss, optimizer and dropout math uses the elementwise/reduce/loss/optim kernel
   families; `_kernel()` names the missing one when a family is not shipped yet.
 """
@@ -65,8 +67,11 @@ def empty(shape, dt, dev, owner=None, scoped=True):
     from .dispatch import current_owner
     owner = owner or "output"
     t = cuda_io.empty(Size(tuple(shape)), dt, dev, current_owner(owner) if scoped else owner)
-    if _poison and t.nbytes and dt.itemsize == 4:
-        memory.memset_d32(t.data_ptr(), 0x7FC00000, t.numel(), _rdev(dev).compute_stream)
+    if _poison and t.nbytes:   # NaN for 32-bit floats, 0xFF bytes for the rest (bool 255, int -1)
+        if dt.itemsize == 4:
+            memory.memset_d32(t.data_ptr(), 0x7FC00000, t.numel(), _rdev(dev).compute_stream)
+        else:
+            memory.memset_d8(t.data_ptr(), 0xFF, t.nbytes, _rdev(dev).compute_stream)
     return t
 
 
@@ -200,6 +205,8 @@ def _sum_block(x, pre, red, post, alpha, owner):
 
 
 def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
+    if x.dtype is _dt.bool and dt is _dt.int64 and alpha == 1.0:
+        return _count(x, dims, keepdim)
     _f32("sum", x)
     if dt not in (None, x.dtype):
         raise TypeError(f"sum(dtype={dt}) on cuda: only float32")
@@ -222,6 +229,48 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
         cur_shape = cur_shape[:lo] + [1] * (hi + 1 - lo) + cur_shape[hi + 1:]
     out_shape = cur_shape if keepdim else [s for j, s in enumerate(shape) if j not in dims]
     return Tensor._make_cuda(cur._buf, cur._offset, out_shape, x.dtype, x.device)
+
+
+def _count(x, dims, keepdim):
+    """sum of a bool tensor (how many are true) as int64: summed in float32, exact while every count fits
+    its 24-bit mantissa."""
+    if x.numel() > 2 ** 24:
+        raise NotImplementedError(f"summing {x.numel()} bools on cuda: counts above 2**24 are not exact in the "
+                                  f"float32 sum kernels; sum on the cpu")
+    return cast(sum_dims(cast(x, _dt.float32), dims, keepdim, owner="count"), _dt.int64)
+
+
+# ------------------------------------------------------------------ max / min along a dim (reduce.ptx)
+def _arg_block(red):
+    """A warp per output for short rows (8 outputs per block); a whole block for long ones."""
+    if red <= 256:
+        return (32, 8)
+    return (256, 1) if red <= 8192 else (1024, 1)
+
+
+def arg_reduce(x, outer, red, inner, is_max, values=True):
+    """max/min over axis 1 of x viewed as [outer, red, inner] -> (float32 values or None, int64 indices),
+    both flat [outer*inner]; PyTorch's semantics (first index on ties, NaN wins)."""
+    op = "max" if is_max else "min"
+    _f32(op, x)
+    n = outer * inner
+    idx = empty((n,), _dt.int64, x.device, f"{op} indices")
+    vals = empty((n,), x.dtype, x.device, f"{op} values") if values else None
+    if n:
+        bx, by = _arg_block(red)
+        _kernel(_rdev(x), f"{op}_dim", op).launch(-(-n // by), (bx, by), [
+            vals.data_ptr() if values else 0, idx.data_ptr(), x.data_ptr(), outer, red, inner])
+    return vals, idx
+
+
+def arg_reduce_bwd(g, idx, outer, red, inner):
+    """Gradient of arg_reduce's values: g[o] lands at x[p, idx[o], q], zero elsewhere (flat [outer*red*inner])."""
+    _f32("max backward", g)
+    gx = full((outer * red * inner,), 0.0, g.dtype, g.device, "max grad")
+    n = outer * inner
+    _ew(_rdev(g), "max_dim_bwd", [gx.data_ptr(), g.data_ptr(), idx.data_ptr(), outer, red, inner], n,
+        "max backward")
+    return gx
 
 
 def sum_to(g, shape):
@@ -360,17 +409,28 @@ def _need(op, what):
 
 
 def div(a, b, dt=None):
-    _need("div (tensor / tensor)", "an elementwise division kernel")
+    # int / int is a float division: the operands become dt first (PyTorch's true division)
+    if dt is _dt.float32:
+        a, b = (t if t.dtype is dt else cast(t, dt) for t in (a, b))
+    _f32("div", a, b)
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    y = empty(shape, a.dtype, a.device, "div output")
+    _ew(_rdev(a), "div", [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), "div")
+    return y
 
 
 def pow_scalar(x, e):
-    _need(f"pow(x, {e})", "an elementwise power kernel (x ** 2 works: it is a mul)")
+    _f32("pow", x)
+    y = empty(x.shape, x.dtype, x.device, "pow output")
+    _ew(_rdev(x), "pow_scalar", [y.data_ptr(), x.data_ptr(), float(e), x.numel()], x.numel(), "pow")
+    return y
 
 
 _UNARY_FWD = {"relu": "relu_fwd", "gelu": "gelu_erf_fwd", "gelu_tanh": "gelu_tanh_fwd", "tanh": "tanh_fwd",
-              "sigmoid": "sigmoid_fwd"}
+              "sigmoid": "sigmoid_fwd", "abs": "abs_fwd", "exp": "exp_fwd", "log": "log_fwd"}
 _UNARY_BWD = {"relu": ("relu_bwd", "y"), "gelu": ("gelu_erf_bwd", "x"), "gelu_tanh": ("gelu_tanh_bwd", "x"),
-              "tanh": ("tanh_bwd", "y"), "sigmoid": ("sigmoid_bwd", "y")}
+              "tanh": ("tanh_bwd", "y"), "sigmoid": ("sigmoid_bwd", "y"), "abs": ("abs_bwd", "x")}
 
 
 def unary(op, x, p=None):
@@ -394,6 +454,10 @@ def unary_bwd(op, gy, x, y, p=None):
     rdev = _rdev(gy)
     if op == "leaky_relu":
         _ew(rdev, "leaky_relu_bwd", [gx.data_ptr(), gy.data_ptr(), x.data_ptr(), float(p), n], n, op)
+    elif op == "exp":           # dy * exp(x) = dy * y
+        return mul(gy, y)
+    elif op == "log":           # dy / x
+        return div(gy, x)
     elif op in _UNARY_BWD:
         name, which = _UNARY_BWD[op]
         # relu_bwd reads its saved tensor as "x > 0": the saved output y > 0 exactly where x > 0
@@ -402,6 +466,67 @@ def unary_bwd(op, gy, x, y, p=None):
     else:
         _need(op + " backward", f"an elementwise {op} backward kernel")
     return gx
+
+
+# ------------------------------------------------------------------ comparisons and casts (elementwise.ptx)
+_CMP = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "same": 6}   # the kernels' op codes
+
+
+def _cmp_operand(t):
+    """Comparisons run on float32 or int64: bool/uint8 widen to float32 exactly; int32 would not."""
+    if t.dtype in (_dt.float32, _dt.int64):
+        return t
+    if t.dtype in (_dt.bool, _dt.uint8):
+        return cast(t, _dt.float32)
+    raise TypeError(f"comparisons on cuda support float32, int64, bool and uint8 tensors, got {t.dtype}")
+
+
+def compare(a, b, op):
+    """Bool tensor a <op> b; b is a tensor of a's dtype (broadcast as add's operands: float32 only, an int64
+    pair must have one shape) or a Python scalar."""
+    a = _cmp_operand(a)
+    code, rdev = _CMP[op], _rdev(a)
+    suffix = "f32" if a.dtype is _dt.float32 else "i64"
+    if not isinstance(b, Tensor):
+        s = float(b) if suffix == "f32" else int(b)
+        y = empty(a.shape, _dt.bool, a.device, f"{op} output")
+        _ew(rdev, f"compare_scalar_{suffix}", [y.data_ptr(), a.data_ptr(), s, code, a.numel()], a.numel(), op)
+        return y
+    b = _cmp_operand(b)
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    if suffix == "i64" and (tuple(a.shape) != shape or tuple(b.shape) != shape):
+        raise NotImplementedError(f"{op} of int64 cuda tensors needs one shape ({tuple(a.shape)} vs "
+                                  f"{tuple(b.shape)}): broadcasting on cuda is float32-only (expand is a GEMM)")
+    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    y = empty(shape, _dt.bool, a.device, f"{op} output")
+    _ew(rdev, f"compare_{suffix}", [y.data_ptr(), a.data_ptr(), b.data_ptr(), code, y.numel()], y.numel(), op)
+    return y
+
+
+_CAST_NAMES = {_dt.bool: "bool", _dt.uint8: "u8", _dt.int32: "i32", _dt.int64: "i64", _dt.float16: "f16",
+               _dt.bfloat16: "bf16", _dt.float32: "f32"}
+
+
+def _cast_kernel(src, dst):
+    """The shipped kernel converting src to dst (one side is always float32), or None."""
+    if src is dst or _dt.float32 not in (src, dst) or src not in _CAST_NAMES or dst not in _CAST_NAMES:
+        return None
+    name = f"cast_{_CAST_NAMES[src]}_{_CAST_NAMES[dst]}"
+    return name if has_kernel(name) else None
+
+
+def can_cast(src, dst):
+    return _cast_kernel(src, dst) is not None
+
+
+def cast(x, dt):
+    """x converted to dt on the device by one kernel (can_cast(x.dtype, dt) must hold)."""
+    name = _cast_kernel(x.dtype, dt)
+    if name is None:
+        raise NotImplementedError(f"no cast kernel from {x.dtype} to {dt} is shipped")
+    y = empty(x.shape, dt, x.device, "cast output")
+    _ew(_rdev(x), name, [y.data_ptr(), x.data_ptr(), x.numel()], x.numel(), f"to({dt})")
+    return y
 
 
 def transpose2d(x):

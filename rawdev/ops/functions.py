@@ -2,6 +2,8 @@
 
 These are the public building blocks (rawdev.add, rawdev.matmul, nn.functional.relu, ...).
 """
+import builtins
+import collections
 import numbers
 
 import numpy as np
@@ -57,7 +59,7 @@ def _bcast_shape(a, b):
         return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     except ValueError:
         sa, sb = tuple(a.shape), tuple(b.shape)
-        n = max(len(sa), len(sb))
+        n = builtins.max(len(sa), len(sb))   # this module defines its own max
         pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
         for i in range(n - 1, -1, -1):
             if pa[i] != pb[i] and 1 not in (pa[i], pb[i]):
@@ -238,6 +240,8 @@ class _PowScalar(Function):
         x, = ctx.saved_tensors
         B = backend_of(g)
         e = ctx.e
+        if e == 0:   # x ** 0 is constant: zero, not 0 * x ** -1 (NaN at x = 0), as PyTorch
+            return B.full(x.shape, 0, g.dtype, g.device), None
         if e == 2:
             return B.scale(B.mul(g, x, g.dtype), 2.0), None
         return B.mul(g, B.scale(B.pow_scalar(x, e - 1), e), g.dtype), None
@@ -371,6 +375,161 @@ def _full_reduction_name(out, dim, name):
     return out
 
 
+# ------------------------------------------------------------------ comparisons (never differentiable)
+def _compare(op, input, other):  # noqa: A002
+    """Bool tensor input <op> other. Operands are promoted as arithmetic promotes them (int64 vs float32
+    compares in float32); other is a tensor (broadcast) or a Python scalar."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    a = input.detach()
+    if isinstance(other, Tensor):
+        _bcast_shape(input, other)
+        B = backend(op, input, other)
+        dt = _result_dt(input, other)
+        b = other.detach()
+        return B.compare(a if a.dtype is dt else a.to(dtype=dt), b if b.dtype is dt else b.to(dtype=dt), op)
+    if _is_scalar(other):
+        s = other.item() if isinstance(other, np.generic) else other
+        dt = _scalar_dt(input, s)
+        return backend_of(input).compare(a if a.dtype is dt else a.to(dtype=dt), s, op)
+    raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
+
+
+def eq(input, other):  # noqa: A002
+    return _compare("eq", input, other)
+
+
+def ne(input, other):  # noqa: A002
+    return _compare("ne", input, other)
+
+
+def lt(input, other):  # noqa: A002
+    return _compare("lt", input, other)
+
+
+def le(input, other):  # noqa: A002
+    return _compare("le", input, other)
+
+
+def gt(input, other):  # noqa: A002
+    return _compare("gt", input, other)
+
+
+def ge(input, other):  # noqa: A002
+    return _compare("ge", input, other)
+
+
+# ------------------------------------------------------------------ max / min / argmax / argmin
+# PyTorch's torch.return_types.max / .min: a named tuple (values, indices).
+def _return_type(name):
+    t = collections.namedtuple(name, ["values", "indices"])
+    t.__module__ = "rawdev.return_types"
+    return t
+
+
+return_max, return_min = _return_type("max"), _return_type("min")
+
+
+def _arg_layout(x, dim, keepdim, op):
+    """(outer, red, inner, output shape) of reducing x over dim (None: every element) as [outer, red, inner]."""
+    shape = tuple(x.shape)
+    if dim is None:
+        if x.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        return 1, x.numel(), 1, ((1,) * len(shape) if keepdim else ())
+    d = x._wrap_dim(dim)
+    if not shape:                          # a 0-d tensor reduces over its one element
+        return 1, 1, 1, ()
+    if shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    outer = int(np.prod(shape[:d], dtype=np.int64))
+    inner = int(np.prod(shape[d + 1:], dtype=np.int64))
+    out = shape[:d] + ((1,) if keepdim else ()) + shape[d + 1:]
+    return outer, shape[d], inner, out
+
+
+def _arg(x, dim, keepdim, is_max):
+    op = "argmax" if is_max else "argmin"
+    outer, red, inner, out = _arg_layout(x, dim, keepdim, op)
+    _, idx = backend_of(x).arg_reduce(x.detach(), outer, red, inner, is_max, values=False)
+    return _raw_reshape(idx, out)
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """Index (int64) of the largest element (flattened when dim is None); the first on ties, NaN counts as largest."""
+    return _arg(input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    return _arg(input, dim, keepdim, False)
+
+
+class _MaxDim(Function):
+    """max/min along a dim: (values, indices); the gradient goes to the selected index only."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, is_max):
+        outer, red, inner, out = _arg_layout(x, dim, keepdim, "max" if is_max else "min")
+        vals, idx = backend_of(x).arg_reduce(x, outer, red, inner, is_max)
+        ctx.layout, ctx.shape = (outer, red, inner), x.shape
+        ctx.set_materialize_grads(False)   # the int64 indices never carry a gradient: no zeros for them
+        ctx.save_for_backward(idx)
+        return _raw_reshape(vals, out), _raw_reshape(idx, out)
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        idx, = ctx.saved_tensors
+        gx = backend_of(g).arg_reduce_bwd(_raw_reshape(g, (-1,)), idx, *ctx.layout)
+        return _raw_reshape(gx, ctx.shape), None, None, None
+
+
+class _MaxAll(Function):
+    """max/min of every element (a 0-d tensor); the gradient is shared evenly by every element equal to the
+    result (NaN counting as equal to NaN), as PyTorch's evenly_distribute_backward."""
+
+    @staticmethod
+    def forward(ctx, x, is_max):
+        outer, red, inner, out = _arg_layout(x, None, False, "max" if is_max else "min")
+        vals, _ = backend_of(x).arg_reduce(x, outer, red, inner, is_max)
+        y = _raw_reshape(vals, ())
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        B = backend_of(g)
+        mask = B.cast(B.compare(x, y, "same"), g.dtype)
+        count = B.sum_dims(mask, tuple(range(mask.ndim)), False)
+        return B.mul(mask, B.div(g, count, g.dtype), g.dtype), None
+
+
+def _max_min(input, dim, keepdim, is_max):  # noqa: A002
+    name = "max" if is_max else "min"
+    if isinstance(dim, Tensor):
+        raise NotImplementedError(f"{name}(input, other) (the elementwise form) is not supported")
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() received an invalid combination of arguments: keepdim without dim")
+        out = _MaxAll.apply(input, is_max)
+        if out.grad_fn is not None:
+            out.grad_fn.rename("MaxBackward1" if is_max else "MinBackward1")
+        return out
+    vals, idx = _MaxDim.apply(input, dim, keepdim, is_max)
+    if vals.grad_fn is not None:
+        vals.grad_fn.rename("MaxBackward0" if is_max else "MinBackward0")
+    return (return_max if is_max else return_min)(vals, idx)
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """max(x) -> 0-d tensor; max(x, dim, keepdim=False) -> (values, indices) (first index on ties; NaN wins)."""
+    return _max_min(input, dim, keepdim, True)
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001,A002
+    return _max_min(input, dim, keepdim, False)
+
+
 # ------------------------------------------------------------------ device / dtype moves
 class _ToCopy(Function):
     """Tensor.to(device, dtype) inside the graph: the gradient goes back to the source device and dtype."""
@@ -380,6 +539,10 @@ class _ToCopy(Function):
     def forward(ctx, x, device, dtype, non_blocking):
         from .. import moves
         ctx.src = (x.device, x.dtype)
+        if x.is_cuda and x.device == device:
+            from . import cuda
+            if cuda.can_cast(x.dtype, dtype):   # a dtype change on the device: one cast kernel
+                return cuda.cast(x, dtype)
         return moves.transfer_tensor(x, device, dtype, non_blocking=non_blocking)
 
     @staticmethod
@@ -606,10 +769,10 @@ def mm(input, mat2):  # noqa: A002
 
 # ------------------------------------------------------------------ activations
 _SAVE = {"relu": "y", "leaky_relu": "x", "gelu": "x", "gelu_tanh": "x", "tanh": "y", "sigmoid": "y",
-         "exp": "y", "log": "x"}
+         "exp": "y", "log": "x", "abs": "x"}
 _NODE = {"relu": "ReluBackward0", "leaky_relu": "LeakyReluBackward0", "gelu": "GeluBackward0",
          "gelu_tanh": "GeluBackward0", "tanh": "TanhBackward0", "sigmoid": "SigmoidBackward0",
-         "exp": "ExpBackward0", "log": "LogBackward0"}
+         "exp": "ExpBackward0", "log": "LogBackward0", "abs": "AbsBackward0"}
 
 
 class _Unary(Function):
@@ -666,6 +829,12 @@ def exp(input):  # noqa: A002
 
 def log(input):  # noqa: A002
     return _unary("log", input)
+
+
+def abs(input):  # noqa: A001,A002
+    if not input.dtype.is_floating_point:   # integers stay integers (and need no gradient)
+        return backend_of(input).unary("abs", input)
+    return _unary("abs", input)
 
 
 # ------------------------------------------------------------------ softmax

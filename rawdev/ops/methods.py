@@ -137,6 +137,24 @@ class _Transpose(F.Function):
         return backend_of(g).transpose2d(g)
 
 
+def _install_comparisons(T):
+    """eq/ne/lt/le/gt/ge as methods and operators. An operand that is neither a tensor nor a number gives
+    NotImplemented, so `t == None` is False as in PyTorch; __hash__ stays identity (state dicts key on tensors)."""
+    for name, dunder in (("eq", "__eq__"), ("ne", "__ne__"), ("lt", "__lt__"), ("le", "__le__"), ("gt", "__gt__"),
+                         ("ge", "__ge__")):
+        fn = getattr(F, name)
+        setattr(T, name, lambda s, o, _fn=fn: _fn(s, o))
+        setattr(T, dunder, _comparison_operator(fn))
+
+
+def _comparison_operator(fn):
+    def op(self, other):
+        if not (isinstance(other, Tensor) or F._is_scalar(other)):
+            return NotImplemented
+        return fn(self, other)
+    return op
+
+
 def install():
     global _installed
     if _installed:
@@ -177,6 +195,13 @@ def install():
     T.tanh = lambda s: F.tanh(s)
     T.exp = lambda s: F.exp(s)
     T.log = lambda s: F.log(s)
+    T.abs = lambda s: F.abs(s)
+    T.__abs__ = lambda s: F.abs(s)
+    _install_comparisons(T)
+    T.argmax = lambda s, dim=None, keepdim=False: F.argmax(s, dim, keepdim)
+    T.argmin = lambda s, dim=None, keepdim=False: F.argmin(s, dim, keepdim)
+    T.max = lambda s, dim=None, keepdim=False: F.max(s, dim, keepdim)
+    T.min = lambda s, dim=None, keepdim=False: F.min(s, dim, keepdim)
     T.softmax = lambda s, dim=None, dtype=None: F.softmax(s, dim, dtype)
     T.log_softmax = lambda s, dim=None, dtype=None: F.log_softmax(s, dim, dtype)
     T.reshape = _reshape

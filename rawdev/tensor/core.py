@@ -592,6 +592,10 @@ class Tensor:
             if is_grad_enabled():   # as PyTorch: a differentiable copy (ToCopyBackward0), not a new leaf
                 from ..ops.functions import to_copy
                 return to_copy(self, dev, dt, non_blocking)
+        if self.is_cuda and dev == self._device:
+            from ..ops import cuda as _cuda_ops
+            if _cuda_ops.can_cast(self._dtype, dt):   # one cast kernel, no round trip through the host
+                return _cuda_ops.cast(self, dt)
         from .. import moves
         return moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
 
