@@ -67,7 +67,8 @@ def test_compare_scalars_cpu(op):
             assert np.array_equal(np.asarray(r), OPS[op](a, np.float32(s)))
     # reflected: 0.25 < t is t > 0.25
     refl = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-    r = eval(f"0.25 {dict(eq='==', ne='!=', lt='<', le='<=', gt='>', ge='>=')[op]} t")
+    symbol = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+    r = eval(f"0.25 {symbol} t")
     assert np.array_equal(np.asarray(r), OPS[refl[op]](a, np.float32(0.25)))
 
 
@@ -87,7 +88,7 @@ def test_compare_promotes_like_pytorch():
 def test_hash_identity_and_non_tensor_operands():
     t, u = rawdev.tensor([1.0, 2.0]), rawdev.tensor([1.0, 2.0])
     assert hash(t) == id(t) and {t: 1, u: 2}[t] == 1
-    assert t in [t] and (t == None) is False and (t != None) is True  # noqa: E711
+    assert t in [t] and (t == None) is False and (t != None) is True
     with pytest.raises(TypeError):
         t < "a"  # noqa: B015
     with pytest.raises(RuntimeError, match="must match the size"):

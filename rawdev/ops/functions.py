@@ -489,7 +489,7 @@ class _MaxAll(Function):
 
     @staticmethod
     def forward(ctx, x, is_max):
-        outer, red, inner, out = _arg_layout(x, None, False, "max" if is_max else "min")
+        outer, red, inner, _ = _arg_layout(x, None, False, "max" if is_max else "min")
         vals, _ = backend_of(x).arg_reduce(x, outer, red, inner, is_max)
         y = _raw_reshape(vals, ())
         ctx.save_for_backward(x, y)
