@@ -10,17 +10,13 @@ from cuda.bindings import driver as drv
 
 from rawdev import sim
 from rawdev.sim import driver as simdrv
+from test_sim_driver import make_pool, ok, power_on
 
 R = drv.CUresult
 MiB = 1 << 20
 KiB = 1 << 10
 GRANULE = 2 * MiB
 KEEP_ALL = 2**64 - 1
-
-
-def ok(res):
-    assert res[0] == R.CUDA_SUCCESS, (res[0], sim.last_error_detail())
-    return None if len(res) == 1 else res[1] if len(res) == 2 else res[1:]
 
 
 @pytest.fixture(autouse=True)
@@ -30,25 +26,6 @@ def gpu(monkeypatch):
     power_on(monkeypatch)
     yield
     sim.reset()
-
-
-def power_on(monkeypatch, **env):
-    for k, v in env.items():
-        monkeypatch.setenv(k, str(v))
-    sim.reset()
-    ok(sim.cuInit(0))
-    ok(sim.cuCtxSetCurrent(ok(sim.cuDevicePrimaryCtxRetain(0))))
-
-
-def make_pool(release_threshold=0):
-    props = drv.CUmemPoolProps()
-    props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
-    props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-    props.location.id = 0
-    pool = ok(sim.cuMemPoolCreate(props))
-    ok(sim.cuMemPoolSetAttribute(pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                 drv.cuuint64_t(release_threshold)))
-    return pool
 
 
 def reserved(pool):

@@ -393,13 +393,18 @@ def add_(a, b, alpha=1.0):
     return a
 
 
-def mul(a, b, dt=None):
-    _f32("mul", a, b)
+def _binary(kernel, a, b):
+    """z = a (kernel) b elementwise on float32, both operands broadcast to the result's shape first."""
+    _f32(kernel, a, b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
-    y = empty(shape, a.dtype, a.device, "mul output")
-    _ew(_rdev(a), "mul", [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), "mul")
+    y = empty(shape, a.dtype, a.device, f"{kernel} output")
+    _ew(_rdev(a), kernel, [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), kernel)
     return y
+
+
+def mul(a, b, dt=None):
+    return _binary("mul", a, b)
 
 
 def _need(op, what):
@@ -412,12 +417,7 @@ def div(a, b, dt=None):
     # int / int is a float division: the operands become dt first (PyTorch's true division)
     if dt is _dt.float32:
         a, b = (t if t.dtype is dt else cast(t, dt) for t in (a, b))
-    _f32("div", a, b)
-    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
-    y = empty(shape, a.dtype, a.device, "div output")
-    _ew(_rdev(a), "div", [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), "div")
-    return y
+    return _binary("div", a, b)
 
 
 def pow_scalar(x, e):
