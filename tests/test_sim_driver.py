@@ -14,6 +14,7 @@ from rawdev.sim.memory import SimIllegalAddress
 
 R = drv.CUresult
 MiB = 1 << 20
+FRESH = b"\xff"   # what a new pool block holds before anything writes it (RAWDEV_SIM_FRESH)
 
 
 def ok(res):
@@ -25,7 +26,8 @@ def ok(res):
 @pytest.fixture(autouse=True)
 def gpu(monkeypatch):
     """A power-on simulated GPU with the primary context of device 0 current on this thread."""
-    for k in ("RAWDEV_SIM_MEMORY", "RAWDEV_SIM_DEVICES", "RAWDEV_SIM_DRIVER_VERSION", "RAWDEV_SIM_CC"):
+    for k in ("RAWDEV_SIM_MEMORY", "RAWDEV_SIM_DEVICES", "RAWDEV_SIM_DRIVER_VERSION", "RAWDEV_SIM_CC",
+              "RAWDEV_SIM_FRESH"):
         monkeypatch.delenv(k, raising=False)
     sim.reset()
     ok(sim.cuInit(0))
@@ -140,7 +142,7 @@ def test_async_results_are_stale_until_the_stream_is_synchronized():
     ok(sim.cuMemcpyHtoDAsync(d, src, n, s))
     ok(sim.cuMemcpyDtoHAsync(dst, d, n, s))
     src_np[:] = 9                                  # pinned source is read when the copy runs: a real race
-    assert not dst_np.any() and sim.peek(d, 4) == b"\0" * 4
+    assert not dst_np.any() and sim.peek(d, 4) == FRESH * 4
     assert sim.stats()["pending_ops"] == 2
     ok(sim.cuStreamSynchronize(s))
     assert (dst_np == 9).all() and sim.stats()["pending_ops"] == 0
@@ -291,7 +293,7 @@ def test_frees_run_in_stream_order():
     ok(sim.cuMemsetD8Async(d, 4, 256, s))
     ok(sim.cuMemFreeAsync(d, s))
     assert sim.cuMemFreeAsync(d, s)[0] == R.CUDA_ERROR_INVALID_VALUE        # double free
-    assert pool_attr(pool, "USED_MEM_CURRENT") == 256 and sim.peek(d, 1) == b"\0"  # nothing ran yet
+    assert pool_attr(pool, "USED_MEM_CURRENT") == 256 and sim.peek(d, 1) == FRESH  # nothing ran yet
     ok(sim.cuStreamSynchronize(s))
     assert pool_attr(pool, "USED_MEM_CURRENT") == 0
     assert sim.cuMemsetD8Async(d, 0, 1, s)[0] == R.CUDA_ERROR_INVALID_VALUE    # gone now
@@ -461,7 +463,7 @@ def test_launch_marshals_parameters_at_the_entry_offsets(fake_isa):
     pool, s = make_pool(), stream()
     d = ok(sim.cuMemAllocFromPoolAsync(40, pool, s))
     ok(launch(fill, (2, 1, 1), (64, 1, 1), [ctypes.c_uint64(int(d)), ctypes.c_uint32(10), ctypes.c_float(2.5)], s, 16))
-    assert fake_isa.launches == [] and sim.peek(d, 4) == b"\0" * 4          # queued, not run
+    assert fake_isa.launches == [] and sim.peek(d, 4) == FRESH * 4         # queued, not run
     ok(sim.cuStreamSynchronize(s))
     name, grid, block, params, shmem = fake_isa.launches[0]
     assert (name, grid, block, shmem) == ("fill", (2, 1, 1), (64, 1, 1), 16)
@@ -500,7 +502,7 @@ def test_kernel_fault_is_sticky_until_reset(fake_isa):
     assert sim.last_error_detail() == detail and sim.sticky_error() == R.CUDA_ERROR_ILLEGAL_ADDRESS
     assert ok(sim.cuGetErrorName(R.CUDA_ERROR_ILLEGAL_ADDRESS)) == b"CUDA_ERROR_ILLEGAL_ADDRESS"  # still answers
     ok(sim.cuDevicePrimaryCtxRelease(0))                        # teardown still works
-    assert sim.peek(d, 1) == b"\0"
+    assert sim.peek(d, 1) == FRESH
     sim.reset()
     assert sim.sticky_error() is None and sim.cuMemGetInfo()[0] == R.CUDA_ERROR_NOT_INITIALIZED
 
@@ -575,3 +577,22 @@ def test_divergent_barrier_through_the_interpreter():
                                           ctypes.c_int32(100)]))
     assert sim.cuCtxSynchronize() == (R.CUDA_ERROR_LAUNCH_FAILED,)
     assert "bad_barrier" in sim.last_error_detail()
+
+
+def test_new_pool_blocks_are_poisoned_unless_asked_for_zeros(monkeypatch):
+    """A GPU pool hands back whatever a block held before; the simulator fills new blocks with 0xff
+    (NaN as float32) so reading never-written memory shows up, or with zeros under RAWDEV_SIM_FRESH=zero."""
+    pool = make_pool()
+    d = int(ok(sim.cuMemAllocFromPoolAsync(64, pool, 0)))
+    assert sim.peek(d, 64) == b"\xff" * 64
+    assert np.isnan(np.frombuffer(sim.peek(d, 16), np.float32)).all()
+    ok(sim.cuMemFreeAsync(d, 0))
+    ok(sim.cuCtxSynchronize())
+    power_on(monkeypatch, RAWDEV_SIM_FRESH="zero")
+    d = int(ok(sim.cuMemAllocFromPoolAsync(64, make_pool(), 0)))
+    assert sim.peek(d, 64) == b"\0" * 64
+    monkeypatch.setenv("RAWDEV_SIM_FRESH", "0x1ff")
+    with pytest.raises(ValueError, match="RAWDEV_SIM_FRESH"):
+        sim.reset()
+    monkeypatch.delenv("RAWDEV_SIM_FRESH")
+    sim.reset()

@@ -70,7 +70,9 @@ Choices where the simulator had to pick (each follows the real driver where its 
   from before the reset can never free or touch something allocated after it.
 
 Environment (read at import and at every reset()): RAWDEV_SIM_DEVICES (1), RAWDEV_SIM_MEMORY
-(bytes, K/M/G suffixes; 4G), RAWDEV_SIM_DRIVER_VERSION (12080), RAWDEV_SIM_CC ("7.5").
+(bytes, K/M/G suffixes; 4G), RAWDEV_SIM_DRIVER_VERSION (12080), RAWDEV_SIM_CC ("7.5"),
+RAWDEV_SIM_FRESH (0xff: the byte new pool blocks are filled with, so reading memory nothing wrote gives
+NaN/-1 as it gives garbage on a GPU; "zero" for zero-filled blocks). Module globals start at zero, as in CUDA.
 """
 
 from __future__ import annotations
@@ -116,11 +118,23 @@ def _parse_bytes(s):
     return int(float(m[1]) * (1 << (10 * " kmgt".index(m[2] or " "))))
 
 
+def _parse_fill(s):
+    """RAWDEV_SIM_FRESH: the byte new pool blocks are filled with (default 0xff: NaN as float32, -1 as
+    ints), or "zero" for zero-filled memory."""
+    if str(s).strip().lower() in ("zero", "zeros", "none", "off"):
+        return None
+    v = int(str(s), 0)
+    if not 0 <= v <= 255:
+        raise ValueError(f"RAWDEV_SIM_FRESH={s!r}: expected a byte (e.g. 0xff) or 'zero'")
+    return v
+
+
 def _config():
     cc = os.environ.get("RAWDEV_SIM_CC", "7.5").split(".")
     return dict(ndev=int(os.environ.get("RAWDEV_SIM_DEVICES", "1")),
                 memory=_parse_bytes(os.environ.get("RAWDEV_SIM_MEMORY", "4G")),
                 version=int(os.environ.get("RAWDEV_SIM_DRIVER_VERSION", "12080")),
+                fresh=_parse_fill(os.environ.get("RAWDEV_SIM_FRESH", "0xff")),
                 cc=(int(cc[0]), int(cc[1]) if len(cc) > 1 else 0))
 
 
@@ -214,7 +228,7 @@ def _device_attributes(cc, nsm=16):
 class Device:
     def __init__(self, ordinal, cfg, handle, base):
         self.ordinal, self.capacity, self.cc = ordinal, cfg["memory"], cfg["cc"]
-        self.mem = DeviceMemory(self.capacity, base=base + ordinal * DEV_SPAN)
+        self.mem = DeviceMemory(self.capacity, base=base + ordinal * DEV_SPAN, fresh_fill=cfg["fresh"])
         self.attrs = _device_attributes(self.cc)
         self.attrs[_ATTR.CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] = ordinal + 1
         self.ctx, self.refcount = handle, 0   # primary context handle, retain count

@@ -88,8 +88,12 @@ def _fmt_size(n):
 class DeviceMemory:
     """The simulated GPU's global memory."""
 
-    def __init__(self, capacity_bytes=4 << 30, base=BASE_ADDRESS):
+    def __init__(self, capacity_bytes=4 << 30, base=BASE_ADDRESS, fresh_fill=None):
         self.capacity = int(capacity_bytes)
+        # byte every block placed with alloc_at (pool allocations) starts filled with (None: zeros). A GPU
+        # hands out whatever its pool held before, so the simulated driver poisons them: code that reads
+        # memory it never wrote shows NaN (0xFF bytes) on the simulator instead of a lucky zero.
+        self.fresh_fill = fresh_fill
         self.used = 0
         self._next = int(base)
         self._bases: list[int] = []          # sorted
@@ -117,7 +121,7 @@ class DeviceMemory:
                 raise SimOutOfMemory(nbytes, self.used, self.capacity)
             base = -(-self._next // align) * align
             # round the backing array up to 16 bytes so it can be viewed as any scalar dtype
-            buf = np.zeros(-(-nbytes // 16) * 16, dtype=np.uint8)
+            buf = np.zeros(-(-nbytes // 16) * 16, dtype=np.uint8)   # module globals: zero, as CUDA's
             self._allocs[base] = (nbytes, buf, charged)
             self._bases.append(base)  # bump pointer: always the largest base
             self._next = base + nbytes + _GUARD
@@ -203,6 +207,12 @@ class DeviceMemory:
             del self._map_bases[bisect.bisect_left(self._map_bases, addr)]
             self.used -= size
 
+    def _fresh(self, nbytes):
+        size = -(-nbytes // 16) * 16
+        if self.fresh_fill is None:
+            return np.zeros(size, dtype=np.uint8)
+        return np.full(size, self.fresh_fill, dtype=np.uint8)
+
     def alloc_at(self, addr, nbytes) -> int:
         """Register an ``nbytes`` block at ``addr``: the range must lie in mapped memory (VA-adjacent mapped
         ranges count as one) and overlap no live block. Charges nothing (the mapping is charged)."""
@@ -225,7 +235,7 @@ class DeviceMemory:
                     (j < len(self._bases) and self._bases[j] < end):
                 raise SimInvalidValue(f"alloc_at: {nbytes} bytes at 0x{addr:x} overlap a live allocation: "
                                       + self.nearest(addr, nbytes))
-            buf = np.zeros(-(-nbytes // 16) * 16, dtype=np.uint8)
+            buf = self._fresh(nbytes)
             self._allocs[addr] = (nbytes, buf, 0)
             self._bases.insert(j, addr)
             self._np_tables = None
