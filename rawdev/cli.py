@@ -1,5 +1,6 @@
 """The `rawdev` command: demo, kernels, mem, selfcheck."""
 import argparse
+import os
 import sys
 
 
@@ -64,7 +65,11 @@ def main(argv=None):
                    help="auto (default: the GPU, else the simulator), cuda or sim")
     c.set_defaults(fn=selfcheck)
     args = p.parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except BrokenPipeError:   # `rawdev kernels | head`: the reader left early; no traceback for that
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
