@@ -150,6 +150,108 @@ extern "C" __global__ void cross_entropy_bwd(float* __restrict__ dlogits, const 
     }
 }
 
+// doc: class-weighted, label-smoothed fused log-softmax + cross-entropy per row (PyTorch's semantics for class-index targets) for logits[rows, C], int64 target[rows], weight[C] (0 = every weight 1) and smoothing e in [0, 1]: with lp = log_softmax(logits[r, :]) and t = target[r], loss[r] = (1 - e) * w[t] * -lp[t] + (e / C) * sum_c w[c] * -lp[c], 0 when t == ignore_index, NaN when t is out of [0, C); lse[r] = logsumexp(logits[r, :]). Reduce with cross_entropy_ws_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float* __restrict__ lse, const float* __restrict__ logits, const long long* __restrict__ target, const float* __restrict__ weight, int rows, int C, long long ignore_index, float smoothing)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const int lane = threadIdx.x & 31;
+    const float* xr = logits + r * C;
+    const bool smooth = smoothing != 0.0f;
+    float m = __int_as_float(0xff800000);  // -inf
+    for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
+    m = warp_max(m);
+    // s = sum exp(x - m); a = sum w[c] * (m - x[c]) >= 0 and ws = sum w[c] (smoothing only), so that
+    // sum_c w[c] * -lp[c] = sum_c w[c] * ((m - x[c]) + ls) = a + ws * ls: a sum of non-negative terms.
+    float s = 0.0f, a = 0.0f, ws = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float d = m - xr[c];
+        s += expf(-d);
+        if (smooth) {
+            const float wc = weight ? weight[c] : 1.0f;
+            a = fmaf(wc, d, a);
+            ws += wc;
+        }
+    }
+    s = warp_sum(s);
+    if (smooth) {
+        a = warp_sum(a);
+        ws = warp_sum(ws);
+    }
+    const float ls = logf(s);
+    if (lane == 0) {
+        const long long t = target[r];
+        float v;
+        if (t == ignore_index) v = 0.0f;
+        else if (t < 0 || t >= C) v = __int_as_float(0x7fffffff);
+        else {
+            v = (weight ? weight[t] : 1.0f) * ((m - xr[t]) + ls);
+            if (smooth) v = fmaf(smoothing / (float)C, fmaf(ws, ls, a), (1.0f - smoothing) * v);
+        }
+        loss[r] = v;
+        lse[r] = m + ls;
+    }
+}
+
+// doc: reduces cross_entropy_ws_fwd's loss[rows]: out[0] = sum (reduction 1) or sum / denom (reduction 2), denom = sum over rows with target != ignore_index of weight[target] (1 each when weight = 0), as PyTorch's weighted mean; 0/0 = NaN. denom[0] = that sum (denom may be 0 = not wanted). Deterministic. block (1024, 1, 1), grid (1, 1, 1).
+extern "C" __global__ void cross_entropy_ws_reduce(float* __restrict__ out, float* __restrict__ denom, const float* __restrict__ loss, const long long* __restrict__ target, const float* __restrict__ weight, int rows, int C, long long ignore_index, int reduction)
+{
+    __shared__ float ps[32], pc[32];
+    float s = 0.0f, k = 0.0f;
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        s += loss[r];
+        const long long t = target[r];
+        if (t != ignore_index) k += !weight ? 1.0f : (t < 0 || t >= C) ? __int_as_float(0x7fffffff) : weight[t];
+    }
+    s = warp_sum(s);
+    k = warp_sum(k);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) { ps[w] = s; pc[w] = k; }
+    __syncthreads();
+    if (w == 0) {
+        s = lane < nw ? ps[lane] : 0.0f;
+        k = lane < nw ? pc[lane] : 0.0f;
+        s = warp_sum(s);
+        k = warp_sum(k);
+        if (lane == 0) {
+            out[0] = (reduction == 2) ? s / k : s;
+            if (denom) denom[0] = k;
+        }
+    }
+}
+
+// doc: backward of cross_entropy_ws_fwd: with p = softmax(logits[r, :]), t = target[r], W = sum_c weight[c] (C when weight = 0): dlogits[r, c] = ((1 - e) * w[t] * (p[c] - (c == t)) + (e / C) * (W * p[c] - w[c])) * g_r, rows with t == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; denom from cross_entropy_ws_reduce; 0 when denom is 0). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, const float* __restrict__ logits, const float* __restrict__ lse, const long long* __restrict__ target, const float* __restrict__ weight, const float* __restrict__ grad, const float* __restrict__ denom, int rows, int C, long long ignore_index, float smoothing, int reduction)
+{
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const int lane = threadIdx.x & 31;
+    const long long t = target[r];
+    float g = (reduction == 0) ? grad[r] : grad[0];
+    if (reduction == 2) {
+        const float d = denom[0];
+        g = (d != 0.0f) ? g / d : 0.0f;
+    }
+    const bool skip = t == ignore_index;
+    const float wt = skip ? 0.0f : (t < 0 || t >= C) ? __int_as_float(0x7fffffff) : (weight ? weight[t] : 1.0f);
+    const float e = smoothing / (float)C;
+    float W = (float)C;
+    if (weight && smoothing != 0.0f) {
+        W = 0.0f;
+        for (int c = lane; c < C; c += 32) W += weight[c];
+        W = warp_sum(W);
+    }
+    const float at = (1.0f - smoothing) * wt;   // coefficient of the one-hot
+    const float ap = fmaf(e, W, at);            // coefficient of p
+    const float l = lse[r];
+    const float* xr = logits + r * C;
+    for (int c = lane; c < C; c += 32) {
+        const float p = expf(xr[c] - l);
+        const float k = (c == t ? at : 0.0f) + e * (weight ? weight[c] : 1.0f);
+        dlogits[r * C + c] = skip ? 0.0f : fmaf(p, ap, -k) * g;
+    }
+}
+
 // doc: MSE forward. reduction 0: out[i] = (x[i] - y[i])^2 for i < n, any 1-D grid (grid-stride). reduction 1 / 2: out[0] = sum / mean of (x - y)^2, deterministic, must be launched as ONE block: grid (1, 1, 1), block (1024, 1, 1).
 extern "C" __global__ void mse_fwd(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ y, long long n, int reduction)
 {
