@@ -150,8 +150,8 @@ extern "C" __global__ void cross_entropy_bwd(float* __restrict__ dlogits, const 
     }
 }
 
-// doc: class-weighted, label-smoothed fused log-softmax + cross-entropy per row (PyTorch's semantics for class-index targets) for logits[rows, C], int64 target[rows], weight[C] (0 = every weight 1) and smoothing e in [0, 1]: with lp = log_softmax(logits[r, :]) and t = target[r], loss[r] = (1 - e) * w[t] * -lp[t] + (e / C) * sum_c w[c] * -lp[c], 0 when t == ignore_index, NaN when t is out of [0, C); lse[r] = logsumexp(logits[r, :]). Reduce with cross_entropy_ws_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float* __restrict__ lse, const float* __restrict__ logits, const long long* __restrict__ target, const float* __restrict__ weight, int rows, int C, long long ignore_index, float smoothing)
+// doc: class-weighted, label-smoothed fused log-softmax + cross-entropy per row (PyTorch's semantics for class-index targets) for logits[rows, C], int64 target[rows], weight[C] (0 = every weight 1) and smoothing e in [0, 1]: with lp = log_softmax(logits[r, :]) and t = target[r], loss[r] = (1 - e) * w[t] * -lp[t] + (e / C) * sum_c w[c] * -lp[c], 0 when t == ignore_index, NaN when t is out of [0, C); ls[r] = log(sum_c exp(logits[r, c] - max_c logits[r, :])) (the logsumexp less the row max, which backward recomputes: p stays exact for near-tied logits of +-1e4). Reduce with cross_entropy_ws_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float* __restrict__ lsr, const float* __restrict__ logits, const long long* __restrict__ target, const float* __restrict__ weight, int rows, int C, long long ignore_index, float smoothing)
 {
     long long r;
     if (!warp_row(r, rows)) return;
@@ -189,7 +189,7 @@ extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float*
             if (smooth) v = fmaf(smoothing / (float)C, fmaf(ws, ls, a), (1.0f - smoothing) * v);
         }
         loss[r] = v;
-        lse[r] = m + ls;
+        lsr[r] = ls;
     }
 }
 
@@ -220,8 +220,8 @@ extern "C" __global__ void cross_entropy_ws_reduce(float* __restrict__ out, floa
     }
 }
 
-// doc: backward of cross_entropy_ws_fwd: with p = softmax(logits[r, :]), t = target[r], W = sum_c weight[c] (C when weight = 0): dlogits[r, c] = ((1 - e) * w[t] * (p[c] - (c == t)) + (e / C) * (W * p[c] - w[c])) * g_r, rows with t == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; denom from cross_entropy_ws_reduce; 0 when denom is 0). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, const float* __restrict__ logits, const float* __restrict__ lse, const long long* __restrict__ target, const float* __restrict__ weight, const float* __restrict__ grad, const float* __restrict__ denom, int rows, int C, long long ignore_index, float smoothing, int reduction)
+// doc: backward of cross_entropy_ws_fwd (ls = its second output): with p[c] = exp((logits[r, c] - max_r) - ls[r]) = softmax(logits[r, :])[c], t = target[r], W = sum_c weight[c] (C when weight = 0): dlogits[r, c] = ((1 - e) * w[t] * (p[c] - (c == t)) + (e / C) * (W * p[c] - w[c])) * g_r, rows with t == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; denom from cross_entropy_ws_reduce; 0 when denom is 0). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, const float* __restrict__ logits, const float* __restrict__ lsr, const long long* __restrict__ target, const float* __restrict__ weight, const float* __restrict__ grad, const float* __restrict__ denom, int rows, int C, long long ignore_index, float smoothing, int reduction)
 {
     long long r;
     if (!warp_row(r, rows)) return;
@@ -243,10 +243,13 @@ extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, con
     }
     const float at = (1.0f - smoothing) * wt;   // coefficient of the one-hot
     const float ap = fmaf(e, W, at);            // coefficient of p
-    const float l = lse[r];
     const float* xr = logits + r * C;
+    float m = __int_as_float(0xff800000);  // -inf
+    for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
+    m = warp_max(m);
+    const float ls = lsr[r];
     for (int c = lane; c < C; c += 32) {
-        const float p = expf(xr[c] - l);
+        const float p = expf((xr[c] - m) - ls);
         const float k = (c == t ? at : 0.0f) + e * (weight ? weight[c] : 1.0f);
         dlogits[r * C + c] = skip ? 0.0f : fmaf(p, ap, -k) * g;
     }
