@@ -119,7 +119,9 @@ TARGET = np.array([0, 3, 2, 4, 1, 3])
 
 @pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 3},
                                 {"label_smoothing": 0.1}, {"weight": True},
-                                {"weight": True, "ignore_index": 2, "label_smoothing": 0.2}])
+                                {"weight": True, "ignore_index": 2, "label_smoothing": 0.2},
+                                {"weight": True, "ignore_index": 2, "label_smoothing": 0.3, "reduction": "sum"},
+                                {"weight": True, "ignore_index": 3, "label_smoothing": 1.0, "reduction": "none"}])
 def test_gradcheck_cross_entropy(kw):
     kw = dict(kw)
     if kw.get("weight"):
