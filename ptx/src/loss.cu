@@ -107,15 +107,11 @@ extern "C" __global__ void cross_entropy_fwd(float* __restrict__ loss, float* __
     }
 }
 
-// doc: reduces the per-row cross-entropy loss[rows]: out[0] = sum (reduction 1) or sum / count (reduction 2, mean over rows whose target != ignore_index; 0/0 = NaN as in PyTorch); count[0] = number of non-ignored rows as float (count may be 0 = not wanted). Deterministic. block (1024, 1, 1), grid (1, 1, 1).
-extern "C" __global__ void cross_entropy_reduce(float* __restrict__ out, float* __restrict__ count, const float* __restrict__ loss, const long long* __restrict__ target, int rows, long long ignore_index, int reduction)
+// The block-wide end of both loss reductions: sum each thread's (loss, count) over the block (1024
+// threads), then out = sum, or sum / count for the mean (0/0 = NaN, as PyTorch); count saved if wanted.
+DEVI void finish_loss_reduce(float s, float k, float* out, float* count, int reduction)
 {
     __shared__ float ps[32], pc[32];
-    float s = 0.0f, k = 0.0f;
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-        s += loss[r];
-        k += (target[r] != ignore_index) ? 1.0f : 0.0f;
-    }
     s = warp_sum(s);
     k = warp_sum(k);
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -131,6 +127,17 @@ extern "C" __global__ void cross_entropy_reduce(float* __restrict__ out, float* 
             if (count) count[0] = k;
         }
     }
+}
+
+// doc: reduces the per-row cross-entropy loss[rows]: out[0] = sum (reduction 1) or sum / count (reduction 2, mean over rows whose target != ignore_index; 0/0 = NaN as in PyTorch); count[0] = number of non-ignored rows as float (count may be 0 = not wanted). Deterministic. block (1024, 1, 1), grid (1, 1, 1).
+extern "C" __global__ void cross_entropy_reduce(float* __restrict__ out, float* __restrict__ count, const float* __restrict__ loss, const long long* __restrict__ target, int rows, long long ignore_index, int reduction)
+{
+    float s = 0.0f, k = 0.0f;
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        s += loss[r];
+        k += (target[r] != ignore_index) ? 1.0f : 0.0f;
+    }
+    finish_loss_reduce(s, k, out, count, reduction);
 }
 
 // doc: cross-entropy backward: dlogits[r, c] = (exp(logits[r, c] - lse[r]) - (c == target[r])) * g_r, rows with target == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / count[0] (2; count from cross_entropy_reduce). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
@@ -196,28 +203,13 @@ extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float*
 // doc: reduces cross_entropy_ws_fwd's loss[rows]: out[0] = sum (reduction 1) or sum / denom (reduction 2), denom = sum over rows with target != ignore_index of weight[target] (1 each when weight = 0), as PyTorch's weighted mean; 0/0 = NaN. denom[0] = that sum (denom may be 0 = not wanted). Deterministic. block (1024, 1, 1), grid (1, 1, 1).
 extern "C" __global__ void cross_entropy_ws_reduce(float* __restrict__ out, float* __restrict__ denom, const float* __restrict__ loss, const long long* __restrict__ target, const float* __restrict__ weight, int rows, int C, long long ignore_index, int reduction)
 {
-    __shared__ float ps[32], pc[32];
     float s = 0.0f, k = 0.0f;
     for (int r = threadIdx.x; r < rows; r += blockDim.x) {
         s += loss[r];
         const long long t = target[r];
         if (t != ignore_index) k += !weight ? 1.0f : (t < 0 || t >= C) ? __int_as_float(0x7fffffff) : weight[t];
     }
-    s = warp_sum(s);
-    k = warp_sum(k);
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    if (lane == 0) { ps[w] = s; pc[w] = k; }
-    __syncthreads();
-    if (w == 0) {
-        s = lane < nw ? ps[lane] : 0.0f;
-        k = lane < nw ? pc[lane] : 0.0f;
-        s = warp_sum(s);
-        k = warp_sum(k);
-        if (lane == 0) {
-            out[0] = (reduction == 2) ? s / k : s;
-            if (denom) denom[0] = k;
-        }
-    }
+    finish_loss_reduce(s, k, out, denom, reduction);
 }
 
 // doc: backward of cross_entropy_ws_fwd (ls = its second output): with p[c] = exp((logits[r, c] - max_r) - ls[r]) = softmax(logits[r, :])[c], t = target[r], W = sum_c weight[c] (C when weight = 0): dlogits[r, c] = ((1 - e) * w[t] * (p[c] - (c == t)) + (e / C) * (W * p[c] - w[c])) * g_r, rows with t == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; denom from cross_entropy_ws_reduce; 0 when denom is 0). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
