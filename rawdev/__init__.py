@@ -31,10 +31,7 @@ def _excepthook(tp, value, tb, _previous=_sys.excepthook):
 
 _sys.excepthook = _excepthook
 
-# --- autograd, ops, optim, utils (issue #5) ---
 from . import autograd, ops  # noqa: E402  (ops installs Tensor's math methods)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
-from .ops.functions import (add, div, exp, flatten, log, log_softmax, matmul, mean, mm, mul, neg, pow,  # noqa: E402,A004
-                            relu, reshape, sigmoid, softmax, squeeze, sub, sum, tanh, unsqueeze)
-from .ops.functions import (abs, argmax, argmin, eq, ge, gt, le, lt, max, min, ne)  # noqa: E402,A004
+from .ops import *  # noqa: E402,F401,F403,A004  (every op declared for the rawdev namespace)
 from . import optim, utils  # noqa: E402

@@ -54,7 +54,7 @@ def save(obj, f, metadata=None):
         if not isinstance(v, Tensor):
             raise TypeError(f"rawdev.save: value for '{k}' is a {type(v).__name__}, not a Tensor; safetensors "
                             "files hold tensors only")
-    from .moves import to_host_arrays
+    from .tensor.moves import to_host_arrays
     arrays = to_host_arrays(items)
     specs, alive = {}, []
     for (k, v), (_, arr) in zip(items, arrays):
@@ -126,6 +126,6 @@ def load(f, map_location=None):
         out[k] = Tensor._make_cpu(arr, dt)
     dev = as_device(map_location) if map_location is not None else None
     if dev is not None and dev.type == "cuda" and out:
-        from .moves import move_tensors
+        from .tensor.moves import move_tensors
         move_tensors(list(out.items()), dev, what=f"checkpoint {os.path.basename(path)}")
     return out

@@ -5,7 +5,7 @@ import pytest
 import rawdev
 import rawdev.ops  # noqa: F401  (installs Tensor methods)
 from rawdev.autograd import grad as autograd_grad, no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from rawdev.ops import functions as F
+import rawdev.nn.functional as F
 from rawdev.tensor.factory import from_numpy, tensor
 
 RNG = np.random.default_rng(1234)

@@ -7,7 +7,7 @@ from cuda.bindings.driver import CUresult
 
 import rawdev
 import rawdev.sim as sim
-from rawdev import moves
+from rawdev.tensor import moves
 from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError

@@ -6,7 +6,7 @@ import pytest
 
 import rawdev
 from rawdev.ops import cuda as C
-from rawdev.ops import functions as F
+import rawdev.nn.functional as F
 from rawdev.tensor.factory import from_numpy
 
 CASES = {

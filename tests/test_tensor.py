@@ -109,10 +109,12 @@ def test_view_and_index_errors_match_pytorch():
         tensor(1.0)[0]
     with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"):
         t.size(2)
-    with pytest.raises(NotImplementedError, match="first axis"):
-        t[:, 1]
-    with pytest.raises(NotImplementedError, match="step-1"):
-        t[::2]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        t[::-1]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        t[0, 0, 0]
+    with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+        t.t().view(6)
     with pytest.raises(RuntimeError, match="a Tensor with 6 elements cannot be converted to Scalar"):
         t.item()
 

@@ -129,7 +129,7 @@ def mem_get_info(device=None):
 def empty_cache(device=None):
     """Give the pool's cached blocks back to the device (cuMemPoolTrimTo(pool, 0)) and drop the pinned
     staging buffers that moves keep for reuse; live blocks stay."""
-    from .. import moves
+    from ..tensor import moves
     moves.release_staging()
     devs = [_device(device)] if device is not None else _opened_devices()
     for d in devs:

@@ -1,14 +1,12 @@
-"""rawdev.nn.functional: PyTorch's functional API over rawdev's ops (cpu numpy / cuda PTX)."""
-from ..ops.functions import (cross_entropy, dropout, flatten, gelu, leaky_relu, linear, log_softmax, matmul,
-                             mse_loss, nll_loss, relu, sigmoid, softmax, tanh)
+"""rawdev.nn.functional: PyTorch's functional API — the ops declared for it in rawdev.ops."""
+from ..ops.loss import _reduction  # noqa: F401  (the loss modules' legacy size_average/reduce handling)
+from ..ops.registry import names as _names
 
-__all__ = ["linear", "relu", "leaky_relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy",
-           "nll_loss", "mse_loss", "dropout", "flatten", "matmul", "relu_", "identity"]
-
-
-def relu_(input):  # noqa: A002
-    return relu(input)
+globals().update(_names("functional"))
 
 
 def identity(input):  # noqa: A002
     return input
+
+
+__all__ = sorted(_names("functional")) + ["identity"]

@@ -3,7 +3,7 @@
 Differences, on purpose:
 - load_state_dict validates every key, shape and type first and copies only when all are good, so a
   failed load leaves the model exactly as it was (PyTorch may have copied some tensors already).
-- Copies into a cuda model are batched through one pinned staging buffer (rawdev.moves).
+- Copies into a cuda model are batched through one pinned staging buffer (rawdev.tensor.moves).
 - to()/cuda()/cpu() move all parameters, buffers and grads in one copy and keep the Parameter objects.
 """
 
@@ -382,7 +382,7 @@ class Module:
         fn(self)
         return self
 
-    # ------------------------------------------------------------------ moves (rawdev.moves does the work)
+    # ------------------------------------------------------------------ moves (rawdev.tensor.moves does the work)
     def to(self, *args, **kwargs):
         """to(device=None, dtype=None, non_blocking=False) / to(dtype) / to(tensor): in place, returns self.
 
@@ -390,7 +390,7 @@ class Module:
         same (an optimizer built before the move keeps working). dtype casts only floating tensors.
         """
         from ..tensor.core import _parse_to
-        from .. import moves
+        from ..tensor import moves
         dev, dt, non_blocking, _copy = _parse_to(args, kwargs)
         if dt is not None and not dt.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -400,7 +400,7 @@ class Module:
 
     def _apply(self, fn, recurse=True):
         """PyTorch's _apply: replace every parameter's (and grad's) storage by fn(tensor)'s, and every
-        buffer by fn(buffer). Parameter objects stay the same. Moves use rawdev.moves, not this."""
+        buffer by fn(buffer). Parameter objects stay the same. Moves use rawdev.tensor.moves, not this."""
         if recurse:
             for module in self.children():
                 module._apply(fn)
@@ -417,7 +417,7 @@ class Module:
 
     def cuda(self, device=None):
         """Move to the GPU; with no GPU available, warn and return the model unchanged on the cpu."""
-        from .. import moves
+        from ..tensor import moves
         from ..device import device as _dev
         if not moves.cuda_available():
             warnings.warn(moves.NO_GPU_HINT, RuntimeWarning, stacklevel=2)
@@ -492,7 +492,7 @@ class Module:
                 self._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                            unexpected_keys, error_msgs, plan=own)
                 if not error_msgs:
-                    from .. import moves
+                    from ..tensor import moves
                     moves.apply_load_plan(own)
                 return
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
@@ -576,7 +576,7 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 self.__class__.__name__, "\n\t".join(error_msgs)))
 
-        from .. import moves
+        from ..tensor import moves
         moves.apply_load_plan(plan)
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 

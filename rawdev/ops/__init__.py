@@ -1,11 +1,15 @@
-"""rawdev.ops: every op as a cpu path (numpy) and a cuda path (shipped PTX), behind one dispatcher.
+"""rawdev.ops: every op declared once, in a file per family; the public names are generated.
 
-`functions` holds the differentiable ops; `methods.install()` puts them on rawdev.Tensor.
+Families: unary (elementwise math and activations), binary (arithmetic, comparisons), reduce, shape
+(views), index, linalg, activation (softmax, dropout), loss. Each declares its ops with
+registry.declare; `methods.install()` puts them on rawdev.Tensor, and `rawdev`/`nn.functional`
+export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by dispatch.py.
 """
+from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
 from . import methods as _methods
-from .functions import (abs, add, argmax, argmin, cross_entropy, div, dropout, eq, exp, flatten, ge, gelu, gt,  # noqa: A004
-                        le, leaky_relu, linear, log, log_softmax, lt, matmul, max, mean, min, mm, mse_loss, mul, ne,
-                        neg, nll_loss, pow, relu, reshape, sigmoid, softmax, squeeze, sub, sum, tanh, unflatten,
-                        unsqueeze)
+from .registry import names as _names
 
 _methods.install()
+
+globals().update(_names("torch"))
+__all__ = sorted(_names("torch"))

@@ -45,12 +45,11 @@ def full(shape, value, dt, dev=CPU, owner=None):
 
 
 def clone(x, owner=None):
-    return Tensor._make_cpu(np.array(x._host_storage(), copy=True), x.dtype)
+    return x._contiguous_copy()
 
 
 def copy_into(dst, src):
-    np.copyto(dst._host_storage(), src._host_storage())
-    dst._bump_version()
+    dst._write(src)
 
 
 # ------------------------------------------------------------------ elementwise
@@ -76,10 +75,6 @@ def scale_(x, s):
     xv *= np.asarray(s, xv.dtype)
     x._bump_version()
     return x
-
-
-def transpose2d(x):
-    return wrap(np.ascontiguousarray(v(x).T), x.dtype)
 
 
 def mul(a, b, dt=None):
@@ -155,70 +150,6 @@ def _gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(k0 * (x + k1 * x * x * x)))
 
 
-def unary(op, x, p=None):
-    """op: relu, leaky_relu (p = negative slope), gelu (erf), gelu_tanh, tanh, sigmoid, exp, log."""
-    xv = v(x)
-    one = np.asarray(1, xv.dtype)
-    if op == "relu":
-        r = np.maximum(xv, np.asarray(0, xv.dtype))
-    elif op == "leaky_relu":
-        r = np.where(xv > 0, xv, xv * np.asarray(p, xv.dtype))
-    elif op == "gelu":
-        r = 0.5 * xv * (one + _erf(xv / np.asarray(math.sqrt(2.0), xv.dtype)))
-    elif op == "gelu_tanh":
-        r = _gelu_tanh(xv)
-    elif op == "tanh":
-        r = np.tanh(xv)
-    elif op == "sigmoid":
-        with np.errstate(over="ignore"):
-            r = one / (one + np.exp(-xv))
-    elif op == "exp":
-        r = np.exp(xv)
-    elif op == "log":
-        r = np.log(xv)
-    elif op == "abs":
-        r = np.abs(xv)
-    else:
-        raise ValueError(f"unknown unary op {op}")
-    return wrap(np.asarray(r, xv.dtype), x.dtype)
-
-
-def unary_bwd(op, gy, x, y, p=None):
-    """Gradient of unary(op) given the output gradient gy, the input x and the output y."""
-    g = v(gy)
-    dtp = g.dtype
-    if op == "relu":
-        r = np.where(v(y) > 0, g, np.asarray(0, dtp))
-    elif op == "leaky_relu":
-        r = np.where(v(x) > 0, g, g * np.asarray(p, dtp))
-    elif op == "gelu":
-        xv = v(x)
-        cdf = 0.5 * (1 + _erf(xv / np.asarray(math.sqrt(2.0), dtp)))
-        pdf = np.exp(-0.5 * xv * xv) / np.asarray(math.sqrt(2 * math.pi), dtp)
-        r = g * (cdf + xv * pdf)
-    elif op == "gelu_tanh":
-        xv = v(x)
-        k0, k1 = np.asarray(math.sqrt(2.0 / math.pi), dtp), np.asarray(0.044715, dtp)
-        inner = k0 * (xv + k1 * xv ** 3)
-        t = np.tanh(inner)
-        r = g * (0.5 * (1 + t) + 0.5 * xv * (1 - t * t) * k0 * (1 + 3 * k1 * xv * xv))
-    elif op == "tanh":
-        yv = v(y)
-        r = g * (1 - yv * yv)
-    elif op == "sigmoid":
-        yv = v(y)
-        r = g * yv * (1 - yv)
-    elif op == "exp":
-        r = g * v(y)
-    elif op == "log":
-        r = g / v(x)
-    elif op == "abs":   # sign(x): no gradient at the kink, NaN stays NaN (PyTorch's sgn)
-        r = g * np.sign(v(x))
-    else:
-        raise ValueError(f"unknown unary op {op}")
-    return wrap(np.asarray(r, dtp), gy.dtype)
-
-
 # ------------------------------------------------------------------ comparisons and casts
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
         "ge": np.greater_equal,
@@ -258,18 +189,6 @@ def arg_reduce_bwd(g, idx, outer, red, inner):
     gx = np.zeros((outer, red, inner), v(g).dtype)
     np.put_along_axis(gx, v(idx).reshape(outer, 1, inner), v(g).reshape(outer, 1, inner), 1)
     return wrap(gx.reshape(-1), g.dtype)
-
-
-def sum_to(g, shape):
-    """Reduce a broadcast gradient back to `shape`."""
-    shape = tuple(shape)
-    if tuple(g.shape) == shape:
-        return g
-    gv = v(g)
-    lead = gv.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gv.shape[i + lead] != 1)
-    r = np.sum(gv, axis=axes, keepdims=True) if axes else gv
-    return wrap(r.reshape(shape), g.dtype)
 
 
 def expand(x, shape):

@@ -5,10 +5,12 @@ allocations tagged for the memory tool ("linear output", "relu output", ...).
 
 What runs where:
 - GEMMs (linear forward/backward, matmul): gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}, the tile chosen by size.
-- Sums over dimensions (bias gradients, sum/mean, broadcast gradients) are GEMMs with a ones vector:
-  ones[M]ᵀ·X sums the rows, X·ones[N] the columns; mean is the same with alpha = 1/n.
-- Broadcasts (expand) are rank-1 GEMMs: ones[M,1]·g[1,N].
-- Scaling and scalar bias are the GEMM epilogue with K = 0: Y = act(beta·Y + bias[n]) on a copy.
+- Operands arrive contiguous (rawdev.ops.dispatch makes strided views contiguous with one strided-copy
+  launch); GEMM operands may also be transposed views (read through the nt/tn layouts and their strides).
+- Broadcasting is `expand` (stride 0) made contiguous by the strided copy: one launch, never a loop.
+- Sums over dimensions: sum_axis1 over rows (reduced axes moved last), sum_axis0 for column sums,
+  sum_partial/sum_final for everything.
+- Scalar bias is the GEMM epilogue with K = 0: Y = act(beta·Y + bias[n]) on a copy.
 - Comparisons (bool out), casts between float32 and bool/uint8/int32/int64/f16/bf16, div, abs, exp, log and
   pow are elementwise kernels; max/min/argmax/argmin along a dim are max_dim/min_dim (reduce.ptx).
 - Elementwise, softmax, loss, optimizer and dropout math uses the elementwise/reduce/loss/optim kernel
@@ -94,33 +96,30 @@ def full(shape, value, dt, dev, owner=None, scoped=True):
 
 
 def clone(x, owner=None, scoped=True):
-    out = empty(x.shape, x.dtype, x.device, owner or "clone", scoped)
-    if x.nbytes:
-        memory.copy_dtod(out.data_ptr(), x.data_ptr(), x.nbytes, stream=_rdev(x).compute_stream)
-    return out
+    from .dispatch import current_owner
+    owner = owner or "clone"
+    return x._contiguous_copy(current_owner(owner) if scoped else owner)
 
 
 def copy_into(dst, src):
-    if dst.nbytes:
-        memory.copy_dtod(dst.data_ptr(), src.data_ptr(), dst.nbytes, stream=_rdev(dst).compute_stream)
-    dst._bump_version()
+    """dst[...] = src (same device; dst may be a strided view: its base is written)."""
+    dst._write(src)
 
 
-_ones_cache = {}
+def dense(t):
+    """t itself when contiguous, else a contiguous copy (kernels read contiguous operands)."""
+    return t if t is None or t.is_contiguous() else t._contiguous_copy("contiguous copy")
 
 
-def _ones(rdev, dev, n):
-    """A device vector of at least n float32 ones (one per device, grown on demand)."""
-    key = id(rdev)
-    hit = _ones_cache.get(key)
-    if hit is None or hit[0] is not rdev or hit[1].numel() < n:
-        cap = max(n, 1024, (hit[1].numel() * 2) if hit and hit[0] is rdev else 0)
-        _ones_cache[key] = hit = (rdev, full((cap,), 1.0, _dt.float32, dev, owner="ones (for sums)",
-                                                 scoped=False))
-    return hit[1]
+def _bcast(t, shape):
+    """t broadcast to shape as a contiguous operand: expand (stride 0) + one strided copy when needed."""
+    shape = tuple(shape)
+    if tuple(t.shape) == shape:
+        return dense(t)
+    from .shape import expand_meta, make_view
+    return make_view(t, expand_meta(t, shape))._contiguous_copy("broadcast operand")
 
 
-# ------------------------------------------------------------------ GEMM
 _GEMM_TILES = ((128, 256), (64, 256), (32, 64))   # (tile, threads per block)
 
 
@@ -143,21 +142,44 @@ def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0
              [y, a, b, bias, M, N, K, lda, ldb, ldy, float(alpha), float(beta), act])
 
 
+def _gemm_operand(m):
+    """(pointer, leading dimension, transposed) for reading the logical matrix m [R, C] without a copy:
+    row-major rows (stride (ld, 1)) or a transposed view of a row-major matrix (stride (1, ld)); any other
+    layout is copied first."""
+    R, C = m.shape
+    sr, sc = m.stride()
+    if sc == 1 or C == 1:
+        if sr >= C or R == 1:
+            return m.data_ptr(), max(sr if R > 1 else C, 1), False
+    if sr == 1 or R == 1:
+        if sc >= R or C == 1:
+            return m.data_ptr(), max(sc if C > 1 else R, 1), True
+    m = m._contiguous_copy("gemm operand")
+    return m.data_ptr(), max(C, 1), False
+
+
 def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
-    """op(a)[M,K]·op(b)[K,N] (·alpha, + bias[N], act 0/1 relu/2 gelu-tanh) on 2-D float32 tensors."""
+    """op(a)[M,K]·op(b)[K,N] (·alpha, + bias[N], act 0/1 relu/2 gelu-tanh) on 2-D float32 tensors of any
+    strides: a transposed view is read through the tn/nt layouts, not copied."""
     _f32("matmul", a, b, bias)
     rdev = _rdev(a)
-    if ta and tb:
-        raise NotImplementedError("gemm with both operands transposed has no kernel (no tt layout)")
-    M, K = (a.shape[1], a.shape[0]) if ta else (a.shape[0], a.shape[1])
-    N = b.shape[0] if tb else b.shape[1]
-    y = empty((M, N), a.dtype, a.device, owner or "matmul output")
+    from .shape import transpose
+    A = transpose(a, 0, 1) if ta else a      # the logical operands, as views
+    B = transpose(b, 0, 1) if tb else b
+    M, K = A.shape
+    N = B.shape[1]
     if K == 0 and bias is None and act == 0:
         return full((M, N), 0.0, a.dtype, a.device, owner or "matmul output")
-    layout = "tn" if ta else ("nt" if tb else "nn")
-    lda = a.shape[1]
-    ldb = b.shape[1]
-    _gemm_raw(rdev, layout, y.data_ptr(), a.data_ptr(), b.data_ptr(), M, N, K, lda, ldb, N, alpha, 0.0,
+    y = empty((M, N), a.dtype, a.device, owner or "matmul output")
+    pa, lda, at = _gemm_operand(A)
+    # op(B)[k, n]: "n" reads B row-major [K, N]; "t" reads B^T row-major [N, K]
+    pb, ldb, bt = _gemm_operand(B)
+    if at and bt:   # no tt kernel: copy the smaller operand
+        B = B._contiguous_copy("gemm operand")
+        pb, ldb, bt = B.data_ptr(), max(N, 1), False
+    layout = "tn" if at else ("nt" if bt else "nn")
+    bias = dense(bias)
+    _gemm_raw(rdev, layout, y.data_ptr(), pa, pb, M, N, K, lda, ldb, N, alpha, 0.0,
               bias.data_ptr() if bias is not None else 0, act)
     return y
 
@@ -180,55 +202,45 @@ def _rows(rdev, name, args, rows, op=None):
 
 
 # ------------------------------------------------------------------ reductions (reduce.ptx)
-def _sum_block(x, pre, red, post, alpha, owner):
-    """x viewed as [pre, red, post] -> [pre*post] summed over red (times alpha)."""
-    rdev, dev = _rdev(x), x.device
-    if red == 0:
-        return full((pre * post,), 0.0, _dt.float32, dev, owner)
-    out = empty((pre * post,), _dt.float32, dev, owner or "sum output")
-    if pre == 1 and post == 1:                      # everything: two deterministic passes
-        nparts = min(1024, (red + 255) // 256)
-        parts = empty((nparts,), _dt.float32, dev, "partial sums")
-        _kernel(rdev, "sum_partial", "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
-        _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
-        return out
-    if post == 1:                                   # row sums of [pre, red]
-        _rows(rdev, "sum_axis1", [out.data_ptr(), x.data_ptr(), pre, red, 0.0], pre, "sum")
-    else:                                           # column sums of [red, post], per leading index
-        k = _kernel(rdev, "sum_axis0", "sum")
-        for i in range(pre):
-            k.launch((post + 31) // 32, (32, 8), [out.data_ptr() + 4 * i * post, x.data_ptr() + 4 * i * red * post,
-                                                  red, post, 0.0])
-    if alpha != 1.0:
-        _ew(rdev, "scale", [out.data_ptr(), out.data_ptr(), float(alpha), out.numel()], out.numel(), "mean")
-    return out
-
-
 def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
+    """Sum of x over dims (times alpha) in one reduction launch (two for everything): the reduced axes
+    are moved last (a permuted view, copied once when that is not already contiguous) and each row is
+    summed by a warp; reducing only leading axes sums columns in place (sum_axis0)."""
     if x.dtype is _dt.bool and dt is _dt.int64 and alpha == 1.0:
         return _count(x, dims, keepdim)
     _f32("sum", x)
     if dt not in (None, x.dtype):
         raise TypeError(f"sum(dtype={dt}) on cuda: only float32")
-    shape = list(x.shape)
-    dims = sorted(dims)
-    cur, cur_shape = x, list(shape)
-    # reduce runs of adjacent dims in one launch each, from the last run to the first
-    runs = []
-    for d in dims:
-        if runs and runs[-1][1] == d - 1:
-            runs[-1][1] = d
-        else:
-            runs.append([d, d])
-    for i, (lo, hi) in enumerate(reversed(runs)):
-        pre = int(np.prod(cur_shape[:lo], dtype=np.int64))
-        red = int(np.prod(cur_shape[lo:hi + 1], dtype=np.int64))
-        post = int(np.prod(cur_shape[hi + 1:], dtype=np.int64))
-        last = i == len(runs) - 1
-        cur = _sum_block(cur, pre, red, post, alpha if last else 1.0, owner if last else "partial sums")
-        cur_shape = cur_shape[:lo] + [1] * (hi + 1 - lo) + cur_shape[hi + 1:]
-    out_shape = cur_shape if keepdim else [s for j, s in enumerate(shape) if j not in dims]
-    return Tensor._make_cuda(cur._buf, cur._offset, out_shape, x.dtype, x.device)
+    rdev, dev = _rdev(x), x.device
+    shape = tuple(x.shape)
+    dims = sorted(set(dims))
+    keep = [d for d in range(len(shape)) if d not in dims]
+    out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
+    red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
+    out = empty(out_shape, _dt.float32, dev, owner or "sum output")
+    if rows == 0:
+        return out
+    if red == 0:
+        memory.memset_d8(out.data_ptr(), 0, out.nbytes, rdev.compute_stream)
+        return out
+    x = dense(x)
+    if not keep:                                     # everything: two deterministic passes
+        nparts = min(1024, (red + 255) // 256)
+        parts = empty((nparts,), _dt.float32, dev, "partial sums")
+        _kernel(rdev, "sum_partial", "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
+        _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
+        return out
+    if dims == list(range(len(dims))):               # leading axes: column sums of [red, rows]
+        _kernel(rdev, "sum_axis0", "sum").launch((rows + 31) // 32, (32, 8),
+                                                 [out.data_ptr(), x.data_ptr(), red, rows, 0.0])
+    else:                                            # reduced axes last: row sums of [rows, red]
+        from .shape import permute
+        xt = dense(permute(x, tuple(keep) + tuple(dims)))
+        _rows(rdev, "sum_axis1", [out.data_ptr(), xt.data_ptr(), rows, red, 0.0], rows, "sum")
+    if alpha != 1.0:
+        _ew(rdev, "scale", [out.data_ptr(), out.data_ptr(), float(alpha), out.numel()], out.numel(), "mean")
+    return out
 
 
 def _count(x, dims, keepdim):
@@ -273,44 +285,9 @@ def arg_reduce_bwd(g, idx, outer, red, inner):
     return gx
 
 
-def sum_to(g, shape):
-    shape = tuple(shape)
-    if tuple(g.shape) == shape:
-        return g
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
-    r = sum_dims(g, dims, keepdim=True, owner="broadcast grad") if dims else g
-    return Tensor._make_cuda(r._buf, r._offset, shape, g.dtype, g.device)
-
-
 def expand(x, shape):
-    """Broadcast x to shape as rank-1 GEMMs: out[pre, n, post] = ones[n, 1] · x[1, post] per leading index."""
-    _f32("expand", x)
-    shape = tuple(shape)
-    xs = (1,) * (len(shape) - x.ndim) + tuple(x.shape)
-    if xs == shape:
-        return Tensor._make_cuda(x._buf, x._offset, shape, x.dtype, x.device)
-    rdev, dev = _rdev(x), x.device
-    cur, cur_shape = x, list(xs)
-    for d in range(len(shape) - 1, -1, -1):     # innermost run of broadcast dims first
-        if cur_shape[d] == shape[d]:
-            continue
-        lo = d
-        while lo - 1 >= 0 and cur_shape[lo - 1] != shape[lo - 1]:
-            lo -= 1
-        n = int(np.prod(shape[lo:d + 1], dtype=np.int64))
-        pre = int(np.prod(cur_shape[:lo], dtype=np.int64))
-        post = int(np.prod(cur_shape[d + 1:], dtype=np.int64))
-        out = empty((pre, n, post), x.dtype, dev, "expand output")
-        ones = _ones(rdev, dev, n)
-        for i in range(pre):
-            _gemm_raw(rdev, "nn", out.data_ptr() + 4 * i * n * post, ones.data_ptr(), cur.data_ptr() + 4 * i * post,
-                      n, post, 1, 1, post, post)
-        cur = out
-        cur_shape = cur_shape[:lo] + list(shape[lo:d + 1]) + cur_shape[d + 1:]
-        break
-    cur = Tensor._make_cuda(cur._buf, cur._offset, cur_shape, x.dtype, dev)
-    return cur if tuple(cur_shape) == shape else expand(cur, shape)
+    """x broadcast to shape, contiguous (the stride-0 view copied once)."""
+    return _bcast(x, shape)
 
 
 # ------------------------------------------------------------------ elementwise (elementwise.ptx)
@@ -327,6 +304,8 @@ def _epilogue_(y, beta=1.0, bias=None, act=0, rows=None, cols=None):
 
 def scale_(x, s):
     _f32("mul_", x)
+    if not x.is_contiguous():
+        return copy_into(x, scale(dense(x), s))
     _ew(_rdev(x), "scale", [x.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul_")
     x._bump_version()
     return x
@@ -361,10 +340,6 @@ def neg(x):
     return scale(x, -1.0)
 
 
-def _broadcast_operand(b, shape):
-    return b if tuple(b.shape) == tuple(shape) else expand(b, shape)
-
-
 def add(a, b, alpha=1.0, dt=None):
     _f32("add", a, b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
@@ -373,7 +348,7 @@ def add(a, b, alpha=1.0, dt=None):
         # [.., N] + [N]: the GEMM epilogue's bias on a copy of a
         y = clone(a, "add output")
         return _epilogue_(y, bias=b, rows=a.numel() // b.numel(), cols=b.numel())
-    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    a, b = _bcast(a, shape), _bcast(b, shape)
     n = int(np.prod(shape, dtype=np.int64))
     y = empty(shape, a.dtype, a.device, "add output")
     if alpha == 1:
@@ -387,7 +362,9 @@ def add(a, b, alpha=1.0, dt=None):
 
 def add_(a, b, alpha=1.0):
     _f32("add_", a, b)
-    b = _broadcast_operand(b, a.shape)
+    if not a.is_contiguous():
+        return copy_into(a, add(dense(a), b, alpha))
+    b = _bcast(b, a.shape)
     _ew(_rdev(a), "axpy", [a.data_ptr(), b.data_ptr(), float(alpha), a.numel()], a.numel(), "add_")
     a._bump_version()
     return a
@@ -397,7 +374,7 @@ def _binary(kernel, a, b):
     """z = a (kernel) b elementwise on float32, both operands broadcast to the result's shape first."""
     _f32(kernel, a, b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    a, b = _bcast(a, shape), _bcast(b, shape)
     y = empty(shape, a.dtype, a.device, f"{kernel} output")
     _ew(_rdev(a), kernel, [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), kernel)
     return y
@@ -427,45 +404,17 @@ def pow_scalar(x, e):
     return y
 
 
-_UNARY_FWD = {"relu": "relu_fwd", "gelu": "gelu_erf_fwd", "gelu_tanh": "gelu_tanh_fwd", "tanh": "tanh_fwd",
-              "sigmoid": "sigmoid_fwd", "abs": "abs_fwd", "exp": "exp_fwd", "log": "log_fwd"}
-_UNARY_BWD = {"relu": ("relu_bwd", "y"), "gelu": ("gelu_erf_bwd", "x"), "gelu_tanh": ("gelu_tanh_bwd", "x"),
-              "tanh": ("tanh_bwd", "y"), "sigmoid": ("sigmoid_bwd", "y"), "abs": ("abs_bwd", "x")}
-
-
-def unary(op, x, p=None):
-    _f32(op, x)
+def elementwise(kernel, dt, operands, params=(), op=None):
+    """One launch of an elementwise kernel kernel(out, *operands, *params, n) over operands of one shape
+    (made contiguous first): out is a new tensor of dtype dt."""
+    _f32(op or kernel, *operands)
+    operands = [dense(t) for t in operands]
+    x = operands[0]
+    y = empty(x.shape, dt, x.device, f"{op or kernel} output")
     n = x.numel()
-    y = empty(x.shape, x.dtype, x.device, f"{op} output")
-    rdev = _rdev(x)
-    if op == "leaky_relu":
-        _ew(rdev, "leaky_relu_fwd", [y.data_ptr(), x.data_ptr(), float(p), n], n, op)
-    elif op in _UNARY_FWD:
-        _ew(rdev, _UNARY_FWD[op], [y.data_ptr(), x.data_ptr(), n], n, op)
-    else:
-        _need(op, f"an elementwise {op} kernel")
+    _ew(_rdev(x), kernel, [y.data_ptr()] + [t.data_ptr() for t in operands] + [float(p) for p in params] + [n], n,
+        op)
     return y
-
-
-def unary_bwd(op, gy, x, y, p=None):
-    _f32(op + " backward", gy)
-    n = gy.numel()
-    gx = empty(gy.shape, gy.dtype, gy.device, f"{op} grad")
-    rdev = _rdev(gy)
-    if op == "leaky_relu":
-        _ew(rdev, "leaky_relu_bwd", [gx.data_ptr(), gy.data_ptr(), x.data_ptr(), float(p), n], n, op)
-    elif op == "exp":           # dy * exp(x) = dy * y
-        return mul(gy, y)
-    elif op == "log":           # dy / x
-        return div(gy, x)
-    elif op in _UNARY_BWD:
-        name, which = _UNARY_BWD[op]
-        # relu_bwd reads its saved tensor as "x > 0": the saved output y > 0 exactly where x > 0
-        saved = y if which == "y" else x
-        _ew(rdev, name, [gx.data_ptr(), gy.data_ptr(), saved.data_ptr(), n], n, op + " backward")
-    else:
-        _need(op + " backward", f"an elementwise {op} backward kernel")
-    return gx
 
 
 # ------------------------------------------------------------------ comparisons and casts (elementwise.ptx)
@@ -494,10 +443,7 @@ def compare(a, b, op):
         return y
     b = _cmp_operand(b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    if suffix == "i64" and (tuple(a.shape) != shape or tuple(b.shape) != shape):
-        raise NotImplementedError(f"{op} of int64 cuda tensors needs one shape ({tuple(a.shape)} vs "
-                                  f"{tuple(b.shape)}): broadcasting on cuda is float32-only (expand is a GEMM)")
-    a, b = _broadcast_operand(a, shape), _broadcast_operand(b, shape)
+    a, b = _bcast(a, shape), _bcast(b, shape)
     y = empty(shape, _dt.bool, a.device, f"{op} output")
     _ew(rdev, f"compare_{suffix}", [y.data_ptr(), a.data_ptr(), b.data_ptr(), code, y.numel()], y.numel(), op)
     return y
@@ -529,45 +475,45 @@ def cast(x, dt):
     return y
 
 
-def transpose2d(x):
-    _f32("t", x)
-    rows, cols = x.shape
-    out = empty((cols, rows), x.dtype, x.device, "transpose output")
-    if x.numel():
-        _kernel(_rdev(x), "tiled_transpose", "t()").launch(((cols + 31) // 32, (rows + 31) // 32), (32, 8),
-                                                            [out.data_ptr(), x.data_ptr(), rows, cols])
-    return out
-
-
-# ------------------------------------------------------------------ softmax and losses (loss.ptx)
-def _last_dim(x, dim, op):
+def _last_dim(x, dim):
+    """x with dim moved last, contiguous, and the permutation that moves it back (None when already last)."""
     if dim == x.ndim - 1:
-        return x, False
-    if x.ndim == 2 and dim == 0:
-        return transpose2d(x), True
-    _need(f"{op} over dim {dim} of a {x.ndim}-D tensor", "a strided softmax kernel (the shipped one is row-wise)")
+        return dense(x), None
+    from .shape import permute
+    order = tuple(d for d in range(x.ndim) if d != dim) + (dim,)
+    back = [0] * x.ndim
+    for i, d in enumerate(order):
+        back[d] = i
+    return dense(permute(x, order)), tuple(back)
+
+
+def _restore(y, back):
+    from .shape import permute
+    return y if back is None else permute(y, back)
 
 
 def softmax(x, dim, log=False):
+    """Row-wise (log-)softmax kernels; another dim is moved last first (one strided copy), and the
+    result is returned as a view in the input's axis order."""
     op = "log_softmax" if log else "softmax"
     _f32(op, x)
-    xt, transposed = _last_dim(x, dim, op)
-    C = xt.shape[-1]
+    xt, back = _last_dim(x, dim)
+    C = xt.shape[-1] if xt.ndim else 1
     rows = xt.numel() // C if C else 0
     y = empty(xt.shape, x.dtype, x.device, f"{op} output")
     _rows(_rdev(x), f"{op}_fwd", [y.data_ptr(), xt.data_ptr(), rows, C], rows, op)
-    return transpose2d(y) if transposed else y
+    return _restore(y, back)
 
 
 def softmax_bwd(gy, y, dim, log=False):
     op = "log_softmax" if log else "softmax"
-    gyt, transposed = _last_dim(gy, dim, op)
-    yt = transpose2d(y) if transposed else y
-    C = yt.shape[-1]
+    gyt, back = _last_dim(gy, dim)
+    yt, _ = _last_dim(y, dim)
+    C = yt.shape[-1] if yt.ndim else 1
     rows = yt.numel() // C if C else 0
     gx = empty(yt.shape, gy.dtype, gy.device, f"{op} grad")
     _rows(_rdev(gy), f"{op}_bwd", [gx.data_ptr(), gyt.data_ptr(), yt.data_ptr(), rows, C], rows, op + " backward")
-    return transpose2d(gx) if transposed else gx
+    return _restore(gx, back)
 
 
 _REDUCTION = {"none": 0, "sum": 1, "mean": 2}

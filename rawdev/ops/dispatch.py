@@ -1,6 +1,6 @@
 """The small dispatcher: which backend runs an op (cpu = numpy, cuda = shipped PTX), device checks,
 and the gradient helpers the autograd engine calls."""
-from .. import dtypes as _dt
+from ..tensor.core import Tensor
 from . import cpu
 
 __all__ = ["backend", "check_same_device", "owner_scope", "current_owner"]
@@ -46,20 +46,41 @@ def check_same_device(op, *tensors):
     return dev
 
 
+class _DenseCuda:
+    """The cuda backend as the ops call it: every tensor argument of a kernel-launching function arrives
+    contiguous (a strided view is copied once by the strided-copy kernel), so kernels index plain arrays.
+    Functions that write into their first argument handle views themselves (they write the base)."""
+
+    _WRITERS = frozenset({"copy_into", "add_", "scale_", "new_grad", "sgd_group", "adam_group", "alloc_states",
+                          "zeros_state", "elementwise", "gemm"})
+
+    def __getattr__(self, name):
+        from . import cuda
+        fn = getattr(cuda, name)
+        if callable(fn) and name not in self._WRITERS and not name.startswith("_"):
+            dense = cuda.dense
+
+            def call(*args, _fn=fn, **kwargs):
+                return _fn(*[dense(a) if isinstance(a, Tensor) else a for a in args], **kwargs)
+            call.__name__, call.__doc__ = name, fn.__doc__
+            fn = call
+        setattr(self, name, fn)
+        return fn
+
+
+_cuda = _DenseCuda()
+
+
 def backend(op, *tensors):
     """The backend module for tensors that must share a device (RuntimeError naming both otherwise)."""
     dev = check_same_device(op, *tensors)
     if dev is None or dev.type == "cpu":
         return cpu
-    from . import cuda
-    return cuda
+    return _cuda
 
 
 def backend_of(t):
-    if t.device.type == "cpu":
-        return cpu
-    from . import cuda
-    return cuda
+    return cpu if t.device.type == "cpu" else _cuda
 
 
 # ------------------------------------------------------------------ used by the autograd engine
@@ -78,10 +99,7 @@ def zeros_like_meta(meta):
 
 
 def backend_of_device(dev):
-    if dev.type == "cpu":
-        return cpu
-    from . import cuda
-    return cuda
+    return cpu if dev.type == "cpu" else _cuda
 
 
 def clone(t):

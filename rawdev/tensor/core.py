@@ -1,15 +1,20 @@
-"""rawdev.Tensor: contiguous storage + shape + dtype + device. No math lives here (autograd/ops add it).
+"""rawdev.Tensor: storage + shape + strides + storage offset + dtype + device. No math lives here.
 
-Storage layout (the contract other layers build on):
-  cpu  : `_data` is a C-contiguous numpy array of the *storage* dtype (uint16 for bfloat16) whose shape
-         is the tensor's shape; views are numpy views of it. `_buf` keeps alive whatever owns the memory
-         when it is not numpy's (a PinnedBuffer after a non-blocking .cpu()), and `_pending` is an event
-         that must complete before the host may read `_data` (a DtoH still in flight).
-  cuda : `_data` is None; the bytes are `_buf` (a runtime DeviceBuffer, possibly a module's arena) at byte
-         offset `_offset`, `numel * itemsize` long, C-contiguous. `data_ptr()` = `_buf.ptr + _offset`.
+Storage layout (the contract other layers build on; this module is the only code that writes these fields):
+  _shape, _strides, _soff : PyTorch's view metadata: sizes, strides in elements, storage offset in elements.
+  cpu  : `_root` is a 1-D numpy array of the *storage* dtype (uint16 for bfloat16) covering the storage;
+         `_data` is the numpy view of it with the tensor's shape and strides (what the cpu ops read).
+         `_buf` keeps alive whatever owns the memory when it is not numpy's (a PinnedBuffer after a
+         non-blocking .cpu()), and `_pending` is an event that must complete before the host may read
+         `_data` (a DtoH still in flight).
+  cuda : `_data`/`_root` are None; the storage is `_buf` (a runtime DeviceBuffer, possibly a module's
+         arena) and `_offset` is the byte offset of the tensor's first element in it, so
+         `data_ptr() = _buf.ptr + _offset` and the storage starts `_soff` elements before it.
          Device work on it is ordered on the device's compute stream.
-`_vc` is the version counter, a one-element list shared by a tensor and its views/detached aliases
-(`_version` reads it; in-place writers call `_bump_version()`).
+Views (view, transpose, expand, slicing, ...) share the storage and the version counter `_vc` (a
+one-element list; `_version` reads it; in-place writers call `_bump_version()`); `_base` is the tensor
+whose storage a view looks at. Kernels take contiguous operands: `contiguous()` copies a strided view
+with one strided-copy launch (rawdev.tensor.strided).
 """
 
 import operator
@@ -17,7 +22,9 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
-from ..device import CPU, as_device, device as _device_cls
+from ..device import CPU, as_device
+from ..device import device as _device_cls
+from . import layout as _layout
 from .size import Size, parse_size
 
 __all__ = ["Tensor"]
@@ -31,9 +38,22 @@ _NON_LEAF_GRAD = (
     "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
+def _root_of(arr):
+    """(1-D storage array, element strides) covering a numpy array's elements without copying; None when
+    its strides cannot be element strides (negative, or not a multiple of the item size)."""
+    item = arr.itemsize
+    if arr.flags.c_contiguous:
+        return arr.reshape(-1), _layout.contiguous_strides(arr.shape)
+    if any(s < 0 or s % item for s in arr.strides):
+        return None
+    strides = tuple(s // item for s in arr.strides)
+    span = _layout.span(arr.shape, strides)
+    return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,)), strides
+
+
 class Tensor:
-    __slots__ = ("_data", "_buf", "_offset", "_shape", "_dtype", "_device", "_vc", "_pending", "_base",
-                 "_requires_grad", "_grad", "grad_fn", "__dict__", "__weakref__")
+    __slots__ = ("_data", "_root", "_buf", "_offset", "_shape", "_strides", "_soff", "_dtype", "_device", "_vc",
+                 "_pending", "_base", "_requires_grad", "_grad", "grad_fn", "__dict__", "__weakref__")
 
     # ---------------------------------------------------------------- construction
     def __init__(self, *args, dtype=None, device=None):
@@ -42,7 +62,7 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (int, Size, tuple)):
             src = args[0]
             arr = src._values() if isinstance(src, Tensor) else np.asarray(src)
-            self._init_cpu(_dt.to_storage(arr, dt), dt)
+            self._init_cpu(np.ascontiguousarray(_dt.to_storage(arr, dt)), dt)
         else:
             shape = parse_size(args) if args else Size((0,))
             self._init_cpu(np.empty(shape, dtype=dt.storage), dt)
@@ -50,63 +70,75 @@ class Tensor:
             self._assign(self.to(device))
 
     def _init_cpu(self, arr, dt, buf=None, pending=None):
-        self._data, self._buf, self._offset, self._pending = arr, buf, 0, pending
-        self._shape, self._dtype, self._device = Size(arr.shape), dt, CPU
+        self._set_cpu(arr, dt, buf, pending)
         self._vc, self._base = [0], None
         self._requires_grad, self._grad, self.grad_fn = False, None, None
 
     @classmethod
     def _make_cpu(cls, arr, dt=None, requires_grad=False, buf=None, pending=None):
-        """Wrap a C-contiguous numpy storage array (shared, not copied)."""
+        """Wrap a numpy storage array (shared, not copied; a strided one keeps its strides)."""
         t = cls.__new__(cls)
         dt = dt or _dt.from_numpy_dtype(arr.dtype)
         if arr.dtype != dt.storage:
             raise TypeError(f"storage array dtype {arr.dtype} does not match {dt}")
-        if not arr.flags.c_contiguous:
-            raise ValueError("rawdev tensors are contiguous: expected a C-contiguous array "
-                             "(np.ascontiguousarray makes one)")
         t._init_cpu(arr, dt, buf, pending)
         t._requires_grad = bool(requires_grad)
         return t
 
     @classmethod
-    def _make_cuda(cls, buf, offset, shape, dt, dev, requires_grad=False):
-        """Wrap bytes of a runtime DeviceBuffer: `buf.ptr + offset`, shape, dtype, on device dev."""
+    def _make_cuda(cls, buf, offset, shape, dt, dev, requires_grad=False, strides=None, soff=0):
+        """Wrap bytes of a runtime DeviceBuffer: first element at `buf.ptr + offset`, on device dev."""
         t = cls.__new__(cls)
-        t._set_cuda(buf, offset, Size(shape), dt, as_device(dev))
+        t._set_cuda(buf, offset, Size(shape), dt, as_device(dev), strides, soff)
         t._vc, t._base = [0], None
         t._requires_grad, t._grad, t.grad_fn = bool(requires_grad), None, None
         return t
 
-    def _set_cuda(self, buf, offset, shape, dt, dev):
-        self._data, self._buf, self._offset, self._pending = None, buf, int(offset), None
+    def _set_cuda(self, buf, offset, shape, dt, dev, strides=None, soff=0):
+        self._data, self._root, self._buf, self._offset, self._pending = None, None, buf, int(offset), None
         self._shape, self._dtype, self._device = shape, dt, dev
+        self._strides = tuple(strides) if strides is not None else _layout.contiguous_strides(shape)
+        self._soff = int(soff)
 
     def _set_cpu(self, arr, dt, buf=None, pending=None):
+        found = _root_of(arr)
+        if found is None:   # numpy's negative or odd strides have no element-stride form: keep a copy
+            arr = np.ascontiguousarray(arr)
+            found = _root_of(arr)
+        self._root, self._strides = found
         self._data, self._buf, self._offset, self._pending = arr, buf, 0, pending
-        self._shape, self._dtype, self._device = Size(arr.shape), dt, CPU
+        self._shape, self._dtype, self._device, self._soff = Size(arr.shape), dt, CPU, 0
 
     def _assign(self, other):
-        """Make self use other's storage (shape/dtype/device follow): `param.data = t`, moves."""
-        self._data, self._buf, self._offset, self._pending = other._data, other._buf, other._offset, other._pending
-        self._shape, self._dtype, self._device = other._shape, other._dtype, other._device
+        """Make self use other's storage and layout (shape/strides/dtype/device follow): `param.data = t`, moves."""
+        for f in ("_data", "_root", "_buf", "_offset", "_pending", "_shape", "_strides", "_soff", "_dtype",
+                  "_device"):
+            setattr(self, f, getattr(other, f))
 
-    def _alias(self, shape=None, offset_elems=0, cls=None):
-        """A view sharing storage and version counter; `shape` must cover a contiguous range."""
+    def _view(self, shape, strides, soff, cls=None):
+        """A view of this tensor's storage with other sizes/strides/storage offset; shares the version counter."""
         t = (cls or Tensor).__new__(cls or Tensor)
-        shape = self._shape if shape is None else Size(shape)
-        if self._data is not None:
-            flat = self._data.reshape(-1)
-            n = shape.numel()
-            arr = flat[offset_elems:offset_elems + n].reshape(shape)
-            t._data, t._buf, t._offset, t._pending = arr, self._buf, 0, self._pending
+        shape, strides = Size(shape), tuple(int(s) for s in strides)
+        delta = soff - self._soff
+        t._shape, t._strides, t._soff, t._dtype, t._device = shape, strides, int(soff), self._dtype, self._device
+        t._buf, t._pending = self._buf, self._pending
+        if self._root is not None:
+            item = self._root.itemsize
+            t._root, t._offset = self._root, 0
+            t._data = np.lib.stride_tricks.as_strided(self._root[soff:] if soff < self._root.size else self._root[:0],
+                                                      shape=tuple(shape), strides=tuple(s * item for s in strides))
         else:
-            t._data, t._buf, t._pending = None, self._buf, None
-            t._offset = self._offset + offset_elems * self._dtype.itemsize
-        t._shape, t._dtype, t._device = shape, self._dtype, self._device
+            t._root, t._data = None, None
+            t._offset = self._offset + delta * self._dtype.itemsize
         t._vc, t._base = self._vc, (self._base if self._base is not None else self)
         t._requires_grad, t._grad, t.grad_fn = False, None, None
         return t
+
+    def _alias(self, shape=None, cls=None):
+        """A view with the same layout (or a contiguous reshape of a contiguous tensor)."""
+        if shape is None:
+            return self._view(self._shape, self._strides, self._soff, cls)
+        return self._view(shape, _layout.contiguous_strides(shape), self._soff, cls)
 
     # ---------------------------------------------------------------- metadata
     @property
@@ -162,16 +194,38 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_contiguous(self, memory_format=None):
-        return True
+        return _layout.is_contiguous(self._shape, self._strides)
 
-    def contiguous(self, memory_format=None):
-        return self
+    def stride(self, dim=None):
+        """Strides in elements: a tuple, or one axis's stride."""
+        if dim is None:
+            return self._strides
+        return self._strides[self._wrap_dim(dim)]
+
+    def storage_offset(self):
+        """Where the first element sits in the storage, in elements."""
+        return self._soff
 
     def data_ptr(self):
         """Address of the first element: a host address on cpu, a device address on cuda."""
         if self._data is not None:
             return self._data.ctypes.data if self._data.size else 0
         return self._buf.ptr + self._offset if self._buf is not None else 0
+
+    def _storage_numel(self):
+        """How many elements the storage holds (for a tensor inside an arena: up to the arena's end)."""
+        if self._root is not None:
+            return self._root.size
+        if self._buf is None:
+            return 0
+        return (self._buf.nbytes - (self._offset - self._soff * self._dtype.itemsize)) // self._dtype.itemsize
+
+    def _contiguous_copy(self, owner=None):
+        """A new contiguous tensor with this one's values (no graph node; rawdev.ops records CloneBackward0)."""
+        if self._data is not None:
+            return Tensor._make_cpu(np.array(self._host_storage(), copy=True, order="C"), self._dtype)
+        from . import cuda_io
+        return cuda_io.clone(self, owner)
 
     @property
     def _version(self):
@@ -260,102 +314,6 @@ class Tensor:
             raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
         return dim % n if n else 0
 
-    def view(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], _dt.dtype):
-            raise NotImplementedError("view(dtype) is not supported")
-        return self._alias(self._infer_shape(shape))
-
-    def reshape(self, *shape):
-        return self._alias(self._infer_shape(shape))
-
-    def view_as(self, other):
-        return self.view(other.shape)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        if self.ndim == 0:
-            return self._alias((1,))
-        s, e = self._wrap_dim(start_dim), self._wrap_dim(end_dim)
-        if s > e:
-            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-        shp = self._shape
-        mid = 1
-        for d in shp[s:e + 1]:
-            mid *= d
-        return self._alias(tuple(shp[:s]) + (mid,) + tuple(shp[e + 1:]))
-
-    def _infer_shape(self, shape):
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        shape = [operator.index(d) for d in shape]
-        n = self.numel()
-        infer = [i for i, d in enumerate(shape) if d == -1]
-        if len(infer) > 1:
-            raise RuntimeError("only one dimension can be inferred")
-        for d in shape:
-            if d < -1:
-                raise RuntimeError(f"invalid shape dimension {d}")
-        known = 1
-        for d in shape:
-            if d != -1:
-                known *= d
-        if infer:
-            if known == 0 or n % known:
-                raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {n}")
-            shape[infer[0]] = n // known
-        elif known != n:
-            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {n}")
-        return Size(shape)
-
-    def _axis0(self, idx):
-        """Normalize a first-axis index to (start, stop, keepdim) or raise PyTorch's errors."""
-        if self.ndim == 0:
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-        n = self._shape[0]
-        if isinstance(idx, tuple):
-            rest = idx[1:]
-            if any(not (r is Ellipsis or r == slice(None)) for r in rest) or not idx:
-                raise NotImplementedError(
-                    "rawdev.Tensor indexing makes views only along the first axis (an int or a step-1 slice); "
-                    "general indexing belongs to the ops layer")
-            idx = idx[0]
-        if isinstance(idx, slice):
-            start, stop, step = idx.indices(n)
-            if step != 1:
-                raise NotImplementedError("rawdev.Tensor views need step-1 slices (storage stays contiguous)")
-            return start, max(start, stop), True
-        if isinstance(idx, bool) or not hasattr(idx, "__index__"):
-            raise NotImplementedError(
-                f"rawdev.Tensor indexing supports an int or a step-1 slice on the first axis, not "
-                f"{type(idx).__name__}")
-        i = operator.index(idx)
-        if not -n <= i < n:
-            raise IndexError(f"index {i} is out of bounds for dimension 0 with size {n}")
-        i %= n
-        return i, i + 1, False
-
-    def __getitem__(self, idx):
-        start, stop, keep = self._axis0(idx)
-        row = self._shape[1:].numel()
-        shape = ((stop - start,) + tuple(self._shape[1:])) if keep else tuple(self._shape[1:])
-        return self._alias(shape, start * row)
-
-    def __setitem__(self, idx, value):
-        self._check_inplace_write(view=True)
-        from ..autograd.grad_mode import is_grad_enabled
-        if is_grad_enabled() and (self._requires_grad or (isinstance(value, Tensor) and value._requires_grad)):
-            # PyTorch records CopySlices here; rawdev's tape does not, and writing anyway would give
-            # silently wrong gradients.
-            raise NotImplementedError("rawdev's autograd does not record indexed writes (CopySlices): assigning "
-                                      "into a tensor that is part of a graph, or a value that requires grad, "
-                                      "needs torch.no_grad() or an out-of-place formulation")
-        view = self[idx]
-        if isinstance(value, Tensor):
-            view.copy_(value)
-        else:
-            view.fill_(value) if np.ndim(value) == 0 else view.copy_(Tensor._from_values(value, self._dtype))
-        self._bump_version() if view._vc is not self._vc else None
-
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -379,9 +337,9 @@ class Tensor:
         return self._data
 
     def _storage_copy(self):
-        """A fresh host numpy array of the storage bytes (reads the device when on cuda)."""
+        """A fresh contiguous host numpy array of the values' storage bytes (reads the device when on cuda)."""
         if self._data is not None:
-            return np.array(self._host_storage(), copy=True)
+            return np.array(self._host_storage(), copy=True, order="C")
         from . import cuda_io
         return cuda_io.download(self)
 
@@ -426,7 +384,8 @@ class Tensor:
         from . import cuda_io
         handle = cuda_io.stream_handle(self._device)
         return {"version": 3, "shape": tuple(self._shape), "typestr": self._dtype.storage.str,
-                "data": (self.data_ptr() if self.numel() else 0, False), "strides": None,
+                "data": (self.data_ptr() if self.numel() else 0, False),
+                "strides": None if self.is_contiguous() else tuple(st * self.itemsize for st in self._strides),
                 "stream": handle if handle else 1}  # 0 is not allowed by the spec: 1 = legacy default
 
     def item(self):
@@ -479,25 +438,21 @@ class Tensor:
         return self
 
     def _copy_storage(self):
-        """A new tensor with a copy of the values and this requires_grad; no graph node (the ops layer's
-        clone() records CloneBackward0 on top of this)."""
-        if self._data is not None:
-            t = Tensor._make_cpu(np.array(self._host_storage(), copy=True), self._dtype)
-        else:
-            from . import cuda_io
-            t = cuda_io.clone(self)
+        """A new contiguous tensor with a copy of the values and this requires_grad; no graph node (the ops
+        layer's clone() records CloneBackward0 on top of this)."""
+        t = self._contiguous_copy()
         t._requires_grad = self._requires_grad
         return t
 
     clone = _copy_storage   # until rawdev.ops installs the differentiable one
 
-    def _check_inplace_write(self, view=False):
+    def _check_inplace_write(self):
         """PyTorch refuses an in-place write into a leaf that requires grad while grad mode is on (the
         write would not be in the graph): parameters are set under torch.no_grad()."""
         if self._requires_grad and self.grad_fn is None:
             from ..autograd.grad_mode import is_grad_enabled
             if is_grad_enabled():
-                raise RuntimeError(("a view of " if view else "") + "a leaf Variable that requires grad is being "
+                raise RuntimeError(("a view of " if self._base is not None else "") + "a leaf Variable that requires grad is being "
                                    "used in an in-place operation.")
 
     def copy_(self, src, non_blocking=False):
@@ -514,6 +469,11 @@ class Tensor:
                 raise RuntimeError(f"The size of tensor a ({self._shape[-1] if self.ndim else 1}) must match the "
                                    f"size of tensor b ({src._shape[-1] if src.ndim else 1}) at non-singleton "
                                    f"dimension {max(self.ndim - 1, 0)}") from None
+        return self._write(src, non_blocking)
+
+    def _write(self, src, non_blocking=False):
+        """src's values into this tensor's storage: cast to this dtype, broadcast to this shape, any layout
+        (a view writes its base). No autograd checks (copy_ and the in-place ops make them); bumps the version."""
         if self.is_cuda or src.is_cuda:
             from . import cuda_io
             cuda_io.copy_into(self, src, non_blocking=non_blocking)
@@ -546,10 +506,10 @@ class Tensor:
             value = value.item()
         if self._data is not None:
             self._host_storage()[...] = _dt.to_storage(value, self._dtype)
-            self._bump_version()
         else:
-            full = np.broadcast_to(_dt.to_storage(value, self._dtype), tuple(self._shape))
-            self.copy_(Tensor._make_cpu(np.ascontiguousarray(full), self._dtype))
+            from . import cuda_io
+            cuda_io.fill(self, value)
+        self._bump_version()
         return self
 
     def __deepcopy__(self, memo):
@@ -581,22 +541,14 @@ class Tensor:
         """to(device=None, dtype=None, non_blocking=False, copy=False) / to(dtype) / to(other_tensor).
 
         Returns self when nothing changes (and copy=False), else a new tensor; this tensor is untouched.
+        (rawdev.ops replaces this with the differentiable version that also casts on the device.)
         """
         dev, dt, non_blocking, copy = _parse_to(args, kwargs)
         dev = as_device(dev) if dev is not None else self._device
         dt = dt or self._dtype
         if dev == self._device and dt is self._dtype and not copy:
             return self
-        if self._requires_grad and dt.is_floating_point:
-            from ..autograd.grad_mode import is_grad_enabled
-            if is_grad_enabled():   # as PyTorch: a differentiable copy (ToCopyBackward0), not a new leaf
-                from ..ops.functions import to_copy
-                return to_copy(self, dev, dt, non_blocking)
-        if self.is_cuda and dev == self._device:
-            from ..ops import cuda as _cuda_ops
-            if _cuda_ops.can_cast(self._dtype, dt):   # one cast kernel, no round trip through the host
-                return _cuda_ops.cast(self, dt)
-        from .. import moves
+        from . import moves
         return moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
 
     def cuda(self, device=None, non_blocking=False):

@@ -1,5 +1,5 @@
 from ..module import Module
-from ...ops import functions as F
+from .. import functional as F
 from ...ops.dispatch import owner_scope
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]

@@ -1,5 +1,5 @@
 from ..module import Module
-from ...ops import functions as F
+from .. import functional as F
 
 __all__ = ["Flatten", "Unflatten", "Identity"]
 

@@ -4,7 +4,7 @@ from ...tensor.factory import empty
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
-from ...ops import functions as F
+from .. import functional as F
 from ...ops.dispatch import owner_scope
 
 __all__ = ["Linear"]

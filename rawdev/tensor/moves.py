@@ -19,12 +19,12 @@ import weakref
 
 import numpy as np
 
-from . import dtypes as _dt
-from .device import CPU, as_device
-from .errors import CudaError, IllegalAddressError, OutOfMemoryError
-from .runtime import memory
-from .runtime.trace import fmt_bytes
-from .tensor.core import Tensor
+from .. import dtypes as _dt
+from ..device import CPU, as_device
+from ..errors import CudaError, IllegalAddressError, OutOfMemoryError
+from ..runtime import memory
+from ..runtime.trace import fmt_bytes
+from .core import Tensor
 
 __all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays", "apply_load_plan",
            "cuda_available", "release_staging", "NO_GPU_HINT"]
@@ -72,12 +72,12 @@ def release_staging():
 
 
 def cuda_available():
-    from .runtime import is_available
+    from ..runtime import is_available
     return is_available()
 
 
 def _rdev(dev):
-    from .tensor.cuda_io import runtime_device
+    from .cuda_io import runtime_device
     return runtime_device(dev)
 
 
@@ -352,7 +352,7 @@ def transfer_tensor(t, device, dtype, non_blocking=False):
     shadow._vc, shadow._base, shadow._requires_grad, shadow._grad, shadow.grad_fn = [0], None, False, None, None
     if dev.type == "cuda" and t.is_cpu and not non_blocking:
         # One tensor, blocking: straight from (a private copy of) the host bytes, no pinned staging.
-        from .tensor.cuda_io import upload
+        from .cuda_io import upload
         host = _dt.convert_storage(t._host_storage(), t.dtype, dtype)
         return upload(host, dtype, dev)
     it = _Item(shadow, "tensor", dtype)
@@ -374,13 +374,13 @@ def to_host_arrays(named):
 # ----------------------------------------------------------------------------- load_state_dict
 def apply_load_plan(plan):
     """Copy checked (module, name, target, source, key, assign) entries; cuda targets in batched copies."""
-    from .autograd.grad_mode import no_grad
+    from ..autograd.grad_mode import no_grad
     with no_grad():   # as PyTorch's _load_from_state_dict: writing into parameters is not a graph op
         _apply_load_plan(plan)
 
 
 def _apply_load_plan(plan):
-    from .nn.parameter import Parameter
+    from ..nn.parameter import Parameter
     last = {}
     for entry in plan:  # a tied weight under two keys: the last key wins, as with PyTorch's copies
         last[id(entry[2])] = entry

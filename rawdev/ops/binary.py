@@ -1,0 +1,301 @@
+"""Binary arithmetic and comparisons: add, sub, mul, div, pow, neg, eq/ne/lt/le/gt/ge.
+
+Each op's autograd Function holds its forward and backward side by side; broadcasting gradients are
+summed back to each operand's shape (shape.sum_to). The cpu path is numpy (rawdev.ops.cpu), the cuda
+path the elementwise kernels (rawdev.ops.cuda: add, axpy, mul, div, scale, pow_scalar, compare_*).
+"""
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor.core import Tensor
+from .dispatch import backend, backend_of
+from .promotion import _bcast_shape, _for_scalar, _is_scalar, _result_dt, _scalar_dt
+from .registry import declare
+from .shape import sum_to
+
+# ------------------------------------------------------------------ arithmetic
+class _Add(Function):
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, alpha):
+        _bcast_shape(a, b)
+        B = backend("add", a, b)
+        ctx.sa, ctx.sb, ctx.alpha = a.shape, b.shape, alpha
+        return B.add(a, b, alpha, _result_dt(a, b))
+
+    @staticmethod
+    def backward(ctx, g):
+        B = backend_of(g)
+        ga = sum_to(g, ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            gb = sum_to(g, ctx.sb)
+            if ctx.alpha != 1:
+                gb = B.scale(gb, ctx.alpha)
+        return ga, gb, None
+
+
+class _Mul(Function):
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _bcast_shape(a, b)
+        B = backend("mul", a, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        ctx.sa, ctx.sb = a.shape, b.shape
+        return B.mul(a, b, _result_dt(a, b))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        B = backend_of(g)
+        ga = sum_to(B.mul(g, b, g.dtype), ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(B.mul(g, a, g.dtype), ctx.sb) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class _Div(Function):
+    node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _bcast_shape(a, b)
+        B = backend("div", a, b)
+        dt = _result_dt(a, b)
+        if not dt.is_floating_point:
+            dt = _dt.get_default_dtype()
+        ctx.save_for_backward(a, b)
+        ctx.sa, ctx.sb = a.shape, b.shape
+        return B.div(a, b, dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        B = backend_of(g)
+        ga = sum_to(B.div(g, b, g.dtype), ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:   # -g * a / b^2
+            gb = sum_to(B.neg(B.div(B.mul(g, a, g.dtype), B.mul(b, b, g.dtype), g.dtype)), ctx.sb)
+        return ga, gb
+
+
+class _Scale(Function):
+    node_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.s = s
+        return backend_of(x).scale(_for_scalar(x, s), s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return backend_of(g).scale(g, ctx.s), None
+
+
+class _DivScalar(Function):
+    node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.s = s
+        if not x.dtype.is_floating_point:
+            x = x.to(dtype=_dt.get_default_dtype())
+        return backend_of(x).div_scalar(x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return backend_of(g).div_scalar(g, ctx.s), None
+
+
+class _AddScalar(Function):
+    node_name = "AddBackward0"
+
+    @staticmethod
+    def forward(ctx, x, s):
+        return backend_of(x).add_scalar(_for_scalar(x, s), s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class _RSubScalar(Function):
+    node_name = "RsubBackward1"
+
+    @staticmethod
+    def forward(ctx, x, s):
+        return backend_of(x).rsub_scalar(x, s)
+
+    @staticmethod
+    def backward(ctx, g):
+        return backend_of(g).neg(g), None
+
+
+class _RDivScalar(Function):
+    node_name = "DivBackward0"
+
+    @staticmethod
+    def forward(ctx, x, s):
+        if not x.dtype.is_floating_point:
+            x = x.to(dtype=_dt.get_default_dtype())
+        y = backend_of(x).rdiv_scalar(x, s)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):   # d(s/x) = -s/x^2 = -y/x
+        x, y = ctx.saved_tensors
+        B = backend_of(g)
+        return B.neg(B.div(B.mul(g, y, g.dtype), x, g.dtype)), None
+
+
+class _Neg(Function):
+    node_name = "NegBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        return backend_of(x).neg(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return backend_of(g).neg(g)
+
+
+class _PowScalar(Function):
+    node_name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx, x, e):
+        ctx.save_for_backward(x)
+        ctx.e = e
+        B = backend_of(x)
+        if e == 2:
+            return B.mul(x, x, x.dtype)
+        return B.pow_scalar(x, e)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        B = backend_of(g)
+        e = ctx.e
+        if e == 0:   # x ** 0 is constant: zero, not 0 * x ** -1 (NaN at x = 0), as PyTorch
+            return B.full(x.shape, 0, g.dtype, g.device), None
+        if e == 2:
+            return B.scale(B.mul(g, x, g.dtype), 2.0), None
+        return B.mul(g, B.scale(B.pow_scalar(x, e - 1), e), g.dtype), None
+
+
+def add(input, other, *, alpha=1):  # noqa: A002
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _Add.apply(input, other, alpha)
+    if isinstance(input, Tensor) and _is_scalar(other):
+        return _AddScalar.apply(input, other if alpha == 1 else other * alpha)  # True * 1 would be an int
+    if isinstance(other, Tensor) and _is_scalar(input):
+        return _AddScalar.apply(other if alpha == 1 else _Scale.apply(other, alpha), input)
+    raise TypeError(f"add(): unsupported operand types {type(input).__name__} and {type(other).__name__}")
+
+
+def sub(input, other, *, alpha=1):  # noqa: A002
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _Add.apply(input, other, -alpha)
+    if isinstance(input, Tensor) and _is_scalar(other):
+        return _AddScalar.apply(input, -other * alpha)
+    if isinstance(other, Tensor) and _is_scalar(input):
+        return _RSubScalar.apply(other if alpha == 1 else _Scale.apply(other, alpha), input)
+    raise TypeError(f"sub(): unsupported operand types {type(input).__name__} and {type(other).__name__}")
+
+
+def mul(input, other):  # noqa: A002
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _Mul.apply(input, other)
+    if isinstance(input, Tensor) and _is_scalar(other):
+        return _Scale.apply(input, other)
+    if isinstance(other, Tensor) and _is_scalar(input):
+        return _Scale.apply(other, input)
+    raise TypeError(f"mul(): unsupported operand types {type(input).__name__} and {type(other).__name__}")
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    if rounding_mode is not None:
+        raise NotImplementedError("div(rounding_mode=...) is not supported")
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _Div.apply(input, other)
+    if isinstance(input, Tensor) and _is_scalar(other):
+        return _DivScalar.apply(input, other)
+    if isinstance(other, Tensor) and _is_scalar(input):
+        return _RDivScalar.apply(other, input)
+    raise TypeError(f"div(): unsupported operand types {type(input).__name__} and {type(other).__name__}")
+
+
+def neg(input):  # noqa: A002
+    return _Neg.apply(input)
+
+
+def pow(input, exponent):  # noqa: A001,A002
+    if isinstance(exponent, Tensor):
+        raise NotImplementedError("pow with a tensor exponent is not supported")
+    return _PowScalar.apply(input, exponent)
+
+
+
+# ------------------------------------------------------------------ comparisons (never differentiable)
+def _compare(op, input, other):  # noqa: A002
+    """Bool tensor input <op> other. Operands are promoted as arithmetic promotes them (int64 vs float32
+    compares in float32); other is a tensor (broadcast) or a Python scalar."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    a = input.detach()
+    if isinstance(other, Tensor):
+        _bcast_shape(input, other)
+        B = backend(op, input, other)
+        dt = _result_dt(input, other)
+        b = other.detach()
+        return B.compare(a if a.dtype is dt else a.to(dtype=dt), b if b.dtype is dt else b.to(dtype=dt), op)
+    if _is_scalar(other):
+        s = other.item() if isinstance(other, np.generic) else other
+        dt = _scalar_dt(input, s)
+        return backend_of(input).compare(a if a.dtype is dt else a.to(dtype=dt), s, op)
+    raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
+
+
+def eq(input, other):  # noqa: A002
+    return _compare("eq", input, other)
+
+
+def ne(input, other):  # noqa: A002
+    return _compare("ne", input, other)
+
+
+def lt(input, other):  # noqa: A002
+    return _compare("lt", input, other)
+
+
+def le(input, other):  # noqa: A002
+    return _compare("le", input, other)
+
+
+def gt(input, other):  # noqa: A002
+    return _compare("gt", input, other)
+
+
+def ge(input, other):  # noqa: A002
+    return _compare("ge", input, other)
+
+
+
+
+declare("add", add, family="binary")
+declare("sub", sub, family="binary", aliases=("subtract",))
+declare("mul", mul, family="binary", aliases=("multiply",))
+declare("div", div, family="binary", aliases=("divide", "true_divide"))
+declare("neg", neg, family="binary", aliases=("negative",), inplace=True)
+declare("pow", pow, family="binary", inplace=True)
+declare("eq", eq, family="binary")
+declare("ne", ne, family="binary", aliases=("not_equal",))
+declare("lt", lt, family="binary", aliases=("less",))
+declare("le", le, family="binary", aliases=("less_equal",))
+declare("gt", gt, family="binary", aliases=("greater",))
+declare("ge", ge, family="binary", aliases=("greater_equal",))

@@ -1,0 +1,59 @@
+"""The generic in-place form of an op: x.op_(...) computes op(x, ...) and writes the result into x.
+
+Into any layout (a view writes its base), with PyTorch's rules: the result must be castable to x's
+dtype; a leaf that requires grad refuses in-place writes under grad mode; a non-leaf takes over the
+result's history (x.grad_fn becomes the op's node). The op runs on a copy of x then, so a backward
+that reads its input never sees the overwritten values. Writes into a view of a tensor in the graph
+(PyTorch's CopySlices) are refused with a clear error.
+"""
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..tensor.core import Tensor
+
+__all__ = ["apply_inplace", "check_inplace_graph"]
+
+
+def _can_cast(src, dst):
+    if src is dst:
+        return True
+    if dst.is_floating_point:
+        return True
+    return not src.is_floating_point and (dst.name != "bool" or src.name == "bool")
+
+
+def check_inplace_graph(x, others=()):
+    """Raise PyTorch's errors for an in-place write into x under grad mode; True when the write must be
+    recorded in the graph."""
+    if not is_grad_enabled():
+        return False
+    needs = x.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others)
+    if not needs:
+        return False
+    if x.requires_grad and x.grad_fn is None:
+        raise RuntimeError(("a view of " if x._base is not None else "") + "a leaf Variable that requires grad is "
+                           "being used in an in-place operation.")
+    if x._base is not None:
+        raise NotImplementedError("rawdev's autograd does not record in-place writes into views of tensors in the "
+                                  "graph (PyTorch's CopySlices): write out of place, or under torch.no_grad()")
+    return True
+
+
+def apply_inplace(x, fn, name, args, kwargs):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if check_inplace_graph(x, args):
+        out = fn(x.clone(), *args, **kwargs)
+        if not _can_cast(out.dtype, x.dtype):
+            raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
+                               f"{x.dtype._legacy[:-6]}")
+        with no_grad():
+            x._write(out)
+        x.grad_fn, x._requires_grad = out.grad_fn, True
+        x.__dict__["_output_nr"] = out.__dict__.get("_output_nr", 0)
+        return x
+    with no_grad():
+        out = fn(x, *args, **kwargs)
+        if not _can_cast(out.dtype, x.dtype):
+            raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
+                               f"{x.dtype._legacy[:-6]}")
+        x._write(out)
+    return x

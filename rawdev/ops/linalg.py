@@ -1,0 +1,133 @@
+"""Linear algebra: linear, mm, matmul (GEMM kernels on cuda, reading transposed views through their
+strides; numpy on the cpu)."""
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor.core import Tensor
+from .dispatch import backend, backend_of
+from .registry import declare
+from .shape import reshape, squeeze, sum_to, unsqueeze
+
+# ------------------------------------------------------------------ matrix products
+class _Linear(Function):
+    node_name = "AddmmBackward0"
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        B = backend("linear", x, w, b)
+        if x.shape[-1] != w.shape[1]:
+            lead = 1
+            for s in x.shape[:-1]:
+                lead *= s
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x{x.shape[-1]} and "
+                               f"{w.shape[1]}x{w.shape[0]})")
+        x2 = reshape(x, (-1, x.shape[-1])) if x.ndim != 2 else x
+        ctx.xshape = x.shape
+        ctx.has_bias = b is not None
+        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        y = B.gemm(x2, w, False, True, bias=b)
+        return reshape(y, tuple(x.shape[:-1]) + (w.shape[0],)) if x.ndim != 2 else y
+
+    @staticmethod
+    def backward(ctx, g):
+        x2, w = ctx.saved_tensors
+        B = backend_of(g)
+        g2 = reshape(g, (-1, g.shape[-1])) if g.ndim != 2 else g
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = B.gemm(g2, w, False, False)
+            if len(ctx.xshape) != 2:
+                gx = reshape(gx, ctx.xshape)
+        if ctx.needs_input_grad[1]:
+            gw = B.gemm(g2, x2, True, False)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = B.sum_dims(g2, (0,), False)
+        return gx, gw, gb
+
+
+def linear(input, weight, bias=None):  # noqa: A002
+    """y = x·Wᵀ + b (x [*, in], W [out, in], b [out])."""
+    if input.ndim == 0:
+        raise RuntimeError("linear(): input must have at least one dimension")
+    if input.ndim == 1:
+        return squeeze(_Linear.apply(reshape(input, (1, -1)), weight, bias), 0)
+    return _Linear.apply(input, weight, bias)
+
+
+class _Matmul2d(Function):
+    node_name = "MmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        B = backend("mm", a, b)
+        if a.shape[1] != b.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+                               f"{b.shape[0]}x{b.shape[1]})")
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        return B.gemm(a, b, False, False)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        B = backend_of(g)
+        ga = B.gemm(g, b, False, True) if ctx.needs_input_grad[0] else None
+        gb = B.gemm(a, g, True, False) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class _MatmulBatched(Function):
+    node_name = "BmmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        B = backend("matmul", a, b)
+        if B.NAME != "cpu":
+            raise NotImplementedError("batched matmul with a batched right operand runs on the cpu only; on cuda, "
+                                      "the right operand must be 1-D or 2-D")
+        ctx.save_for_backward(a, b)
+        return B.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        from . import cpu as C
+        a, b = ctx.saved_tensors
+        gv, av, bv = C.v(g), C.v(a), C.v(b)
+        ga = np.matmul(gv, np.swapaxes(bv, -1, -2))
+        gb = np.matmul(np.swapaxes(av, -1, -2), gv)
+        return (sum_to(C.wrap(ga, g.dtype), a.shape) if ctx.needs_input_grad[0] else None,
+                sum_to(C.wrap(gb, g.dtype), b.shape) if ctx.needs_input_grad[1] else None)
+
+
+def matmul(input, other):  # noqa: A002
+    a, b = input, other
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
+    if b.ndim <= 2:
+        bm = unsqueeze(b, 1) if b.ndim == 1 else b
+        a2 = unsqueeze(a, 0) if a.ndim == 1 else a
+        lead = tuple(a2.shape[:-1])
+        if a2.shape[-1] != bm.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({int(np.prod(lead))}x{a2.shape[-1]} and "
+                               f"{bm.shape[0]}x{bm.shape[1]})")
+        out = _Matmul2d.apply(reshape(a2, (-1, a2.shape[-1])) if a2.ndim != 2 else a2, bm)
+        out = reshape(out, lead + (bm.shape[1],)) if a2.ndim != 2 else out
+        if b.ndim == 1:
+            out = squeeze(out, -1)
+        if a.ndim == 1:
+            out = squeeze(out, -2 if b.ndim == 2 else -1) if out.ndim else out
+        return out
+    return _MatmulBatched.apply(a, b)
+
+
+def mm(input, mat2):  # noqa: A002
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError("mm(): both arguments must be 2-D")
+    return _Matmul2d.apply(input, mat2)
+
+
+
+
+declare("linear", linear, family="linalg", functional=True, torch=False, method=False)
+declare("matmul", matmul, family="linalg", functional=True)
+declare("mm", mm, family="linalg")

@@ -1,0 +1,214 @@
+"""Reductions: sum, mean, max, min, argmax, argmin (PyTorch's dim/keepdim/dtype semantics).
+
+sum/mean backward broadcast the gradient back with expand (a stride-0 view); max/min along a dim send
+it to the selected index (max_dim_bwd on cuda); the all-element max/min share it among ties.
+"""
+import collections
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor.core import Tensor
+from .dispatch import backend, backend_of
+from .registry import declare
+from .shape import expand, reshape
+
+_raw_reshape = reshape
+
+# ------------------------------------------------------------------ reductions
+def _dims(x, dim):
+    if dim is None:
+        return tuple(range(x.ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return tuple(sorted({x._wrap_dim(d) for d in dim}))
+
+
+class _Sum(Function):
+    node_name = "SumBackward1"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dt):
+        ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        if not dims and x.ndim:
+            return backend_of(x).clone(x) if dt in (None, x.dtype) else x.to(dtype=dt, copy=True)
+        return backend_of(x).sum_dims(x, dims, keepdim, dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        B = backend_of(g)
+        if not ctx.keepdim and ctx.dims:
+            kshape = [1 if i in ctx.dims else s for i, s in enumerate(ctx.shape)]
+            g = _raw_reshape(g, kshape)
+        return expand(g, ctx.shape), None, None, None
+
+
+class _Mean(Function):
+    node_name = "MeanBackward1"
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        ctx.n = n
+        B = backend_of(x)
+        if not dims and x.ndim:
+            return B.clone(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return B.div_scalar(B.sum_dims(x, dims, keepdim), n)
+
+    @staticmethod
+    def backward(ctx, g):
+        B = backend_of(g)
+        if not ctx.keepdim and ctx.dims:
+            kshape = [1 if i in ctx.dims else s for i, s in enumerate(ctx.shape)]
+            g = _raw_reshape(g, kshape)
+        return expand(B.div_scalar(g, ctx.n), ctx.shape), None, None
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
+    dt = _dt.as_dtype(dtype)
+    if dt is None and not input.dtype.is_floating_point:
+        dt = _dt.int64   # PyTorch sums integers (and bool) into int64
+    return _full_reduction_name(_Sum.apply(input, _dims(input, dim), keepdim, dt), dim, "SumBackward0")
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = input.to(dtype=_dt.as_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {input.dtype._legacy[:-6]}")
+    return _full_reduction_name(_Mean.apply(input, _dims(input, dim), keepdim), dim, "MeanBackward0")
+
+
+def _full_reduction_name(out, dim, name):
+    # PyTorch's x.sum() / x.mean() (no dim) is another overload than x.sum(dim): its node is ...Backward0.
+    if dim is None and out.grad_fn is not None:
+        out.grad_fn.rename(name)
+    return out
+
+
+
+# ------------------------------------------------------------------ max / min / argmax / argmin
+# PyTorch's torch.return_types.max / .min: a named tuple (values, indices).
+def _return_type(name):
+    t = collections.namedtuple(name, ["values", "indices"])
+    t.__module__ = "rawdev.return_types"
+    return t
+
+
+return_max, return_min = _return_type("max"), _return_type("min")
+
+
+def _arg_layout(x, dim, keepdim, op):
+    """(outer, red, inner, output shape) of reducing x over dim (None: every element) as [outer, red, inner]."""
+    shape = tuple(x.shape)
+    if dim is None:
+        if x.numel() == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+        return 1, x.numel(), 1, ((1,) * len(shape) if keepdim else ())
+    d = x._wrap_dim(dim)
+    if not shape:                          # a 0-d tensor reduces over its one element
+        return 1, 1, 1, ()
+    if shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    outer = int(np.prod(shape[:d], dtype=np.int64))
+    inner = int(np.prod(shape[d + 1:], dtype=np.int64))
+    out = shape[:d] + ((1,) if keepdim else ()) + shape[d + 1:]
+    return outer, shape[d], inner, out
+
+
+def _arg(x, dim, keepdim, is_max):
+    op = "argmax" if is_max else "argmin"
+    outer, red, inner, out = _arg_layout(x, dim, keepdim, op)
+    _, idx = backend_of(x).arg_reduce(x.detach(), outer, red, inner, is_max, values=False)
+    return _raw_reshape(idx, out)
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """Index (int64) of the largest element (flattened when dim is None); the first on ties, NaN counts as largest."""
+    return _arg(input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    return _arg(input, dim, keepdim, False)
+
+
+class _MaxDim(Function):
+    """max/min along a dim: (values, indices); the gradient goes to the selected index only."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, is_max):
+        outer, red, inner, out = _arg_layout(x, dim, keepdim, "max" if is_max else "min")
+        vals, idx = backend_of(x).arg_reduce(x, outer, red, inner, is_max)
+        ctx.layout, ctx.shape = (outer, red, inner), x.shape
+        ctx.set_materialize_grads(False)   # the int64 indices never carry a gradient: no zeros for them
+        ctx.save_for_backward(idx)
+        return _raw_reshape(vals, out), _raw_reshape(idx, out)
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        idx, = ctx.saved_tensors
+        gx = backend_of(g).arg_reduce_bwd(_raw_reshape(g, (-1,)), idx, *ctx.layout)
+        return _raw_reshape(gx, ctx.shape), None, None, None
+
+
+class _MaxAll(Function):
+    """max/min of every element (a 0-d tensor); the gradient is shared evenly by every element equal to the
+    result (NaN counting as equal to NaN), as PyTorch's evenly_distribute_backward."""
+
+    @staticmethod
+    def forward(ctx, x, is_max):
+        outer, red, inner, _ = _arg_layout(x, None, False, "max" if is_max else "min")
+        vals, _ = backend_of(x).arg_reduce(x, outer, red, inner, is_max)
+        y = _raw_reshape(vals, ())
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        B = backend_of(g)
+        mask = B.cast(B.compare(x, y, "same"), g.dtype)
+        count = B.sum_dims(mask, tuple(range(mask.ndim)), False)
+        return B.mul(mask, B.div(g, count, g.dtype), g.dtype), None
+
+
+def _max_min(input, dim, keepdim, is_max):  # noqa: A002
+    name = "max" if is_max else "min"
+    if isinstance(dim, Tensor):
+        raise NotImplementedError(f"{name}(input, other) (the elementwise form) is not supported")
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() received an invalid combination of arguments: keepdim without dim")
+        out = _MaxAll.apply(input, is_max)
+        if out.grad_fn is not None:
+            out.grad_fn.rename("MaxBackward1" if is_max else "MinBackward1")
+        return out
+    vals, idx = _MaxDim.apply(input, dim, keepdim, is_max)
+    if vals.grad_fn is not None:
+        vals.grad_fn.rename("MaxBackward0" if is_max else "MinBackward0")
+    return (return_max if is_max else return_min)(vals, idx)
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """max(x) -> 0-d tensor; max(x, dim, keepdim=False) -> (values, indices) (first index on ties; NaN wins)."""
+    return _max_min(input, dim, keepdim, True)
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001,A002
+    return _max_min(input, dim, keepdim, False)
+
+
+
+
+declare("sum", sum, family="reduce")
+declare("mean", mean, family="reduce")
+declare("max", max, family="reduce")
+declare("min", min, family="reduce")
+declare("argmax", argmax, family="reduce")
+declare("argmin", argmin, family="reduce")

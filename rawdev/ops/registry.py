@@ -1,0 +1,83 @@
+"""Op declarations, and what is generated from them: rawdev.<name>, Tensor.<name>, nn.functional.<name>,
+the in-place form Tensor.<name>_ and the export lists.
+
+A family file (unary.py, binary.py, reduce.py, shape.py, index.py, linalg.py, loss.py, activation.py)
+declares each op once with `declare(...)`: the public function, and which public names it gets.
+`install()` puts the methods on Tensor; `rawdev`, `rawdev.ops` and `rawdev.nn.functional` take their
+names from `names(...)`. Nothing else lists ops.
+"""
+import dataclasses
+
+__all__ = ["Decl", "declare", "names", "get", "install", "inplace_form"]
+
+
+@dataclasses.dataclass
+class Decl:
+    name: str
+    fn: object                  # the public function: fn(input, ...)
+    family: str
+    method: object = True       # True: Tensor.<name> is fn; a callable: that method; False: none
+    torch: bool = True          # rawdev.<name>
+    functional: bool = False    # rawdev.nn.functional.<name>
+    inplace: bool = False       # Tensor.<name>_ (and rawdev.<name>_ / F.<name>_ where those exist)
+    aliases: tuple = ()         # more names for the same op (rawdev, Tensor and F alike)
+
+
+_DECLS = {}
+
+
+def declare(name, fn=None, *, family, **kw):
+    """Declare an op; usable as a decorator (`@declare("relu", family="unary", functional=True)`)."""
+    def add(f):
+        if name in _DECLS:
+            raise ValueError(f"op {name!r} is declared twice ({_DECLS[name].family} and {family})")
+        _DECLS[name] = Decl(name, f, family, **kw)
+        return f
+    return add(fn) if fn is not None else add
+
+
+def get(name):
+    return _DECLS[name]
+
+
+def decls():
+    return list(_DECLS.values())
+
+
+def names(where):
+    """{public name: callable} for where in ("torch", "functional")."""
+    out = {}
+    for d in _DECLS.values():
+        if not getattr(d, where):
+            continue
+        for n in (d.name,) + d.aliases:
+            out[n] = d.fn
+        if d.inplace:
+            out[d.name + "_"] = inplace_form(d)
+    return out
+
+
+def inplace_form(d):
+    """x.<name>_(...): the op's result written into x (same dtype, any layout)."""
+    cached = d.__dict__.get("_inplace")
+    if cached is None:
+        from .inplace import apply_inplace
+
+        def cached(input, *args, **kwargs):  # noqa: A002
+            return apply_inplace(input, d.fn, d.name + "_", args, kwargs)
+        cached.__name__ = cached.__qualname__ = d.name + "_"
+        cached.__doc__ = f"In-place {d.name}: writes {d.name}(input, ...) into input and returns it."
+        d.__dict__["_inplace"] = cached
+    return cached
+
+
+def install(tensor_cls):
+    """Put every declared op's method (and in-place form) on the Tensor class."""
+    for d in _DECLS.values():
+        if d.method is False:
+            continue
+        meth = d.fn if d.method is True else d.method
+        for n in (d.name,) + d.aliases:
+            setattr(tensor_cls, n, meth)
+        if d.inplace:
+            setattr(tensor_cls, d.name + "_", inplace_form(d))

@@ -1,0 +1,152 @@
+"""Elementwise unary family: one line per op — forward and backward side by side, what the backward
+saves, and the kernels the cuda path launches.
+
+    unary(name, forward, backward, saves, kernels)
+
+forward(x, *p) and backward(g, x, y, *p) are numpy: the cpu path and the test oracle (they compute in
+the tensor's dtype; float64 for gradient checks). `saves` is "x" (the input) or "y" (the output) —
+the one tensor the backward reads. `kernels` = (forward kernel, backward kernel): the cuda path
+launches forward(y, x, *p, n) and backward(dx, dy, saved, *p, n) (elementwise.ptx). The node is
+PyTorch's <Name>Backward0. The op gets rawdev.<name>, Tensor.<name> and Tensor.<name>_.
+"""
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from . import cuda as _cuda
+from .cpu import _erf, _gelu_tanh, v, wrap
+from .registry import declare, get, inplace_form
+
+__all__ = ["UnaryOp", "unary", "OPS"]
+
+OPS = {}   # name -> UnaryOp: the table the tests walk
+
+
+class UnaryOp:
+    def __init__(self, name, forward, backward, saves, kernels, node, to_float):
+        self.name, self.forward, self.backward, self.saves = name, forward, backward, saves
+        self.kernels, self.node, self.to_float = kernels, node, to_float
+
+    def run(self, x, p):
+        """y = op(x) on x's device (no graph)."""
+        if x.is_cuda:
+            return _cuda.elementwise(self.kernels[0], x.dtype, (x,), p, self.name)
+        xv = v(x)
+        with np.errstate(all="ignore"):
+            return wrap(np.asarray(self.forward(xv, *p), xv.dtype), x.dtype)
+
+    def grad(self, g, x, y, p):
+        """dx from dy = g and the saved x or y."""
+        if g.is_cuda:
+            return _cuda.elementwise(self.kernels[1], g.dtype, (g, x if self.saves == "x" else y), p,
+                                     self.name + " backward")
+        gv = v(g)
+        with np.errstate(all="ignore"):
+            r = self.backward(gv, None if x is None else v(x), None if y is None else v(y), *p)
+        return wrap(np.asarray(r, gv.dtype), g.dtype)
+
+
+class _Unary(Function):
+    @staticmethod
+    def forward(ctx, x, op, p):
+        y = op.run(x, p)
+        ctx.op, ctx.p = op, p
+        ctx.save_for_backward(x if op.saves == "x" else None, y if op.saves == "y" else None)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return ctx.op.grad(g, x, y, ctx.p), None, None
+
+
+def apply(op, x, p=()):
+    if op.to_float and not x.dtype.is_floating_point:
+        x = x.to(dtype=_dt.get_default_dtype())
+    out = _Unary.apply(x, op, tuple(p))
+    if out.grad_fn is not None:
+        out.grad_fn.rename(op.node)
+    return out
+
+
+def _camel(name):
+    return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
+
+
+def unary(name, forward, backward, saves, kernels, *, node=None, to_float=True, public=True, **decl):
+    """Declare a unary op (see the module docstring); returns its public function."""
+    op = OPS[name] = UnaryOp(name, forward, backward, saves, kernels, node or _camel(name), to_float)
+    if not public:
+        return op
+
+    def fn(input):  # noqa: A002
+        return apply(op, input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} (autograd: {op.node}; cuda kernels {kernels[0]}, {kernels[1]})."
+    declare(name, fn, family="unary", inplace=decl.pop("inplace", True), **decl)
+    return fn
+
+
+# ------------------------------------------------------------------ the family
+# name        forward                              backward (g, x, y)                     saves  kernels
+sin = unary("sin", np.sin, lambda g, x, y: g * np.cos(x), "x", ("sin_fwd", "sin_bwd"))
+cos = unary("cos", np.cos, lambda g, x, y: -g * np.sin(x), "x", ("cos_fwd", "cos_bwd"))
+sqrt = unary("sqrt", np.sqrt, lambda g, x, y: g / (2 * y), "y", ("sqrt_fwd", "sqrt_bwd"))
+rsqrt = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda g, x, y: -0.5 * g * y * y * y, "y",
+              ("rsqrt_fwd", "rsqrt_bwd"))
+tanh = unary("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), "y", ("tanh_fwd", "tanh_bwd"), functional=True)
+sigmoid = unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), lambda g, x, y: g * y * (1 - y), "y",
+                ("sigmoid_fwd", "sigmoid_bwd"), functional=True)
+exp = unary("exp", np.exp, lambda g, x, y: g * y, "y", ("exp_fwd", "mul"))
+log = unary("log", np.log, lambda g, x, y: g / x, "x", ("log_fwd", "div"))
+_relu = unary("relu", lambda x: np.maximum(x, 0), lambda g, x, y: np.where(y > 0, g, 0), "y",
+              ("relu_fwd", "relu_bwd"), to_float=False, public=False)
+_abs = unary("abs", np.abs, lambda g, x, y: g * np.sign(x), "x", ("abs_fwd", "abs_bwd"), to_float=False,
+             public=False)
+_leaky = unary("leaky_relu", lambda x, s: np.where(x > 0, x, x * s), lambda g, x, y, s: np.where(x > 0, g, g * s),
+               "x", ("leaky_relu_fwd", "leaky_relu_bwd"), public=False)
+_gelu_erf = unary("gelu", lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2.0))),
+                  lambda g, x, y: g * (0.5 * (1 + _erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x)
+                                       / math.sqrt(2 * math.pi)), "x", ("gelu_erf_fwd", "gelu_erf_bwd"), public=False)
+
+
+def _gelu_tanh_grad(g, x, y):
+    k0, k1 = math.sqrt(2.0 / math.pi), 0.044715
+    t = np.tanh(k0 * (x + k1 * x ** 3))
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k0 * (1 + 3 * k1 * x * x))
+
+
+_gelu_tanh_op = unary("gelu_tanh", _gelu_tanh, _gelu_tanh_grad, "x", ("gelu_tanh_fwd", "gelu_tanh_bwd"),
+                      node="GeluBackward0", public=False)
+
+
+# Ops whose public signature has more than the input (or keeps integer dtypes).
+def relu(input, inplace=False):  # noqa: A002
+    """max(x, 0) (integers stay integers)."""
+    return inplace_form(get("relu"))(input) if inplace else apply(_relu, input)
+
+
+def abs(input):  # noqa: A001,A002
+    """|x|; integers stay integers (and take no gradient)."""
+    return apply(_abs, input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    if inplace:
+        return inplace_form(get("leaky_relu"))(input, negative_slope)
+    return apply(_leaky, input, (float(negative_slope),))
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    """GELU with the exact erf (approximate='none') or PyTorch's tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return apply(_gelu_erf if approximate == "none" else _gelu_tanh_op, input)
+
+
+declare("relu", relu, family="unary", functional=True, inplace=True)
+declare("abs", abs, family="unary", inplace=True, aliases=("absolute",))
+declare("leaky_relu", leaky_relu, family="unary", functional=True, inplace=True, torch=False, method=False)
+declare("gelu", gelu, family="unary", functional=True, torch=False, method=False)
