@@ -1,6 +1,19 @@
 """rawdev.device: where a tensor lives ("cpu" or "cuda:N"), with torch.device's parsing and wording."""
 
-__all__ = ["device", "as_device"]
+import threading
+
+__all__ = ["device", "as_device", "current_cuda_index", "set_current_cuda_index"]
+
+# The current CUDA device, per thread as the driver's current context is ("cuda" without an index).
+_current = threading.local()
+
+
+def current_cuda_index():
+    return getattr(_current, "index", 0)
+
+
+def set_current_cuda_index(index):
+    _current.index = int(index)
 
 _TYPES = ("cpu", "cuda")
 
@@ -96,6 +109,5 @@ def as_device(d):
         return None
     d = d if isinstance(d, device) else device(d)
     if d.type == "cuda" and d.index is None:
-        from .cuda import current_device  # "cuda" means the current device, as in PyTorch
-        return device("cuda", current_device())
+        return device("cuda", current_cuda_index())  # "cuda" means the current device, as in PyTorch
     return d

@@ -14,16 +14,15 @@ def _dev(device=None):
     return get_device(index or 0)
 
 
-_current = 0
-
-
 def current_device():
-    return _current
+    """The index of the calling thread's current CUDA device (0 unless set_device chose another)."""
+    from ..device import current_cuda_index
+    return current_cuda_index()
 
 
 def set_device(device):
-    global _current
-    _current = _dev(device).index
+    from ..device import set_current_cuda_index
+    set_current_cuda_index(_dev(device).index)
 
 
 def device_count():

@@ -492,8 +492,7 @@ class Module:
                 self._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                            unexpected_keys, error_msgs, plan=own)
                 if not error_msgs:
-                    from ..tensor import moves
-                    moves.apply_load_plan(own)
+                    _apply_load_plan(own)
                 return
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_name_params = itertools.chain(self._parameters.items(), persistent_buffers.items())
@@ -576,8 +575,7 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 self.__class__.__name__, "\n\t".join(error_msgs)))
 
-        from ..tensor import moves
-        moves.apply_load_plan(plan)
+        _apply_load_plan(plan)
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # ------------------------------------------------------------------ repr
@@ -630,3 +628,32 @@ class _RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def _apply_load_plan(plan):
+    """Copy checked (module, name, target, source, key, assign) entries; cuda targets in batched copies
+    (rawdev.tensor.moves.load_into_device). Not a graph op, as PyTorch's _load_from_state_dict."""
+    from ..autograd.grad_mode import no_grad
+    from ..tensor import moves
+    last = {}
+    for entry in plan:  # a tied weight under two keys: the last key wins, as with PyTorch's copies
+        last[id(entry[2])] = entry
+    cuda_targets = []
+    with no_grad():
+        for module, name, target, src, key, assign in last.values():
+            if assign:
+                if isinstance(target, Parameter):
+                    if not isinstance(src, Parameter):
+                        src = Parameter(src, requires_grad=target.requires_grad)
+                    else:
+                        src.requires_grad_(target.requires_grad)
+                setattr(module, name, src)
+            elif target.is_cuda:
+                cuda_targets.append((target, src, key))
+            else:
+                target.copy_(src)
+        by_dev = {}
+        for entry in cuda_targets:
+            by_dev.setdefault(entry[0].device, []).append(entry)
+        for dev, entries in by_dev.items():
+            moves.load_into_device(dev, entries)

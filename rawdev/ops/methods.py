@@ -65,6 +65,18 @@ def _div_(self, other):
     return _mul_(self, 1.0 / other)
 
 
+def _leaf_checked(raw):
+    """copy_/fill_/zero_ with PyTorch's refusal to write into a leaf that requires grad under grad mode
+    (parameters are set under torch.no_grad())."""
+    def write(self, *args, **kwargs):
+        if self.requires_grad and self.grad_fn is None and is_grad_enabled():
+            raise RuntimeError(("a view of " if self._base is not None else "") + "a leaf Variable that requires "
+                               "grad is being used in an in-place operation.")
+        return raw(self, *args, **kwargs)
+    write.__name__, write.__doc__ = raw.__name__, raw.__doc__
+    return write
+
+
 def _rsub(self, other):
     return F.sub(other, self)
 
@@ -135,6 +147,7 @@ def install():
     T.__abs__ = lambda s: unary.abs(s)
     T.__iadd__, T.__isub__, T.__imul__, T.__itruediv__ = _add_, _sub_, _mul_, _div_
     T.add_, T.sub_, T.mul_, T.div_ = _add_, _sub_, _mul_, _div_
+    T.copy_, T.fill_, T.zero_ = _leaf_checked(T.copy_), _leaf_checked(T.fill_), _leaf_checked(T.zero_)
     _install_comparisons(T)
     T.__getitem__ = index.getitem
     T.__setitem__ = index.setitem

@@ -446,18 +446,8 @@ class Tensor:
 
     clone = _copy_storage   # until rawdev.ops installs the differentiable one
 
-    def _check_inplace_write(self):
-        """PyTorch refuses an in-place write into a leaf that requires grad while grad mode is on (the
-        write would not be in the graph): parameters are set under torch.no_grad()."""
-        if self._requires_grad and self.grad_fn is None:
-            from ..autograd.grad_mode import is_grad_enabled
-            if is_grad_enabled():
-                raise RuntimeError(("a view of " if self._base is not None else "") + "a leaf Variable that requires grad is being "
-                                   "used in an in-place operation.")
-
     def copy_(self, src, non_blocking=False):
         """Copy src's values into this tensor's storage (cast to this dtype; src broadcast to this shape)."""
-        self._check_inplace_write()
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
         if src._shape != self._shape:
@@ -488,7 +478,6 @@ class Tensor:
         return self
 
     def zero_(self):
-        self._check_inplace_write()
         if self._data is not None:
             self._host_storage()[...] = 0
         else:
@@ -498,7 +487,6 @@ class Tensor:
         return self
 
     def fill_(self, value):
-        self._check_inplace_write()
         if isinstance(value, Tensor):
             if value.numel() != 1:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "

@@ -26,8 +26,8 @@ from ..runtime import memory
 from ..runtime.trace import fmt_bytes
 from .core import Tensor
 
-__all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays", "apply_load_plan",
-           "cuda_available", "release_staging", "NO_GPU_HINT"]
+__all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays",
+           "cuda_available", "release_staging", "NO_GPU_HINT", "load_into_device"]
 
 NO_GPU_HINT = ("model.cuda(): no CUDA GPU is available, so the model stays on the cpu. To run on rawdev's "
                "simulated GPU, set RAWDEV_DRIVER=sim (or call rawdev.use_driver('sim') before the first CUDA "
@@ -83,10 +83,13 @@ def _rdev(dev):
 
 class _Item:
     """One tensor of a move: where it is, what it becomes, what the memory tool calls it."""
-    __slots__ = ("t", "name", "dst_dtype", "nbytes", "offset", "host")
+    __slots__ = ("t", "src", "name", "dst_dtype", "nbytes", "offset", "host")
 
     def __init__(self, t, name, dst_dtype):
         self.t, self.name, self.dst_dtype = t, name, dst_dtype
+        # the tensor whose bytes are read: a strided cuda view is first made contiguous on the device (a
+        # moved view becomes a contiguous tensor of its own, as PyTorch's safetensors path saves it)
+        self.src = t if not t.is_cuda or t.is_contiguous() else t._contiguous_copy(f"{name} (contiguous copy)")
         self.nbytes = t.numel() * dst_dtype.itemsize
         self.offset, self.host = 0, None
 
@@ -193,13 +196,13 @@ def _download_one_device(dev, items, what, non_blocking):
     # Group by source buffer; merge nearby ranges so an arena comes back in one copy.
     by_buf = {}
     for it in items:
-        by_buf.setdefault(id(it.t._buf), (it.t._buf, []))[1].append(it)
+        by_buf.setdefault(id(it.src._buf), (it.src._buf, []))[1].append(it)
     spans = []  # (buf, lo, hi, items)
     for buf, its in by_buf.values():
-        its.sort(key=lambda i: i.t._offset)
+        its.sort(key=lambda i: i.src._offset)
         cur = None
         for it in its:
-            lo, hi = it.t._offset, it.t._offset + it.t.nbytes
+            lo, hi = it.src._offset, it.src._offset + it.src.nbytes
             if cur and lo - cur[2] <= _MERGE_GAP:
                 cur[2] = max(cur[2], hi)
                 cur[3].append(it)
@@ -245,8 +248,8 @@ def _download_one_device(dev, items, what, non_blocking):
         _offer_staging(rdev, staging)
     for (buf, lo, hi, its), soff in zip(spans, layout):
         for it in its:
-            start = soff + it.t._offset - lo
-            it.host = block[start:start + it.t.nbytes].view(it.t.dtype.storage).reshape(tuple(it.t.shape))
+            start = soff + it.src._offset - lo
+            it.host = block[start:start + it.src.nbytes].view(it.src.dtype.storage).reshape(tuple(it.src.shape))
     return (done, staging) if non_blocking else (None, None)
 
 
@@ -372,39 +375,7 @@ def to_host_arrays(named):
 
 
 # ----------------------------------------------------------------------------- load_state_dict
-def apply_load_plan(plan):
-    """Copy checked (module, name, target, source, key, assign) entries; cuda targets in batched copies."""
-    from ..autograd.grad_mode import no_grad
-    with no_grad():   # as PyTorch's _load_from_state_dict: writing into parameters is not a graph op
-        _apply_load_plan(plan)
-
-
-def _apply_load_plan(plan):
-    from ..nn.parameter import Parameter
-    last = {}
-    for entry in plan:  # a tied weight under two keys: the last key wins, as with PyTorch's copies
-        last[id(entry[2])] = entry
-    cuda_targets = []
-    for module, name, target, src, key, assign in last.values():
-        if assign:
-            if isinstance(target, Parameter):
-                if not isinstance(src, Parameter):
-                    src = Parameter(src, requires_grad=target.requires_grad)
-                else:
-                    src.requires_grad_(target.requires_grad)
-            setattr(module, name, src)
-        elif target.is_cuda:
-            cuda_targets.append((target, src, key))
-        else:
-            target.copy_(src)
-    by_dev = {}
-    for entry in cuda_targets:
-        by_dev.setdefault(entry[0].device, []).append(entry)
-    for dev, entries in by_dev.items():
-        _load_into_device(dev, entries)
-
-
-def _load_into_device(dev, entries):
+def load_into_device(dev, entries):
     """Write sources into existing cuda storage: one pinned staging buffer, one HtoD per run of adjacent
     targets (one in all for a model moved here as an arena), on the copy stream between events."""
     rdev = _rdev(dev)

@@ -1,0 +1,112 @@
+"""Imports point down only: every import in rawdev/ — module level and inside functions — goes to a layer
+at or below its own. The layers, bottom to top:
+
+    errors, dtypes, device, data  <  sim  <  runtime  <  tensor (+ random)  <  autograd, ops  <  nn
+      <  optim, utils, serialization, cuda  <  memtool, demo, cli, rawdev/__init__
+
+and only rawdev.runtime and rawdev.sim import cuda-python.
+"""
+import ast
+from pathlib import Path
+
+import rawdev
+
+ROOT = Path(rawdev.__file__).parent
+
+LAYERS = [
+    ("rawdev.errors", 0), ("rawdev.dtypes", 0), ("rawdev.data", 0), ("rawdev._ptx", 0), ("rawdev.device", 0),
+    ("rawdev.sim", 1),
+    ("rawdev.runtime", 2),
+    ("rawdev.tensor", 3), ("rawdev.random", 3),
+    ("rawdev.autograd", 4), ("rawdev.ops", 4),
+    ("rawdev.nn", 5),
+    ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6), ("rawdev.cuda", 6),
+    ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7),
+    ("rawdev", 7),   # the package's public API, which the user-facing tools (memtool, demo, cli) use
+]
+
+# (importer, imported): the few upward imports that stay, each with its reason.
+ALLOWED = set()
+
+
+def layer(mod):
+    best = None
+    for prefix, n in LAYERS:
+        if mod == prefix or mod.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, n)
+    return best[1] if best else None
+
+
+def module_name(path):
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path):
+    """(line, absolute module) for every import in the file, nested ones included."""
+    mod = module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            if node.module is None or node.level:
+                # `from . import x` may name submodules: check each
+                for a in node.names:
+                    sub = f"{target}.{a.name}"
+                    yield node.lineno, sub if layer(sub) is not None else target
+            else:
+                yield node.lineno, target
+
+
+def test_imports_point_down_only():
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        mod = module_name(path)
+        mine = layer(mod)
+        for line, target in imports(path):
+            if not (target == "rawdev" or target.startswith("rawdev.")):
+                continue
+            theirs = layer(target)
+            if theirs is not None and theirs > mine and (mod, target) not in ALLOWED:
+                bad.append(f"{path.relative_to(ROOT.parent)}:{line}: {mod} (layer {mine}) imports {target} "
+                           f"(layer {theirs})")
+    assert not bad, "imports that point up:\n" + "\n".join(bad)
+
+
+def test_only_the_runtime_and_the_simulator_import_cuda_python():
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        mod = module_name(path)
+        if mod.startswith(("rawdev.runtime", "rawdev.sim")):
+            continue
+        for line, target in imports(path):
+            if target == "cuda" or target.startswith("cuda."):
+                bad.append(f"{path.relative_to(ROOT.parent)}:{line}: {mod} imports {target}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checker_finds_an_upward_import(tmp_path):
+    """The walk sees imports inside functions and resolves relative ones (so the test above can fail)."""
+    pkg = ROOT / "runtime"
+    src = "def f():\n    from ..nn import Module\n"
+    fake = pkg / "_layer_probe_tmp.py"
+    fake.write_text(src)
+    try:
+        found = list(imports(fake))
+    finally:
+        fake.unlink()
+    assert (2, "rawdev.nn.Module") in found or (2, "rawdev.nn") in found
+    assert layer("rawdev.nn") > layer("rawdev.runtime.device")
