@@ -32,6 +32,9 @@ def check_inplace_graph(x, others=()):
         raise RuntimeError(("a view of " if x._base is not None else "") + "a leaf Variable that requires grad is "
                            "being used in an in-place operation.")
     if x._base is not None:
+        base = x._base
+        if base.requires_grad and base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         raise NotImplementedError("rawdev's autograd does not record in-place writes into views of tensors in the "
                                   "graph (PyTorch's CopySlices): write out of place, or under torch.no_grad()")
     return True

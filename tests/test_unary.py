@@ -1,0 +1,119 @@
+"""The unary family, walked from its declaration table: every op's value against an independent float64
+reference, its gradient by finite differences (cpu, float64), the cuda path (simulator) against the cpu
+one on non-contiguous inputs with poisoned outputs, and the generated function / method / in-place forms."""
+import math
+
+import numpy as np
+import pytest
+
+import rawdev
+from rawdev.ops import cuda as cuda_ops
+from rawdev.ops.unary import OPS
+
+RNG = np.random.default_rng(7)
+_ERF = np.vectorize(math.erf)
+
+# independent float64 references (not the declarations' own numpy), and each op's input domain
+REF = {
+    "sin": (np.sin, "any"), "cos": (np.cos, "any"), "sqrt": (np.sqrt, "pos"), "rsqrt": (lambda x: x ** -0.5, "pos"),
+    "tanh": (np.tanh, "any"), "sigmoid": (lambda x: 0.5 * (1 + np.tanh(x / 2)), "any"), "exp": (np.exp, "any"),
+    "log": (np.log, "pos"), "relu": (lambda x: np.where(x > 0, x, 0.0), "any"), "abs": (np.abs, "any"),
+    "leaky_relu": (lambda x: np.where(x > 0, x, 0.2 * x), "any"),
+    "gelu": (lambda x: x * 0.5 * (1 + _ERF(x / math.sqrt(2))), "any"),
+    "gelu_tanh": (lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))), "any"),
+}
+PARAMS = {"leaky_relu": (0.2,)}
+
+
+def test_every_declared_unary_op_has_a_reference():
+    assert set(OPS) == set(REF)
+
+
+def inputs(name, shape, dtype=np.float64):
+    a = RNG.standard_normal(shape) * 2
+    if REF[name][1] == "pos":
+        a = np.abs(a) + 0.1
+    else:   # keep clear of the kinks (relu, abs, leaky_relu) for finite differences
+        a = np.where(np.abs(a) < 1e-3, 0.5, a)
+    return a.astype(dtype)
+
+
+def run(name, x):
+    from rawdev.ops.unary import apply
+    return apply(OPS[name], x, PARAMS.get(name, ()))
+
+
+@pytest.mark.parametrize("name", sorted(REF))
+def test_value_against_float64(name):
+    a = inputs(name, (37, 5))
+    got = np.asarray(run(name, rawdev.from_numpy(a)))
+    ref = REF[name][0](a)
+    # rawdev's numpy erf (no scipy) is good to ~1e-10 absolute; the rest is libm in float64
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < (1e-9 if name == "gelu" else 1e-12)
+    a32 = a.astype(np.float32)
+    got32 = np.asarray(run(name, rawdev.from_numpy(a32)))
+    assert got32.dtype == np.float32
+    assert np.linalg.norm(got32 - ref) / np.linalg.norm(ref) < 1e-6
+
+
+@pytest.mark.parametrize("name", sorted(REF))
+def test_gradient_cpu_float64(name):
+    from test_autograd import gradcheck
+    x = rawdev.from_numpy(inputs(name, (4, 3))).requires_grad_()
+    gradcheck(lambda t: run(name, t), x)
+    assert run(name, x).grad_fn.name() == OPS[name].node
+
+
+@pytest.mark.parametrize("name", sorted(REF))
+def test_cuda_matches_cpu_on_strided_inputs(driver, name):
+    a = inputs(name, (33, 7), np.float32)       # a transposed view: the op reads a strided input
+    cuda_ops.set_poison(True)
+    try:
+        outs, grads = [], []
+        for dev in ("cpu", "cuda"):
+            x = rawdev.tensor(a, device=dev, requires_grad=True)
+            y = run(name, x.t())
+            w = rawdev.tensor(np.linspace(-1, 1, y.numel(), dtype=np.float32).reshape(tuple(y.shape)), device=dev)
+            (y * w).sum().backward()
+            outs.append(np.asarray(y.detach().cpu()))
+            grads.append(np.asarray(x.grad.cpu()))
+    finally:
+        cuda_ops.set_poison(False)
+    ref = REF[name][0](a.T.astype(np.float64))
+    assert np.linalg.norm(outs[1] - ref) / np.linalg.norm(ref) < 1e-5
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+    assert np.linalg.norm(grads[1] - grads[0]) / max(np.linalg.norm(grads[0]), 1e-30) < 1e-5
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "sqrt", "rsqrt"])
+def test_generated_function_method_and_inplace_forms(device_name, name):
+    a = inputs(name, (5, 6), np.float32)
+    x = rawdev.tensor(a, device=device_name)
+    ref = REF[name][0](a.astype(np.float64))
+    for out in (getattr(rawdev, name)(x), getattr(x, name)()):
+        np.testing.assert_allclose(np.asarray(out.cpu()), ref, rtol=1e-6, atol=1e-7)
+    v = x.t()
+    same = getattr(v, name + "_")()            # in place through a view: the base changes
+    assert same is v
+    np.testing.assert_allclose(np.asarray(x.cpu()), ref, rtol=1e-6, atol=1e-7)
+    getattr(rawdev, name + "_")(x)
+    np.testing.assert_allclose(np.asarray(x.cpu()), REF[name][0](ref) if REF[name][1] == "any" or (ref > 0).all()
+                               else np.asarray(x.cpu()), rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(params=["cpu", "sim"])
+def device_name(request):
+    if request.param == "cpu":
+        return "cpu"
+    from rawdev.runtime import reset_for_tests
+    reset_for_tests("sim")
+    return "cuda"
+
+
+def test_integer_inputs_promote_like_pytorch():
+    i = rawdev.tensor([1, 4, 9])
+    assert rawdev.sqrt(i).dtype is rawdev.float32 and rawdev.sqrt(i).tolist() == [1.0, 2.0, 3.0]
+    assert rawdev.abs(rawdev.tensor([-2, 3])).dtype is rawdev.int64
+    assert rawdev.relu(rawdev.tensor([-2, 3])).tolist() == [0, 3]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        i.sin_()
