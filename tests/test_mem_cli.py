@@ -1,4 +1,4 @@
-"""`rawdev mem info | model | run | show` (issue #6, checks 4 and 5)."""
+"""`rawdev mem info | model | run | show`."""
 import json
 import os
 import shutil

@@ -1,5 +1,5 @@
 """rawdev.cuda memory API on raw DeviceBuffers: figures vs the driver pool, owners, summary, snapshot, history,
-pointer_info, peek/poke, the OOM report, the leak check (issue #6)."""
+pointer_info, peek/poke, the OOM report, the leak check."""
 import json
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""The memory tool with tensors, modules and a training step (issue #6, checks 1 and 2)."""
+"""The memory tool with tensors, modules and a training step."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Module and tensor moves: one copy, same Parameter objects, exact bytes, all-or-nothing (issue #4)."""
+"""Module and tensor moves: one copy, same Parameter objects, exact bytes, all-or-nothing."""
 import gc
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The runtime over the driver seam: copies on streams, events, kernels, errors (issue #2)."""
+"""The runtime over the driver seam: copies on streams, events, kernels, errors."""
 import os
 import subprocess
 import sys

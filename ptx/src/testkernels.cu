@@ -1,4 +1,4 @@
-// Small kernels that exercise the simulator's interpreter (issue #2): elementwise with a
+// Small kernels that exercise the simulator's interpreter: elementwise with a
 // grid-stride loop, warp shuffles, shared memory + __syncthreads, atomics, and one kernel with a
 // deliberately divergent barrier.
 

@@ -51,7 +51,7 @@ def is_simulated():
     return is_available() and seam.driver_name() == "sim"
 
 
-# The memory tool (issue #6): PyTorch's torch.cuda memory names, with owners.
+# The memory tool: PyTorch's torch.cuda memory names, with owners.
 from . import memory  # noqa: E402,F401
 from .memory import (empty_cache, max_memory_allocated, max_memory_reserved, mem_get_info,  # noqa: E402,F401
                      memory_allocated, memory_reserved, memory_snapshot, memory_stats, memory_summary,

@@ -6,7 +6,7 @@ from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "Parameter", "Buffer", "Sequential", "ModuleList", "ModuleDict"]
 
-# --- layers, losses, functional, init (the ops layer, issue #5) ---
+# --- layers, losses, functional, init ---
 from . import functional, init  # noqa: E402
 from .layers import (GELU, CrossEntropyLoss, Dropout, Flatten, Identity, LeakyReLU, Linear, LogSoftmax,  # noqa: E402
                      MSELoss, NLLLoss, ReLU, Sigmoid, Softmax, Tanh, Unflatten)

@@ -3,7 +3,7 @@
 
 Runs the demo in a fresh process exactly as a user would (`python -m rawdev.cli demo`), on whatever
 RAWDEV_DRIVER selects (tools/gpu_check sets it), and reports wall time, the demo's own total time and
-the test accuracy. Targets (issue #5): on the simulator on a 2-core machine ≤ 60 s and ≥ 95 %.
+the test accuracy. Targets: on the simulator on a 2-core machine ≤ 60 s and ≥ 95 %.
 --quick: one epoch (a smoke test). --json: one JSON line.
 """
 import argparse
