@@ -149,6 +149,7 @@ class Kernel:
         gx, gy, gz = _dim3(grid)
         bx, by, bz = _dim3(block)
         s = stream or self.module.device.compute_stream
+        s.device.activate()
         call("cuLaunchKernel", self._fn, gx, gy, gz, bx, by, bz, shared_mem, s.handle, self._argv_addr, 0,
              ctx=lambda: f"launching {self.name} grid={grid} block={block}", stream=s.handle, owner=self.name)
 
