@@ -323,7 +323,9 @@ def test_pinned_memory_and_pointer_attributes():
              P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, P.CU_POINTER_ATTRIBUTE_RANGE_SIZE,
              P.CU_POINTER_ATTRIBUTE_IS_MANAGED, P.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, P.CU_POINTER_ATTRIBUTE_BUFFER_ID]
     mt, ordinal, start, size, managed, mp, bid = ok(sim.cuPointerGetAttributes(len(attrs), attrs, int(d) + 10))
-    assert (mt, ordinal, int(start), size, managed) == (int(drv.CUmemorytype.CU_MEMORYTYPE_DEVICE), 0, int(d), 1000, False)
+    # a pool block's range is the pool's mapping (a 2 MiB segment) holding it, not the 1000-byte block
+    assert (mt, ordinal, int(start), size, managed) == (int(drv.CUmemorytype.CU_MEMORYTYPE_DEVICE), 0, int(d),
+                                                        2 << 20, False)
     assert int(mp) == int(pool) and bid > 0
     mt, ordinal, start, size = ok(sim.cuPointerGetAttributes(4, attrs[:4], h + 5))
     assert (mt, int(start), size) == (int(drv.CUmemorytype.CU_MEMORYTYPE_HOST), h, 10000)

@@ -1455,6 +1455,8 @@ def cuPointerGetAttributes(numAttributes, attributes, ptr):
         kind, (base, size) = 2, hit
         p = _S.alloc_pool.get(base)
         pool, bid = (p.handle if p else 0), _S.buffer_ids.get(base, 0)
+        if p is not None:   # a pool block: the range is the mapping (segment) holding it, not the block
+            base, size = next((b, n) for b, n, _ in p.layout.segments() if b <= addr < b + n)
     else:
         hp = _pinned(addr)
         if hp:
