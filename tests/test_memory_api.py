@@ -30,18 +30,28 @@ def _sync(dev):
     return dev
 
 
+def _agrees_with_pool(dev, n):
+    """rawdev's allocated bytes vs the pool's USED_MEM_CURRENT: equal on the simulator; a GPU's pool may count its
+    own rounding of each block, so there it is only bounded (never more than each live block rounded to 2 MiB)."""
+    used = dev.pool_attribute("used")
+    from rawdev.runtime import seam
+    if seam.driver_name() == "sim":
+        return used == n
+    return n <= used <= sum(-(-b.nbytes // (2 << 20)) * (2 << 20) for b in dev.allocator.live.values())
+
+
 def test_figures_agree_with_the_pool(dev):
     base = C.memory_allocated()
     a = rm.DeviceBuffer.alloc(dev, 1000, owner="a")
     b = rm.DeviceBuffer.alloc(dev, 4096, owner="b")
     assert C.memory_allocated() == base + 5096
     _sync(dev)
-    assert C.memory_allocated() == dev.pool_attribute("used")
+    assert _agrees_with_pool(dev, C.memory_allocated())
     assert C.memory_reserved() == dev.pool_attribute("reserved") >= C.memory_allocated()
     assert C.max_memory_allocated() >= base + 5096
     b.free()
     _sync(dev)
-    assert C.memory_allocated() == base + 1000 == dev.pool_attribute("used")
+    assert C.memory_allocated() == base + 1000 and _agrees_with_pool(dev, base + 1000)
     assert C.max_memory_allocated() >= base + 5096
     C.reset_peak_memory_stats()
     assert C.max_memory_allocated() == C.memory_allocated()
