@@ -80,7 +80,7 @@ def workload(tmp_path):
     pinned = memory.PinnedBuffer(64)
     pinned.free()
     kernels.get_kernel(dev, "saxpy").attribute("NUM_REGS")
-    rawdev.sim.inject_fault("cuMemcpyHtoD", CUresult.CUDA_ERROR_INVALID_VALUE)
+    rawdev.sim.inject_fault("cuMemcpyHtoDAsync", CUresult.CUDA_ERROR_INVALID_VALUE)
     with pytest.raises(CudaError, match="CUDA_ERROR_INVALID_VALUE"):
         memory.copy_htod(a.ptr, host, 64)
     model.cpu()

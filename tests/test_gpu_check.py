@@ -1,7 +1,9 @@
 """tools/gpu_check --driver sim --quick: the one script a lent GPU runs, proven here on the simulator."""
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,6 +19,10 @@ def test_gpu_check_quick_on_the_simulator_passes_and_writes_its_files(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert res["environment"]["rawdev_driver"] == "sim"
     assert res["tests"]["rc"] == 0 and " passed" in res["tests"]["summary"]
+    counts = res["tests"]["counts"]
+    assert counts["passed"] > 0 and counts["failed"] == counts["errors"] == 0, counts
+    assert res["passed"] is True and res["failures"] == []
+    assert (out / "pytest.log").stat().st_size > 0 and (out / "jit-cache").is_dir()
     benches = {b["script"]: b for b in res["benchmarks"]}
     expected = {p.name for p in (ROOT / "tools" / "bench").glob("*.py")}
     assert set(benches) == expected
@@ -29,3 +35,78 @@ def test_gpu_check_quick_on_the_simulator_passes_and_writes_its_files(tmp_path):
     assert all(r["correct"] for r in benches["sim_speed.py"]["rows"])
     md = (out / "results.md").read_text()
     assert "rawdev gpu_check" in md and "gemm.py" in md
+
+
+def _gpu_check_module():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("gpu_check", str(ROOT / "tools" / "gpu_check"))
+    spec = importlib.util.spec_from_loader("gpu_check", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_step_limits_add_up_to_the_eight_minute_budget():
+    gc = _gpu_check_module()
+    assert gc.TOTAL_BUDGET == 480
+    assert sum(gc.LIMITS.values()) == gc.TOTAL_BUDGET
+    scripts = {p.name for p in (ROOT / "tools" / "bench").glob("*.py")}
+    assert {k.split(":", 1)[1] for k in gc.LIMITS if k.startswith("bench:")} == scripts
+
+
+def test_the_verdict_fails_when_nothing_ran_everything_skipped_or_no_gpu():
+    gc = _gpu_check_module()
+    gpu = {"gpu_seen": True}
+    ran = {"rc": 0, "counts": {"tests": 10, "passed": 7, "failed": 0, "errors": 0, "skipped": 3}}
+    assert gc.verdict("cuda", gpu, ran, [{"script": "gemm.py", "rc": 0}]) == []
+    assert gc.verdict("cuda", {"gpu_seen": False, "gpu": "unavailable"}, ran, [])[0].startswith("no GPU seen")
+    none = {"rc": 5, "counts": {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}}
+    assert gc.verdict("cuda", gpu, none, []) == ["no test ran (pytest exit 5)"]
+    assert gc.verdict("cuda", gpu, {"rc": 2, "counts": None}, []) == ["no test ran (pytest exit 2)"]
+    skipped = {"rc": 0, "counts": {"tests": 4, "passed": 0, "failed": 0, "errors": 0, "skipped": 4}}
+    assert gc.verdict("cuda", gpu, skipped, []) == ["every test skipped (4)"]
+    failed = {"rc": 1, "counts": {"tests": 4, "passed": 3, "failed": 1, "errors": 0, "skipped": 0}}
+    assert gc.verdict("sim", {}, failed, [{"script": "move.py", "rc": 124}]) == [
+        "1 test(s) failed, 0 error(s)", "benchmark move.py: exit 124"]
+
+
+def test_gpu_check_fails_when_no_test_ran_on_the_simulator(tmp_path):
+    out = tmp_path / "gc"
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check"), str(out), "--driver", "sim", "--quick",
+                        "--no-bench", "--tests", "tests/test_sim_memory.py"],   # no gpu-marked test in it
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["passed"] is False and any(w.startswith("no test ran") for w in res["failures"]), res["failures"]
+    assert (out / "pytest.log").exists() and "FAIL" in (out / "results.md").read_text()
+    assert p.stdout.index("numpy:") < p.stdout.index("tests:")       # versions come first
+
+
+def test_gpu_check_fails_at_once_with_a_driver_that_sees_no_gpu(tmp_path):
+    # a fake driver: cuda-python's real binding whose cuInit answers CUDA_ERROR_NO_DEVICE (as on a machine with
+    # the driver installed and no GPU), loaded into every Python process gpu_check starts
+    fake = tmp_path / "fake-driver"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text(
+        "from cuda.bindings import driver as _d\n"
+        "_d.cuInit = lambda flags: (_d.CUresult.CUDA_ERROR_NO_DEVICE,)\n"
+        "_d.cuDeviceGetCount = lambda: (_d.CUresult.CUDA_SUCCESS, 0)\n")
+    out = tmp_path / "gc"
+    env = {**os.environ, "PYTHONPATH": str(fake)}
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check"), str(out), "--driver", "cuda"],
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
+    assert p.returncode == 2, p.stdout[-3000:] + p.stderr[-3000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["environment"]["gpu_seen"] is False and "sees no GPU" in res["environment"]["gpu"]
+    assert res["tests"] is None and res["benchmarks"] == []          # nothing else was attempted
+    assert res["failures"][0].startswith("no GPU seen")
+    assert time.monotonic() - t0 < 120
+
+
+def test_gpu_check_keeps_the_jit_cache_in_its_output_folder(tmp_path):
+    gc = _gpu_check_module()
+    assert gc.JIT_CACHE_BYTES >= 1 << 30
+    text = (ROOT / "tools" / "gpu_check").read_text()
+    assert '"CUDA_CACHE_PATH": str(cache)' in text and "CUDA_CACHE_MAXSIZE" in text

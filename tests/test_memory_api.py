@@ -30,18 +30,28 @@ def _sync(dev):
     return dev
 
 
+def _agrees_with_pool(dev, n):
+    """rawdev's allocated bytes vs the pool's USED_MEM_CURRENT: equal on the simulator; a GPU's pool may count its
+    own rounding of each block, so there it is only bounded (never more than each live block rounded to 2 MiB)."""
+    used = dev.pool_attribute("used")
+    from rawdev.runtime import seam
+    if seam.driver_name() == "sim":
+        return used == n
+    return n <= used <= sum(-(-b.nbytes // (2 << 20)) * (2 << 20) for b in dev.allocator.live.values())
+
+
 def test_figures_agree_with_the_pool(dev):
     base = C.memory_allocated()
     a = rm.DeviceBuffer.alloc(dev, 1000, owner="a")
     b = rm.DeviceBuffer.alloc(dev, 4096, owner="b")
     assert C.memory_allocated() == base + 5096
     _sync(dev)
-    assert C.memory_allocated() == dev.pool_attribute("used")
+    assert _agrees_with_pool(dev, C.memory_allocated())
     assert C.memory_reserved() == dev.pool_attribute("reserved") >= C.memory_allocated()
     assert C.max_memory_allocated() >= base + 5096
     b.free()
     _sync(dev)
-    assert C.memory_allocated() == base + 1000 == dev.pool_attribute("used")
+    assert C.memory_allocated() == base + 1000 and _agrees_with_pool(dev, base + 1000)
     assert C.max_memory_allocated() >= base + 5096
     C.reset_peak_memory_stats()
     assert C.max_memory_allocated() == C.memory_allocated()
@@ -159,7 +169,9 @@ def test_pointer_info(dev):
     arena.tag(512, 1024, "1.weight")
     info = C.pointer_info(arena.ptr + 600)
     assert info["memory_type"] == "device" and info["device"] == 0
-    assert info["range_start"] == arena.ptr and info["range_size"] >= 4096 and info["offset"] == 600
+    assert info["block_start"] == arena.ptr and info["block_size"] >= 4096 and info["block_offset"] == 600
+    # the driver's range is the pool's mapping holding the block, not the block
+    assert info["range_start"] <= arena.ptr and info["range_start"] + info["range_size"] >= arena.ptr + 4096
     assert info["owner"] == "1.weight" and info["block_owner"] == "arena" and info["pool_owner"] == "rawdev"
     assert info["buffer_id"] != 0 and info["pool"] != 0
     assert "1.weight" in M.format_pointer_info(info)

@@ -159,18 +159,22 @@ def test_pageable_copies_stage_like_the_driver():
     assert out.tolist() == [0, 1, 2, 3]
 
 
-def test_synchronous_copies_flush_every_stream():
-    pool, s = make_pool(), stream(1)                         # even a non-blocking stream
-    d = ok(sim.cuMemAllocFromPoolAsync(8, pool, s))
-    ok(sim.cuMemsetD32Async(d, 0xDEADBEEF, 2, s))
+def test_synchronous_copies_wait_for_blocking_streams_not_non_blocking_ones():
+    pool, nb, blk = make_pool(), stream(1), stream(0)
+    d = ok(sim.cuMemAllocFromPoolAsync(8, pool, nb))
+    e = ok(sim.cuMemAllocFromPoolAsync(8, pool, blk))
+    ok(sim.cuMemsetD32Async(d, 0xDEADBEEF, 2, nb))
+    ok(sim.cuMemsetD32Async(e, 0xDEADBEEF, 2, blk))
     out = np.zeros(2, np.uint32)
-    ok(sim.cuMemcpyDtoH(out.ctypes.data, d, 8))
+    ok(sim.cuMemcpyDtoH(out.ctypes.data, e, 8))              # the legacy stream waits for a blocking stream
     assert (out == 0xDEADBEEF).all()
+    ok(sim.cuMemcpyDtoH(out.ctypes.data, d, 8))              # ... not for a non-blocking one: its memset is queued
+    assert (out == 0xFFFFFFFF).all()
     ok(sim.cuMemcpyHtoD(d, np.array([1, 2], np.uint32).ctypes.data, 8))
-    ok(sim.cuMemsetD8Async(d, 0xAB, 3, s))
-    ok(sim.cuStreamSynchronize(s))
-    assert sim.peek(d, 8) == bytes([0xAB] * 3) + b"\0" + (2).to_bytes(4, "little")
-    assert sim.cuMemsetD32Async(int(d) + 2, 0, 1, s)[0] == R.CUDA_ERROR_INVALID_VALUE   # unaligned
+    ok(sim.cuMemsetD8Async(d, 0xAB, 3, nb))
+    ok(sim.cuStreamSynchronize(nb))                           # the first memset ran after the copy had landed
+    assert sim.peek(d, 8) == bytes([0xAB] * 3) + b"\xde" + bytes.fromhex("efbeadde")
+    assert sim.cuMemsetD32Async(int(d) + 2, 0, 1, nb)[0] == R.CUDA_ERROR_INVALID_VALUE   # unaligned
     assert sim.cuMemcpyHtoD(int(d) + 4, out.ctypes.data, 8)[0] == R.CUDA_ERROR_INVALID_VALUE  # past the end
 
 
@@ -319,7 +323,9 @@ def test_pinned_memory_and_pointer_attributes():
              P.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, P.CU_POINTER_ATTRIBUTE_RANGE_SIZE,
              P.CU_POINTER_ATTRIBUTE_IS_MANAGED, P.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, P.CU_POINTER_ATTRIBUTE_BUFFER_ID]
     mt, ordinal, start, size, managed, mp, bid = ok(sim.cuPointerGetAttributes(len(attrs), attrs, int(d) + 10))
-    assert (mt, ordinal, int(start), size, managed) == (int(drv.CUmemorytype.CU_MEMORYTYPE_DEVICE), 0, int(d), 1000, False)
+    # a pool block's range is the pool's mapping (a 2 MiB segment) holding it, not the 1000-byte block
+    assert (mt, ordinal, int(start), size, managed) == (int(drv.CUmemorytype.CU_MEMORYTYPE_DEVICE), 0, int(d),
+                                                        2 << 20, False)
     assert int(mp) == int(pool) and bid > 0
     mt, ordinal, start, size = ok(sim.cuPointerGetAttributes(4, attrs[:4], h + 5))
     assert (mt, int(start), size) == (int(drv.CUmemorytype.CU_MEMORYTYPE_HOST), h, 10000)

@@ -123,28 +123,74 @@ def test_a_free_tail_is_extended_when_that_maps_less():
     assert segments(pool2) == sorted([(c, GRANULE), (d, GRANULE)]) and abs(d - c) > GRANULE
 
 
-def test_a_freed_range_is_reused_once_its_stream_reaches_the_free():
-    pool, s = make_pool(KEEP_ALL), ok(sim.cuStreamCreate(0))
+def test_a_freed_range_is_reused_at_once_on_its_stream_and_by_others_once_the_free_ran():
+    pool, s, t = make_pool(KEEP_ALL), ok(sim.cuStreamCreate(1)), ok(sim.cuStreamCreate(1))
     a, b, c = (alloc(pool, 4096, s) for _ in range(3))
     assert (b, c) == (a + 4096, a + 8192)
     ok(sim.cuMemsetD8Async(b, 7, 4096, s))
     ok(sim.cuMemFreeAsync(b, s))
-    d = alloc(pool, 4096, s)                             # the free is still queued: b's range is not free yet
-    assert d == a + 3 * 4096
+    x = alloc(pool, 4096, t)                             # another stream: the free has not run, b is not free yet
+    assert x == a + 3 * 4096
     assert sim.cuMemFreeAsync(b, s)[0] == R.CUDA_ERROR_INVALID_VALUE   # double free still caught
-    ok(sim.cuStreamSynchronize(s))
+    d = alloc(pool, 4096, s)                             # the same stream: stream order makes b's range safe now
+    assert d == b and used(pool) == 5 * 4096
+    out = np.zeros(4096, np.uint8)
+    ok(sim.cuMemcpyDtoHAsync(out.ctypes.data, d, 4096, s))   # runs the memset, the free (hand-over), the copy
+    assert (out == 0xFF).all()                           # the new block's bytes are garbage, not b's 7s
+    assert used(pool) == 4 * 4096
+    ok(sim.cuMemFreeAsync(d, s))
+    ok(sim.cuStreamSynchronize(s))                       # the free ran: every stream may have the range now
     assert sim.cuMemsetD8Async(b, 0, 1, s)[0] == R.CUDA_ERROR_INVALID_VALUE    # freed: not a live block
     assert "use after free" in sim.device_memory(0).nearest(b + 10)
-    e = alloc(pool, 4096, s)                             # the next allocation of that size takes the hole
+    e = alloc(pool, 4096, t)
     assert e == b and reserved(pool) == GRANULE
     assert sim.device_memory(0).nearest(b + 10) == f"0x{b + 10:x} is 10 bytes into the 4096-byte allocation at 0x{b:x}"
-    ok(sim.cuMemsetD8Async(e, 1, 4096, s))
-    ok(sim.cuStreamSynchronize(s))
+    ok(sim.cuMemsetD8Async(e, 1, 4096, t))
+    ok(sim.cuStreamSynchronize(t))
     assert sim.peek(e, 4096) == b"\1" * 4096
     # a smaller request also reuses the hole (best fit: the smallest free range that holds it)
     ok(sim.cuMemFreeAsync(a, s))
     ok(sim.cuStreamSynchronize(s))
-    assert alloc(pool, 1000, s) == a
+    assert alloc(pool, 1000, t) == a
+
+
+def test_work_queued_before_a_free_still_sees_the_old_block_when_the_same_stream_reuses_it():
+    pool, s = make_pool(KEEP_ALL), ok(sim.cuStreamCreate(1))
+    a = alloc(pool, 1000, s)
+    src = np.arange(1000, dtype=np.uint8)
+    out_old, out_new = np.zeros(1000, np.uint8), np.zeros(2000, np.uint8)
+    pin = int(ok(sim.cuMemHostAlloc(1000, 0)))
+    ok(sim.cuMemcpyHtoDAsync(a, src.ctypes.data, 1000, s))
+    ok(sim.cuMemcpyDtoHAsync(pin, a, 1000, s))           # queued before the free: must read a's bytes
+    ok(sim.cuMemFreeAsync(a, s))
+    b = alloc(pool, 300, s)                              # smaller: takes a's block
+    assert b == a
+    c = alloc(pool, 700, s)                              # a's 1024-byte footprint is not split before the free ran
+    assert c != a + 512
+    ok(sim.cuMemsetD8Async(b, 9, 300, s))
+    ok(sim.cuStreamSynchronize(s))
+    ctypes.memmove(out_old.ctypes.data, pin, 1000)
+    assert np.array_equal(out_old, src)
+    assert sim.peek(b, 300) == b"\x09" * 300
+    assert sim.cuMemsetD8Async(b + 300, 0, 1, s)[0] == R.CUDA_ERROR_INVALID_VALUE   # the new block is 300 bytes
+    assert used(pool) == 1000 and alloc(pool, 500, s) == a + 512                   # its footprint's tail is free
+    ok(sim.cuMemFreeHost(pin))
+    del out_new
+
+
+def test_another_stream_reuses_a_queued_free_after_waiting_for_an_event_past_it():
+    pool, s, t = make_pool(KEEP_ALL), ok(sim.cuStreamCreate(1)), ok(sim.cuStreamCreate(1))
+    a = alloc(pool, 4096, s)
+    ok(sim.cuMemFreeAsync(a, s))
+    e = ok(sim.cuEventCreate(2))
+    ok(sim.cuEventRecord(e, s))
+    assert alloc(pool, 4096, t) != a                     # no dependency yet
+    ok(sim.cuStreamWaitEvent(t, e, 0))
+    b = alloc(pool, 4096, t)                             # t's work now follows the free
+    assert b == a
+    ok(sim.cuMemsetD8Async(b, 3, 4096, t))
+    ok(sim.cuStreamSynchronize(t))
+    assert sim.peek(b, 4096) == b"\3" * 4096
 
 
 def test_best_fit_picks_the_smallest_hole():
@@ -301,3 +347,19 @@ def test_reading_past_a_pool_block_faults_inside_its_segment():
     detail = sim.last_error_detail()
     assert "saxpy" in detail and "thread" in detail.lower() and f"0x{y + 4 * n:x}" in detail
     assert "past the end of the 1024-byte allocation" in detail
+
+
+def test_a_block_reused_twice_before_its_frees_ran_keeps_each_owners_size_in_stream_order():
+    pool, s = make_pool(KEEP_ALL), ok(sim.cuStreamCreate(1))
+    a = alloc(pool, 32, s)
+    ok(sim.cuMemFreeAsync(a, s))
+    b = alloc(pool, 64, s)                               # larger than a, inside its 256-byte footprint
+    ok(sim.cuMemsetD8Async(b, 1, 64, s))                 # runs after a's free hands the block to b
+    ok(sim.cuMemFreeAsync(b, s))
+    c = alloc(pool, 32, s)
+    ok(sim.cuMemsetD8Async(c, 2, 32, s))
+    assert a == b == c
+    ok(sim.cuStreamSynchronize(s))                       # b's 64-byte memset must not fault
+    assert sim.peek(c, 32) == b"\2" * 32
+    assert sim.cuMemsetD8Async(c + 32, 0, 1, s)[0] == R.CUDA_ERROR_INVALID_VALUE
+    assert used(pool) == 32

@@ -453,8 +453,9 @@ def _part_owner(b, off):
 
 def pointer_info(x):
     """What the driver and rawdev know about a pointer (an int, a tensor or a buffer): memory type, device,
-    the allocation's range start and size, buffer id, pool, and rawdev's owner for it (None for memory
-    allocated outside rawdev, e.g. through cuda-python)."""
+    the driver's address range (for pool memory the *mapping* holding it, which may hold many blocks),
+    rawdev's block (start, size, offset: None outside rawdev), buffer id, pool, and rawdev's owner for it
+    (None for memory allocated outside rawdev, e.g. through cuda-python)."""
     ptr = _ptr_of(x)
     if not _opened_devices():
         _device(None).activate()
@@ -468,6 +469,8 @@ def pointer_info(x):
                 device=a["DEVICE_ORDINAL"] if a["MEMORY_TYPE"] else None,
                 range_start=a["RANGE_START_ADDR"], range_size=a["RANGE_SIZE"],
                 offset=ptr - a["RANGE_START_ADDR"] if a["MEMORY_TYPE"] else None,
+                block_start=b.ptr if b is not None else None, block_size=b.nbytes if b is not None else None,
+                block_offset=off if b is not None else None,
                 buffer_id=a["BUFFER_ID"], pool=pool, pool_owner="rawdev" if rawdev_pool else (
                     "another pool" if pool else None),
                 owner=_part_owner(b, off) if b is not None else None,
@@ -479,7 +482,9 @@ def pointer_info(x):
 
 def format_pointer_info(info):
     rows = [("pointer", f"0x{info['ptr']:x}"), ("memory type", info["memory_type"]), ("device", info["device"]),
-            ("range", f"0x{info['range_start']:x} + {info['range_size']} bytes (offset {info['offset']})"
+            ("block", f"0x{info['block_start']:x} + {info['block_size']} bytes (offset {info['block_offset']})"
+             if info.get("block_start") is not None else "-"),
+            ("mapping", f"0x{info['range_start']:x} + {info['range_size']} bytes (offset {info['offset']})"
              if info["range_size"] else "-"),
             ("buffer id", info["buffer_id"]), ("pool", f"0x{info['pool']:x} ({info['pool_owner']})" if info["pool"] else "-"),
             ("owner", info["owner"] or "not allocated by rawdev"), ("stream", info["block_stream"] or "-")]

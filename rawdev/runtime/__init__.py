@@ -17,11 +17,12 @@ def is_available():
 def reset_for_tests(name):
     """Forget the chosen driver, opened devices and loaded modules, then choose `name` (tests only).
 
-    With the simulator, the simulated GPU goes back to its power-on state too.
+    With the simulator, the simulated GPU goes back to its power-on state too. On the real driver the primary
+    contexts survive (rawdev never releases them), and so do the modules loaded into them: not JITed again.
     """
     from . import device, kernels
     device._forget_devices()
-    kernels._forget_modules()
+    kernels._forget_modules(contexts_survive=name == "cuda" and seam._name == "cuda")
     seam._reset_for_tests()
     if name == "sim":
         from .. import sim

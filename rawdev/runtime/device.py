@@ -25,6 +25,7 @@ class Stream:
         seam.stream_names[self._int] = f"{label}"
 
     def synchronize(self):
+        self.device.activate()
         call("cuStreamSynchronize", self.handle, ctx=lambda: f"waiting for the {self.label} stream of {self.device}",
              stream=self.handle)
         self.device.allocator.flush()
@@ -32,6 +33,7 @@ class Stream:
     def query(self):
         """True when all work queued so far is done."""
         from cuda.bindings.driver import CUresult
+        self.device.activate()
         err, = seam.driver().cuStreamQuery(self.handle)
         if err == CUresult.CUDA_ERROR_NOT_READY:
             return False
@@ -46,6 +48,7 @@ class Stream:
 
     def wait_event(self, event):
         """Work queued on this stream after now waits for `event` (no host sync)."""
+        self.device.activate()
         call("cuStreamWaitEvent", self.handle, event.handle, 0,
              ctx=lambda: f"making the {self.label} stream wait for an event", stream=self.handle)
 
@@ -64,16 +67,19 @@ class Event:
         self.handle = call("cuEventCreate", flags.value, ctx="creating an event")
 
     def record(self, stream):
+        stream.device.activate()
         call("cuEventRecord", self.handle, stream.handle, ctx=lambda: f"recording an event on the {stream.label} stream",
              stream=stream.handle)
         return self
 
     def synchronize(self):
+        self.device.activate()
         call("cuEventSynchronize", self.handle, ctx="waiting for an event")
         self.device.allocator.flush()
 
     def query(self):
         from cuda.bindings.driver import CUresult
+        self.device.activate()
         err, = seam.driver().cuEventQuery(self.handle)
         if err == CUresult.CUDA_ERROR_NOT_READY:
             return False
@@ -83,6 +89,7 @@ class Event:
 
     def elapsed_time(self, end):
         """Milliseconds between this event and `end` (both recorded with timing=True)."""
+        self.device.activate()
         return call("cuEventElapsedTime", self.handle, end.handle, ctx="reading the time between two events")
 
     def __del__(self):
@@ -92,6 +99,13 @@ class Event:
                 seam._drv.cuEventDestroy(self.handle)
         except Exception:
             pass
+
+
+def ensure_context():
+    """Make sure the calling thread has a current context (cuda:0's primary one when it has none yet): for the
+    calls that need one but name no device (pinned host memory)."""
+    if getattr(_tls, "ctx", None) is None:
+        get_device(0).activate()
 
 
 class Device:

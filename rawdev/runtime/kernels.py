@@ -79,6 +79,11 @@ class KernelModule:
                             f"{name} is PTX ISA {version[0]}.{version[1]}, which needs a driver for CUDA "
                             f"{driver_version_str(need)} or newer; this driver supports CUDA {driver_version_str(have)}",
                             f"loading {name} on {device}")
+        key = (int(device.context), name, hash(ptx_text))
+        if key in _images:   # loaded into this context before (tests reopen devices): the module is still there
+            self.handle, self.info_log = _images[key]
+            self.kernels = {}
+            return
         err_log, info_log = bytearray(LOG_SIZE), bytearray(LOG_SIZE)
         J = CUjit_option
         opts = [J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
@@ -93,6 +98,7 @@ class KernelModule:
             raise
         self.info_log = info_log.split(b"\0", 1)[0].decode(errors="replace").strip()
         self.kernels = {}
+        _images[key] = (self.handle, self.info_log)
 
     def get(self, name, params):
         k = self.kernels.get(name)
@@ -149,6 +155,7 @@ class Kernel:
         gx, gy, gz = _dim3(grid)
         bx, by, bz = _dim3(block)
         s = stream or self.module.device.compute_stream
+        s.device.activate()
         call("cuLaunchKernel", self._fn, gx, gy, gz, bx, by, bz, shared_mem, s.handle, self._argv_addr, 0,
              ctx=lambda: f"launching {self.name} grid={grid} block={block}", stream=s.handle, owner=self.name)
 
@@ -180,6 +187,7 @@ def _dim3(d):
 
 
 _modules = {}   # (device index, file name) -> KernelModule
+_images = {}    # (context handle, file name, hash of the PTX) -> (CUmodule, JIT info log): what a context has loaded
 
 
 def get_kernel(device, name):
@@ -198,5 +206,10 @@ def get_kernel(device, name):
     return k
 
 
-def _forget_modules():
+def _forget_modules(contexts_survive=False):
+    """Forget the KernelModule objects (they point at Device objects about to be dropped). The loaded modules
+    themselves are remembered while the contexts they live in survive (the real driver's primary contexts are
+    never released by rawdev), so reopening a device does not JIT its PTX again."""
     _modules.clear()
+    if not contexts_survive:
+        _images.clear()

@@ -244,6 +244,8 @@ class PinnedBuffer:
 
     def __init__(self, nbytes, owner="staging"):
         self.nbytes, self.owner = nbytes, owner
+        from .device import ensure_context
+        ensure_context()
         self.ptr = int(call("cuMemHostAlloc", max(nbytes, 1), 0, ctx=lambda: f"allocating {fmt_bytes(nbytes)} of "
                             f"pinned host memory for {owner}", nbytes=nbytes, owner=owner))
         raw = (ctypes.c_uint8 * nbytes).from_address(self.ptr)
@@ -265,44 +267,67 @@ def _host_ptr(x):
     return x.ctypes.data if isinstance(x, np.ndarray) else int(x)
 
 
+def _device_of(ptr):
+    """The opened Device whose memory holds device address `ptr` (from the driver's pointer attributes)."""
+    from cuda.bindings.driver import CUpointer_attribute
+    from .device import get_device
+    ordinal, = call("cuPointerGetAttributes", 1, [CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL], int(ptr),
+                    ctx=lambda: f"finding the device of 0x{int(ptr):x}")
+    return get_device(int(ordinal) if int(ordinal) >= 0 else 0)
+
+
+def _ordered(dev_ptr, stream):
+    """(stream to order a copy on, whether to wait for it): a copy without a stream runs on the compute stream
+    of the pointer's device and is waited for, never on the legacy stream (rawdev's streams are non-blocking:
+    the legacy stream does not wait for them, so a synchronous cuMemcpy would race the kernels queued there)."""
+    if stream is not None:
+        stream.device.activate()
+        return stream, False
+    dev = _device_of(dev_ptr)
+    dev.activate()
+    return dev.compute_stream, True
+
+
 def copy_htod(dst, src, nbytes, stream=None, owner=None):
-    """Host (int address or ndarray) → device. stream=None: synchronous cuMemcpyHtoD."""
-    if stream is None:
-        call("cuMemcpyHtoD", dst, _host_ptr(src), nbytes, ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} to the device",
-             nbytes=nbytes, owner=owner)
-    else:
-        call("cuMemcpyHtoDAsync", dst, _host_ptr(src), nbytes, stream.handle,
-             ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} to {stream.device}", nbytes=nbytes,
-             stream=stream.handle, owner=owner)
+    """Host (int address or ndarray) → device, in order on `stream`. stream=None: in order on the device's compute
+    stream, returning once the data has landed (so the source may be reused and any stream may read it)."""
+    s, wait = _ordered(dst, stream)
+    call("cuMemcpyHtoDAsync", dst, _host_ptr(src), nbytes, s.handle,
+         ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} to {s.device}", nbytes=nbytes,
+         stream=s.handle, owner=owner)
+    if wait:
+        s.synchronize()
 
 
 def copy_dtoh(dst, src, nbytes, stream=None, owner=None):
-    """Device → host (int address or ndarray). stream=None: synchronous cuMemcpyDtoH."""
-    if stream is None:
-        call("cuMemcpyDtoH", _host_ptr(dst), src, nbytes, ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} to the host",
-             nbytes=nbytes, owner=owner)
-    else:
-        call("cuMemcpyDtoHAsync", _host_ptr(dst), src, nbytes, stream.handle,
-             ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} from {stream.device} to the host",
-             nbytes=nbytes, stream=stream.handle, owner=owner)
+    """Device → host (int address or ndarray), in order on `stream`. stream=None: in order on the device's compute
+    stream (after the kernels queued there), returning once the bytes are in `dst`."""
+    s, wait = _ordered(src, stream)
+    call("cuMemcpyDtoHAsync", _host_ptr(dst), src, nbytes, s.handle,
+         ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} from {s.device} to the host",
+         nbytes=nbytes, stream=s.handle, owner=owner)
+    if wait:
+        s.synchronize()
 
 
 def copy_dtod(dst, src, nbytes, stream=None, owner=None):
-    if stream is None:
-        call("cuMemcpyDtoD", dst, src, nbytes, ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} on the device",
-             nbytes=nbytes, owner=owner)
-    else:
-        call("cuMemcpyDtoDAsync", dst, src, nbytes, stream.handle,
-             ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} on {stream.device}", nbytes=nbytes,
-             stream=stream.handle, owner=owner)
+    """Device → device, in order on `stream`. stream=None: on the compute stream, waited for."""
+    s, wait = _ordered(dst, stream)
+    call("cuMemcpyDtoDAsync", dst, src, nbytes, s.handle,
+         ctx=lambda: f"copying {fmt_bytes(nbytes)} of {owner or 'data'} on {s.device}", nbytes=nbytes,
+         stream=s.handle, owner=owner)
+    if wait:
+        s.synchronize()
 
 
 def memset_d8(ptr, value, nbytes, stream):
+    stream.device.activate()
     call("cuMemsetD8Async", ptr, value, nbytes, stream.handle, ctx=lambda: f"setting {fmt_bytes(nbytes)} to {value}",
          nbytes=nbytes, stream=stream.handle)
 
 
 def memset_d32(ptr, value, count, stream):
+    stream.device.activate()
     call("cuMemsetD32Async", ptr, value, count, stream.handle, ctx=lambda: f"setting {count} 32-bit words",
          nbytes=4 * count, stream=stream.handle)
 

@@ -8,11 +8,11 @@ Model (see docs/INTERNALS.md, "Sim driver ↔ runtime"):
 
 * Streams are queues. Async copies, memsets, launches, event records, stream waits and frees are
   enqueued and run only at sync points: cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize,
-  a synchronous copy (cuMemcpyHtoD/DtoH/DtoD flush every stream first), an async copy between
-  device memory and *pageable* host memory (the real driver stages those synchronously), or when
-  something that runs depends on them (cuStreamWaitEvent, legacy-default-stream ordering).
-  Status calls (cuStreamQuery, cuEventQuery, cuEventElapsedTime) that find pending work return
-  CUDA_ERROR_NOT_READY and *then* run it, so polling loops terminate on the second call.
+  a synchronous copy (cuMemcpyHtoD/DtoH/DtoD: an op on the legacy stream, run at once with what the
+  legacy stream waits for -- earlier work on *blocking* streams -- but never the queued work of
+  non-blocking streams, which the legacy stream does not wait for: the copy lands ahead of it),
+  a device-to-*pageable*-host async copy (it returns once done, so it runs in its stream's order), or
+  when something that runs depends on them (cuStreamWaitEvent, legacy-default-stream ordering).
 * Each op carries a global sequence number; an op waits for (a) earlier ops on its own stream,
   (b) the legacy default stream's earlier ops if its stream is blocking (and the legacy stream waits
   for every blocking stream's earlier ops), (c) the event positions it waits on. Ops are run
@@ -246,8 +246,9 @@ class Pool:
         self.layout = SegmentAllocator(dev.mem, GRANULE, 256, POOL_WINDOW)   # segments and blocks
         self.used = self.used_high = self.reserved_high = 0
         self.threshold, self.destroyed = 0, False
-        self.reuse = {1: 1, 2: 1, 3: 1}       # CU_MEMPOOL_ATTR_REUSE_* (accepted, not modelled)
-        self.allocs = {}                      # addr -> requested size
+        self.reuse = {1: 1, 2: 1, 3: 1}       # CU_MEMPOOL_ATTR_REUSE_*: FOLLOW_EVENT_DEPENDENCIES (1) is modelled
+        self.allocs = {}                      # addr -> requested size (of the block's latest allocation)
+        self.pending = {}                     # addr -> _PendingFree: a free queued, not run, not yet reused
 
     @property
     def reserved(self):
@@ -263,6 +264,7 @@ class Stream:
     def __init__(self, handle, dev, flags, legacy=False):
         self.handle, self.dev, self.flags, self.legacy = handle, dev, flags, legacy
         self.q, self.destroyed = collections.deque(), False
+        self.seen = {}                        # stream -> highest seq of it this stream has waited for (events)
 
     @property
     def blocking(self):
@@ -273,6 +275,15 @@ class Stream:
 
 
 Op = collections.namedtuple("Op", "seq stream fn waits label")
+
+
+class _PendingFree:
+    """A cuMemFreeAsync queued on ``stream`` at ``seq`` (its op not run yet). ``reused``: set when a later
+    allocation took the block in stream order; the queued op then hands the block over instead of freeing it."""
+    __slots__ = ("addr", "stream", "seq", "nbytes", "reused")
+
+    def __init__(self, addr, stream, nbytes):
+        self.addr, self.stream, self.seq, self.nbytes, self.reused = addr, stream, None, nbytes, None
 
 
 class Event:
@@ -305,7 +316,8 @@ class _State:
         self.running = 0                      # >0 while queued work executes (finalizers may re-enter)
         self.zombies = []                     # pinned buffers freed mid-execution, released at a sync point
         self.host_bases = []                  # sorted pinned addrs
-        self.pending_free = set()             # addrs with a cuMemFreeAsync queued
+        self.pending_free = set()             # addrs with a cuMemFreeAsync queued (not yet reused)
+        self.handovers = {}                   # addr -> [_PendingFree reused by a later allocation, op not run]
         self.alloc_pool = {}                  # device addr -> Pool
         self.buffer_ids = {}                  # device addr -> CU_POINTER_ATTRIBUTE_BUFFER_ID
         self.seq = itertools.count(1)
@@ -558,6 +570,10 @@ def _set_sticky(code, detail):
         for s in dev.streams:
             s.q.clear()
     _S.pending_free.clear()
+    _S.handovers.clear()
+    for dev in _S.devices:
+        for p in dev.pools.values():
+            p.pending.clear()
 
 
 def _all_streams(dev):
@@ -737,6 +753,8 @@ def cuStreamWaitEvent(hStream, hEvent, Flags):
     if e.rec is not None and not e.done:  # a completed or never-recorded event is no dependency
         src, seq, _ = e.rec
         _enqueue(s, lambda: None, f"wait event 0x{e.handle:x}", waits=[(src, seq)])
+        if src is not s:
+            s.seen[src] = max(s.seen.get(src, 0), seq)
 
 
 # ========================================================================================== events
@@ -883,10 +901,13 @@ def cuMemPoolDestroy(pool):
 @_api(nout=1)
 def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
     n, p = _count(bytesize, "bytesize"), _pool(pool)
-    _stream(hStream)   # validates the handle (allocation is immediate; the stream orders only frees)
+    s = _stream(hStream)   # allocation is immediate; the stream decides which queued frees it may reuse
     if n == 0:
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "cuMemAllocFromPoolAsync of 0 bytes")
     dev = p.dev
+    pf = _reusable(p, s, n)
+    if pf is not None:
+        return _reuse(p, pf, n)
     try:
         addr = p.layout.alloc(n)
     except SimOutOfMemory:
@@ -909,6 +930,40 @@ def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
     return drv.CUdeviceptr(addr)
 
 
+def _reusable(p, s, n):
+    """The queued free whose block an ``n``-byte allocation on stream ``s`` may take now, or None: one queued on
+    ``s`` itself (stream order puts the new owner's work after the free), or on a stream ``s`` has waited for
+    past the free (an event dependency: CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES). Best fit."""
+    if not p.pending:
+        return None
+    fp = _ceil(n, 256)
+    follow = p.reuse.get(1, 1)
+    best = None
+    for pf in p.pending.values():
+        if pf.stream is s or (follow and s.seen.get(pf.stream, 0) >= pf.seq):
+            size = p.layout.footprint(pf.addr)
+            if size >= fp and (best is None or (size, pf.addr) < best[0]):
+                best = ((size, pf.addr), pf)
+    return best and best[1]
+
+
+def _reuse(p, pf, n):
+    """Hand the block of queued free ``pf`` to a new ``n``-byte allocation. Work queued before the free still sees
+    the old bytes; the queued free op turns the block into the new one (fresh garbage) when its stream gets there."""
+    addr = pf.addr
+    del p.pending[addr]
+    pf.reused = n
+    _S.handovers.setdefault(addr, []).append(pf)
+    if n > p.dev.mem.find(addr)[1]:   # the new owner's calls may address more of the footprint from now on
+        p.layout.resize(addr, n)
+    p.allocs[addr] = n
+    p.used += n
+    p.used_high = max(p.used_high, p.used)
+    _S.pending_free.discard(addr)
+    _S.buffer_ids[addr] = next(_ids)
+    return drv.CUdeviceptr(addr)
+
+
 @_api()
 def cuMemFreeAsync(dptr, hStream):
     addr, s = _int(dptr, "dptr"), _stream(hStream)
@@ -919,9 +974,23 @@ def cuMemFreeAsync(dptr, hStream):
         raise _Err(R.CUDA_ERROR_INVALID_VALUE,
                    f"cuMemFreeAsync(0x{addr:x}): the pointer {what}" + (f"; {dev.mem.nearest(addr)}" if dev else ""))
     _S.pending_free.add(addr)
+    pf = _PendingFree(addr, s, p.allocs[addr])
+    # a hand-over of this block still queued on another stream runs first (it makes the block this allocation)
+    waits = [(q.stream, q.seq) for q in _S.handovers.get(addr, ()) if q.stream is not s]
 
     def free():
-        p.layout.free(addr)               # the range serves later allocations from now on
+        if pf.reused:                     # a later allocation took the block: from here on its bytes are its own
+            p.used -= pf.nbytes
+            later = _S.handovers[addr]
+            later.remove(pf)
+            if later:                     # that one was freed and reused again: keep the footprint for them
+                p.dev.mem.resize(addr, pf.reused, fresh=True)
+            else:
+                del _S.handovers[addr]
+                p.layout.resize(addr, pf.reused, fresh=True)
+            return
+        p.pending.pop(addr, None)
+        p.layout.free(addr)               # the range serves every stream's allocations from now on
         p.used -= p.allocs.pop(addr)
         del _S.alloc_pool[addr]
         _S.buffer_ids.pop(addr, None)
@@ -931,7 +1000,9 @@ def cuMemFreeAsync(dptr, hStream):
             if not p.allocs:
                 p.dev.pools.pop(p.handle, None)
 
-    _enqueue(s, free, f"free 0x{addr:x}")
+    _enqueue(s, free, f"free 0x{addr:x}", waits)
+    pf.seq = s.q[-1].seq
+    p.pending[addr] = pf
 
 
 @_api(nout=2)
@@ -1011,10 +1082,13 @@ def _host_arg(x, n, what):
     return addr
 
 
-def _sync_copy(op):
-    dev = _current_device()
-    _run_all(dev)  # a synchronous copy is on the legacy stream: everything before it runs first
-    op()
+def _sync_copy(op, label):
+    """A synchronous cuMemcpy: an op on the legacy stream, run before the call returns. The legacy stream waits
+    for the blocking streams' earlier work only: queued work on non-blocking streams stays queued, so the copy
+    lands ahead of it (one order a GPU may take: nothing orders the two)."""
+    leg = _current_device().legacy
+    _enqueue(leg, op, label)
+    _run([(leg, leg.q[-1].seq)])
 
 
 @_api()
@@ -1023,7 +1097,7 @@ def cuMemcpyHtoD(dstDevice, srcHost, ByteCount):
     dst, src = _int(dstDevice, "dstDevice"), _host_arg(srcHost, n, "srcHost")
     if n:
         _dev_range(dst, n, "dstDevice")
-        _sync_copy(_htod(dst, src, n))
+        _sync_copy(_htod(dst, src, n), f"pyHtoD {n} (synchronous)")
 
 
 @_api()
@@ -1032,7 +1106,7 @@ def cuMemcpyDtoH(dstHost, srcDevice, ByteCount):
     dst, src = _host_arg(dstHost, n, "dstHost"), _int(srcDevice, "srcDevice")
     if n:
         _dev_range(src, n, "srcDevice")
-        _sync_copy(_dtoh(dst, src, n))
+        _sync_copy(_dtoh(dst, src, n), f"pyDtoH {n} (synchronous)")
 
 
 @_api()
@@ -1041,7 +1115,7 @@ def cuMemcpyDtoD(dstDevice, srcDevice, ByteCount):
     dst, src = _int(dstDevice, "dstDevice"), _int(srcDevice, "srcDevice")
     if n:
         _dev_range(dst, n, "dstDevice"), _dev_range(src, n, "srcDevice")
-        _sync_copy(_dtod(dst, src, n))
+        _sync_copy(_dtod(dst, src, n), f"pyDtoD {n} (synchronous)")
 
 
 @_api()
@@ -1381,6 +1455,8 @@ def cuPointerGetAttributes(numAttributes, attributes, ptr):
         kind, (base, size) = 2, hit
         p = _S.alloc_pool.get(base)
         pool, bid = (p.handle if p else 0), _S.buffer_ids.get(base, 0)
+        if p is not None:   # a pool block: the range is the mapping (segment) holding it, not the block
+            base, size = next((b, n) for b, n, _ in p.layout.segments() if b <= addr < b + n)
     else:
         hp = _pinned(addr)
         if hp:

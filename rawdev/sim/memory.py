@@ -242,6 +242,19 @@ class DeviceMemory:
             self._forget_freed(addr, end)
             return addr
 
+    def resize(self, addr, nbytes, fresh=False):
+        """Give the block at ``addr`` a new size (the caller owns the bytes up to the new end): its bytes are kept
+        (up to the shorter size), or, with ``fresh``, it starts over as a new block (garbage fill)."""
+        addr, nbytes = int(addr), int(nbytes)
+        with self._lock:
+            size, buf, charged = self._allocs[addr]
+            new = self._fresh(nbytes)
+            if not fresh:
+                k = min(len(buf), len(new))
+                new[:k] = buf[:k]
+            self._allocs[addr] = (nbytes, new, charged)
+            self._np_tables = None
+
     def mappings(self):
         """[(base, size)] of the mapped ranges, sorted by address."""
         return [(b, self._maps[b]) for b in self._map_bases]
@@ -643,6 +656,27 @@ class SegmentAllocator:
         for b in self._segs_over(addr, end):
             self._segs[b][1] -= 1
         self._add_free(addr, end)
+
+    def footprint(self, addr):
+        """The bytes the block at ``addr`` occupies (its size rounded up to the alignment)."""
+        return self.blocks[int(addr)] - int(addr)
+
+    def resize(self, addr, nbytes, fresh=False):
+        """Give the block at ``addr`` a new size that fits its footprint, or a smaller footprint (the tail becomes
+        free space); the DeviceMemory block follows (see :meth:`DeviceMemory.resize`)."""
+        addr, nbytes = int(addr), int(nbytes)
+        end = self.blocks[addr]
+        fp = -(-nbytes // self.align) * self.align
+        if addr + fp > end:
+            raise SimInvalidValue(f"resize: {nbytes} bytes do not fit the {end - addr}-byte footprint at 0x{addr:x}")
+        self.mem.resize(addr, nbytes, fresh)
+        if addr + fp < end:
+            for b in self._segs_over(addr, end):
+                self._segs[b][1] -= 1
+            self.blocks[addr] = addr + fp
+            for b in self._segs_over(addr, addr + fp):
+                self._segs[b][1] += 1
+            self._add_free(addr + fp, end)
 
     def release(self, keep=0):
         """Unmap segments no block overlaps, largest first, as long as ``reserved`` stays >= ``keep``.

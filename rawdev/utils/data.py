@@ -8,6 +8,8 @@ DeviceLoader pipeline, per batch k (cuda):
   3. one cuMemcpyHtoDAsync on the copy stream, then an event on the copy stream,
   4. batch k+1 is issued (steps 1-3) before batch k is handed out; handing out batch k makes the
      compute stream wait on batch k's event (cuStreamWaitEvent: no host synchronization).
+  5. leaving the loop early frees the batch issued but not handed out on the copy stream, after its copy
+     (freed on the compute stream, the pool could hand it to the next allocation there at once).
 A staging buffer is refilled only after the event of the copy that last read it has completed.
 """
 import numpy as np
@@ -225,14 +227,18 @@ class DeviceLoader:
         except StopIteration:
             return
         k = 0
-        while nxt is not None:
-            cur = nxt
-            try:
-                nxt = self._issue(next(it), k + 1)     # batch k+1's copy is queued before batch k is used
-            except StopIteration:
-                nxt = None
-            yield self._hand_out(cur)
-            k += 1
+        try:
+            while nxt is not None:
+                cur = nxt
+                try:
+                    nxt = self._issue(next(it), k + 1)     # batch k+1's copy is queued before batch k is used
+                except StopIteration:
+                    nxt = None
+                yield self._hand_out(cur)
+                k += 1
+        finally:
+            if nxt is not None:   # left early: a batch was issued and never handed out
+                self._drop(nxt)
 
     def _issue(self, batch, k):
         from ..runtime import memory
@@ -267,11 +273,19 @@ class DeviceLoader:
         done = rdev.copy_stream.record_event()
         self._staging_done[slot] = done
         outs = [Tensor._make_cuda(buf, off, t.shape, t.dtype, self.device) for t, _, off in layout]
-        return outs, done, single, isinstance(batch, list)
+        return outs, done, single, isinstance(batch, list), buf
+
+    def _drop(self, pending):
+        """Free a batch that was never handed out. Its copy may still be writing into it, so the free goes on the
+        copy stream, after that copy: on the compute stream the pool could hand the memory to the next
+        allocation there while the copy stream still writes it."""
+        from ..tensor.cuda_io import runtime_device
+        buf = pending[4]
+        buf.free(stream=runtime_device(self.device).copy_stream)
 
     def _hand_out(self, pending):
         from ..tensor.cuda_io import runtime_device
-        outs, done, single, as_list = pending
+        outs, done, single, as_list, _ = pending
         runtime_device(self.device).compute_stream.wait_event(done)
         if single:
             return outs[0]

@@ -14,6 +14,8 @@ grid gives every SM a block).
 """
 import argparse
 import json
+import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -22,6 +24,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import numpy as np  # noqa: E402
 
 THREADS = {128: 256, 64: 256, 32: 64}
+REPS = 20   # timed launches per measurement (after warm-up); the median is reported
+
+
+def tf32_settings():
+    """What decides TF32 on each side: rawdev's kernels are FP32 FMA only; PyTorch's and CuPy's switches."""
+    out = {"rawdev": "off (FP32 FMA kernels; no TF32 path)"}
+    try:
+        import torch
+        out["torch.backends.cuda.matmul.allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+        out["torch.backends.cudnn.allow_tf32"] = torch.backends.cudnn.allow_tf32
+        out["torch.float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    except Exception:
+        pass
+    out["CUPY_TF32"] = os.environ.get("CUPY_TF32", "unset (off)")
+    return out
 
 
 def shapes(quick):
@@ -66,7 +83,8 @@ class RawdevGemm:
         return buf
 
     def time(self, layout, tile, A, B, M, N, K, reps, warmup):
-        """Milliseconds per launch (mean of reps, events on the compute stream) and the result."""
+        """Milliseconds per launch (median of reps launches, each between two events on the compute stream)
+        and the result."""
         a, b = self.put(A), self.put(B)
         y = self.put(np.full((M, N), np.nan, np.float32))      # poisoned: unwritten outputs show
         k = self.kernels.get_kernel(self.dev, f"gemm_{layout}_f32_{tile}x{tile}")
@@ -76,13 +94,13 @@ class RawdevGemm:
         s = self.dev.compute_stream
         for _ in range(warmup):
             k.launch(grid, THREADS[tile], args)
-        start, end = self.Event(self.dev, timing=True), self.Event(self.dev, timing=True)
-        start.record(s)
-        for _ in range(reps):
+        marks = [self.Event(self.dev, timing=True) for _ in range(reps + 1)]
+        marks[0].record(s)
+        for i in range(reps):
             k.launch(grid, THREADS[tile], args)
-        end.record(s)
-        end.synchronize()
-        ms = start.elapsed_time(end) / reps
+            marks[i + 1].record(s)
+        marks[-1].synchronize()
+        ms = statistics.median(marks[i].elapsed_time(marks[i + 1]) for i in range(reps))
         out = np.empty((M, N), np.float32)
         self.memory.copy_dtoh(out, y.ptr, out.nbytes)
         for buf in (a, b, y):
@@ -102,13 +120,13 @@ def cublas_timer():
             opb = b.T if layout == "nt" else b
             for _ in range(warmup):
                 cp.matmul(opa, opb)
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            s.record()
-            for _ in range(reps):
+            marks = [cp.cuda.Event() for _ in range(reps + 1)]
+            marks[0].record()
+            for i in range(reps):
                 cp.matmul(opa, opb)
-            e.record()
-            e.synchronize()
-            return cp.cuda.get_elapsed_time(s, e) / reps
+                marks[i + 1].record()
+            marks[-1].synchronize()
+            return statistics.median(cp.cuda.get_elapsed_time(marks[i], marks[i + 1]) for i in range(reps))
         return "cupy " + cp.__version__, run_cupy   # CuPy uses FP32 compute unless CUPY_TF32=1
     except Exception:
         pass
@@ -125,13 +143,13 @@ def cublas_timer():
             opb = b.T if layout == "nt" else b
             for _ in range(warmup):
                 opa @ opb
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(reps):
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
+            marks[0].record()
+            for i in range(reps):
                 opa @ opb
-            e.record()
-            e.synchronize()
-            return s.elapsed_time(e) / reps
+                marks[i + 1].record()
+            marks[-1].synchronize()
+            return statistics.median(marks[i].elapsed_time(marks[i + 1]) for i in range(reps))
         return "torch " + torch.__version__, run_torch
     except Exception:
         return None
@@ -159,7 +177,8 @@ def main(argv=None):
     dev = get_device(0)
     gemm = RawdevGemm(dev)
     cublas = cublas_timer() if seam.driver_name() == "cuda" else None
-    reps, warmup = (1, 0) if a.quick else (10, 2)
+    reps, warmup = (1, 0) if a.quick else (REPS, 3)
+    tf32 = tf32_settings()
     rng = np.random.default_rng(0)
     rows, bad = [], 0
     if not a.json:
@@ -183,7 +202,8 @@ def main(argv=None):
                  "tflops": round(tflops, 3) if tflops else None,
                  "cublas": cublas[0] if cublas else None, "cublas_ms": round(ref_ms, 4) if ref_ms else None,
                  "pct_cublas": round(100 * ref_ms / ms, 1) if ref_ms and ms > 0 else None,
-                 "relerr": float(f"{err:.3g}"), "correct": ok}
+                 "relerr": float(f"{err:.3g}"), "correct": ok, "reps": reps, "warmup": warmup,
+                 "tf32": tf32}
             rows.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)
@@ -194,8 +214,8 @@ def main(argv=None):
                 print(f"{label:<26}{layout:>7}{tile:>5}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
                       f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
     if not a.json:
-        print("* = the tile rawdev's ops choose for this shape. Times are event-timed means of "
-              f"{reps} launch(es) after {warmup} warm-up.")
+        print("* = the tile rawdev's ops choose for this shape. Times are medians of "
+              f"{reps} event-timed launch(es) after {warmup} warm-up.")
         if seam.driver_name() == "sim":
             print("Simulator: times are the PTX interpreter's, not a GPU's; this run proves the script and "
                   "checks the results.")

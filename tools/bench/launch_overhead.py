@@ -7,6 +7,7 @@ Runs anywhere (no GPU, no simulator needed). Prints one line; --json for machine
 """
 import argparse
 import json
+import statistics
 import sys
 import time
 import types
@@ -35,26 +36,34 @@ def main():
     fake = types.SimpleNamespace(cuLaunchKernel=noop_launch,
                                  cuModuleGetFunction=lambda m, name: (CUresult.CUDA_SUCCESS, CUfunction(1)))
     seam._drv, seam._name = fake, "noop"
-    stream = types.SimpleNamespace(handle=CUstream(0), device=None)
+    from rawdev.runtime import device as rdevice
+    dev = types.SimpleNamespace()
+    dev.activate = types.MethodType(rdevice.Device.activate, dev)   # the real per-thread check (already current)
+    rdevice._tls.ctx = dev
+    stream = types.SimpleNamespace(handle=CUstream(0), device=dev)
     module = types.SimpleNamespace(handle=None, name="bench", device=types.SimpleNamespace(compute_stream=stream))
     params = [("out", "u64"), ("x", "u64"), ("n", "u32"), ("alpha", "f32"), ("beta", "f32"), ("flags", "u32")]
     k = kernels.Kernel(module, "bench_kernel", params)
     args = [0x10000_0000_0000, 0x10000_0001_0000, 4096, 1.5, 0.0, 3]
     grid, block, f = (16, 1, 1), (256, 1, 1), k.handle
-    best_launch = best_noop = float("inf")
-    for _ in range(5):
+    reps, per = 20, max(n // 20, 1)
+    for _ in range(per):   # warm-up
+        k.launch(grid, block, args, stream=stream)
+    launch, noop = [], []
+    for _ in range(reps):
         t0 = time.perf_counter()
-        for _ in range(n):
+        for _ in range(per):
             k.launch(grid, block, args, stream=stream)
-        best_launch = min(best_launch, (time.perf_counter() - t0) / n)
+        launch.append((time.perf_counter() - t0) / per)
         t0 = time.perf_counter()
-        for _ in range(n):
+        for _ in range(per):
             noop_launch(f, 16, 1, 1, 256, 1, 1, 0, stream.handle, 0, 0)
-        best_noop = min(best_noop, (time.perf_counter() - t0) / n)
-    us = (best_launch - best_noop) * 1e6
-    res = {"bench": "launch_overhead", "us_per_launch_above_driver": round(us, 3), "launches": n}
+        noop.append((time.perf_counter() - t0) / per)
+    us = (statistics.median(launch) - statistics.median(noop)) * 1e6
+    res = {"bench": "launch_overhead", "us_per_launch_above_driver": round(us, 3), "launches": reps * per,
+           "reps": reps}
     print(json.dumps(res) if a.json else f"launch overhead: {us:.2f} us per launch above the driver call "
-          f"(6 arguments, best of 5 x {n} launches, driver replaced by a no-op)")
+          f"(6 arguments, median of {reps} x {per} launches after warm-up, driver replaced by a no-op)")
     return res
 
 

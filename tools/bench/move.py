@@ -36,8 +36,8 @@ def models(quick):
                 ("1000 tensors", [(8, 8)] * 500, 3),
                 ("~1 GiB model (scaled: 4 MiB)", [(512, 512)] * 4, 3)]
     return [("mlp (6 tensors)", [(784, 256), (256, 128), (128, 10)], 20),
-            ("1000 tensors", [(64, 64)] * 500, 10),
-            ("~1 GiB model", [(8192, 8192)] * 4, 3)]
+            ("1000 tensors", [(64, 64)] * 500, 20),
+            ("~1 GiB model", [(8192, 8192)] * 4, 20)]
 
 
 def median_time(fn, reps, sync):

@@ -4,10 +4,11 @@
 Default: MLP 784-1024-1024-10 at batch 256 and 4096 on cuda, beside PyTorch eager (TF32 off) when
 PyTorch is importable. --quick: tiny sizes (64-128-128-10, batch 32 and 128) so it runs on the
 simulator (RAWDEV_DRIVER=sim) in seconds. --json: one JSON line per measurement (tools/gpu_check
-collects them). Timing is wall clock around `steps` steps after warm-up, synchronized at both ends.
+collects them). Timing: the median of 20 timed blocks of `steps` steps after warm-up, each synchronized at both ends.
 """
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402
 
+
+REPS = 20   # timed repeats after warm-up; the median is reported
 
 def rawdev_step_time(sizes, batch, steps, warmup, device):
     import rawdev
@@ -49,12 +52,14 @@ def rawdev_step_time(sizes, batch, steps, warmup, device):
             step()
             sync()
         launches = t.count("cuLaunchKernel")
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        loss = step()
-    sync()
-    dt = (time.perf_counter() - t0) / steps
-    return dt, float(loss.item()), launches
+    times = []
+    for _ in range(REPS):   # the median of REPS timed blocks of `steps` steps, synchronized at both ends
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            loss = step()
+        sync()
+        times.append((time.perf_counter() - t0) / steps)
+    return statistics.median(times), float(loss.item()), launches
 
 
 def torch_step_time(sizes, batch, steps, warmup):
@@ -87,11 +92,14 @@ def torch_step_time(sizes, batch, steps, warmup):
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / steps
+    times = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / steps)
+    return statistics.median(times)
 
 
 def main(argv=None):
@@ -105,7 +113,10 @@ def main(argv=None):
     from rawdev.runtime import seam
     sizes = [64, 128, 128, 10] if a.quick else [784, 1024, 1024, 10]
     batches = a.batches or ([32, 128] if a.quick else [256, 4096])
-    steps = a.steps or (3 if a.quick else 20)
+    global REPS
+    if a.quick:   # the simulator: a smoke test of the script, not a measurement
+        REPS = 3
+    steps = a.steps or (1 if a.quick else 5)
     warmup = 1 if a.quick else 3
     results = []
     for batch in batches:
@@ -115,7 +126,8 @@ def main(argv=None):
         res = {"bench": "train_step", "mlp": "-".join(map(str, sizes)), "batch": batch,
                "driver": seam.driver_name() if a.device != "cpu" else "cpu", "rawdev_ms": round(dt * 1e3, 3),
                "launches_per_step": launches, "torch_ms": round(tt * 1e3, 3) if tt else None,
-               "torch_tf32": False if tt else None, "loss": round(loss, 5)}
+               "torch_tf32": False if tt else None, "rawdev_tf32": False, "loss": round(loss, 5),
+               "reps": REPS, "steps_per_rep": steps}
         results.append(res)
         if a.json:
             print(json.dumps(res), flush=True)
