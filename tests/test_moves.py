@@ -1,5 +1,8 @@
-"""Module and tensor moves: one copy, same Parameter objects, exact bytes, all-or-nothing."""
+"""Module and tensor moves: one copy, same Parameter objects, exact bytes, all-or-nothing; the runtime's
+byte transfers (rawdev.runtime.transfer) on plain bytes."""
 import gc
+import traceback
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,12 +10,11 @@ from cuda.bindings.driver import CUresult
 
 import rawdev
 import rawdev.sim as sim
-from rawdev.tensor import moves
 from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError
 from rawdev.nn import Module, Parameter, Sequential
-from rawdev.runtime import memory, reset_for_tests, seam, trace
+from rawdev.runtime import memory, reset_for_tests, seam, trace, transfer
 from rawdev.tensor import randn, tensor, zeros
 
 MOVE_CALLS = ["cuMemHostAlloc", "cuMemAllocFromPoolAsync", "cuMemcpyHtoDAsync", "cuEventCreate", "cuEventRecord",
@@ -145,7 +147,7 @@ def test_bfloat16_round_trip_exact(dev):
 @pytest.mark.parametrize("fn", MOVE_CALLS)
 def test_injected_failure_at_each_call_leaves_module_unchanged(dev, fn):
     gc.collect()  # objects of earlier tests' (reset) simulators must not be finalized mid-test
-    moves.release_staging()
+    transfer.release_staging()
     m = Sequential(Lin(16, 32), BN(32), Lin(32, 4))
     m[0].weight.grad = randn(32, 16)
     before = snapshot(m)
@@ -155,7 +157,7 @@ def test_injected_failure_at_each_call_leaves_module_unchanged(dev, fn):
     settle(dev)
     used = memory.pool_used(dev)
     for nth in range(1, n_calls + 1):
-        moves.release_staging()  # so that every attempt allocates its staging buffer
+        transfer.release_staging()  # so that every attempt allocates its staging buffer
         sim_or_skip(fn, nth)
         with pytest.raises(CudaError) as ei:
             m.cuda()
@@ -177,7 +179,7 @@ def test_injected_failure_moving_back_leaves_module_on_device(dev, fn):
     before = snapshot(m)
     m.cuda()
     ptrs = [p.data_ptr() for p in m.parameters()]
-    moves.release_staging()
+    transfer.release_staging()
     sim_or_skip(fn, 1)
     with pytest.raises(CudaError, match="moving Sequential to cpu"):
         m.cpu()
@@ -318,7 +320,7 @@ def sim_or_skip(fn, nth):
 
 
 def _count_calls(action, fn):
-    moves.release_staging()
+    transfer.release_staging()
     with trace() as t:
         action()
     return t.count(fn)
@@ -361,7 +363,7 @@ def test_state_dict_of_cuda_model_aliases_the_arena(dev):
 
 
 def test_staging_buffer_is_reused_once_its_copy_is_done(dev):
-    moves.release_staging()
+    transfer.release_staging()
     m = mlp()
     m.cuda()
     dev.synchronize()
@@ -370,7 +372,94 @@ def test_staging_buffer_is_reused_once_its_copy_is_done(dev):
         m.cuda()
     assert t.count("cuMemHostAlloc") == 0 and t.count("cuMemcpyHtoDAsync") == 1
     m.cpu()                      # a blocking .cpu() offers its staging buffer back too
-    moves.release_staging()
+    transfer.release_staging()
     with trace() as t:
         m.cuda()
     assert t.count("cuMemHostAlloc") == 1
+
+
+# ------------------------------------------------------------------------------- the runtime's byte work
+class _StackTrace(trace):
+    """rawdev.trace() that also keeps the Python stack of each call of one driver function."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn, self.stacks = fn, []
+
+    def _record(self, fn, *args):
+        super()._record(fn, *args)
+        if fn == self.fn:
+            self.stacks.append(traceback.extract_stack())
+
+
+def test_model_cuda_reaches_the_copy_through_five_files_one_job_each(dev):
+    m = Sequential(Lin(4, 8), BN(8))
+    transfer.release_staging()
+    with _StackTrace("cuMemcpyHtoDAsync") as t:
+        m.cuda()
+    copies = [c for c in t if c.fn == "cuMemcpyHtoDAsync"]
+    assert len(copies) == 1 and len(t.stacks) == 1
+    # the one copy is the whole arena, named after the module; each tensor is a named part of the arena
+    arena = m[0].weight._buf
+    assert copies[0].owner == "Sequential" and copies[0].nbytes == arena.nbytes
+    assert copies[0].stream == "cuda:0 copy"
+    assert [c.owner for c in t if c.fn == "cuMemHostAlloc"] == ["staging for Sequential"]
+    assert {who for _, _, who in arena.block.owners()} >= {"0.weight", "0.bias", "1.running_mean"}
+    root = Path(rawdev.__file__).parent.parent
+    files = []
+    for frame in t.stacks[0]:
+        path = Path(frame.filename)
+        if path.is_relative_to(root / "rawdev"):
+            rel = path.relative_to(root).as_posix()
+            if not files or files[-1] != rel:
+                files.append(rel)
+    assert files == ["rawdev/nn/module.py", "rawdev/tensor/moves.py", "rawdev/runtime/transfer.py",
+                     "rawdev/runtime/memory.py", "rawdev/runtime/seam.py"]
+
+
+def test_transfer_moves_plain_bytes_with_one_copy_each_way(dev):
+    a = np.arange(10, dtype=np.uint8)
+    b = np.frombuffer(np.arange(6, dtype=np.float32).tobytes(), np.uint8).copy()
+    transfer.release_staging()
+    with trace() as t:
+        arena, offsets = transfer.upload_arena(dev, [("a", a), ("b", b)], "two parts")
+    assert t.count("cuMemcpyHtoDAsync") == 1 and t.count("cuMemAllocFromPoolAsync") == 1
+    assert offsets == [0, memory.ARENA_ALIGN] and arena.nbytes == 2 * memory.ARENA_ALIGN
+    assert arena.owner == "two parts" and arena.block.owners() == [(0, 10, "a"), (memory.ARENA_ALIGN, 24, "b")]
+    ranges = [(arena, offsets[1], 24, "b"), (arena, 2, 5, "a[2:7]")]
+    with trace() as t:
+        got = transfer.download_ranges(ranges, "two parts")
+    assert t.count("cuMemcpyDtoHAsync") == 1           # nearby ranges of one buffer: one span
+    assert np.array_equal(got[0][0], b) and np.array_equal(got[1][0], a[2:7])
+    assert got[0][1] is None and got[0][2] is None      # blocking: private host bytes
+    got[0][0][:] = 0
+    assert np.array_equal(transfer.download_ranges(ranges[:1], "b")[0][0], b)
+    (arr, ev, pinned), = transfer.download_ranges(ranges[1:], "a", non_blocking=True)
+    ev.synchronize()
+    assert np.array_equal(arr, a[2:7]) and isinstance(pinned, memory.PinnedBuffer)
+    with trace() as t:
+        transfer.write_ranges(dev, [(arena, 0, np.full(10, 7, np.uint8), "a"),
+                                    (arena, offsets[1], np.full(24, 9, np.uint8), "b")], "refill")
+    assert [(c.fn, c.owner) for c in t if c.fn.startswith("cuMemcpy")] == [("cuMemcpyHtoDAsync", "refill")]
+    back = transfer.download_ranges([(arena, 0, arena.nbytes, "all")], "all")[0][0]
+    assert (back[:10] == 7).all() and (back[offsets[1]:offsets[1] + 24] == 9).all()
+
+
+def test_failed_upload_frees_what_it_made_and_says_what_it_was_doing(dev):
+    parts = [("a", np.zeros(10, np.uint8)), ("b", np.zeros(24, np.uint8))]
+    settle(dev)
+    used = memory.pool_used(dev)
+    sim_or_skip("cuMemcpyHtoDAsync", 1)
+    with pytest.raises(CudaError) as ei:
+        transfer.upload_arena(dev, parts, "two parts")
+    sim.clear_faults()
+    assert ("moving two parts to cuda:0 (2 tensors, 512 B: 'a' (10 B), 'b' (24 B)): copying the staging buffer "
+            "to the device arena") in str(ei.value)
+    settle(dev)
+    assert memory.pool_used(dev) == used
+    with pytest.raises(ValueError) as ei:                  # a part that does not fit its slot
+        transfer.upload_arena(dev, [("a", parts[0][1]), ("c", np.zeros((2, 12), np.uint8))], "bad parts",
+                              describe=["A", "C"])
+    assert any("packing C into the staging buffer" in n for n in ei.value.__notes__)
+    settle(dev)
+    assert memory.pool_used(dev) == used

@@ -129,8 +129,8 @@ def mem_get_info(device=None):
 def empty_cache(device=None):
     """Give the pool's cached blocks back to the device (cuMemPoolTrimTo(pool, 0)) and drop the pinned
     staging buffers that moves keep for reuse; live blocks stay."""
-    from ..tensor import moves
-    moves.release_staging()
+    from ..runtime import transfer
+    transfer.release_staging()
     devs = [_device(device)] if device is not None else _opened_devices()
     for d in devs:
         d.allocator.flush()

@@ -1,74 +1,36 @@
-"""Moving tensors between host and device: module moves, single-tensor moves, batched loads.
+"""Moving tensors between host and device: the plan and the commit of module moves, single-tensor moves,
+batched state_dict reads and load_state_dict's batched device writes.
 
-A move is all-or-nothing and costs one copy:
-  1. plan   : every tensor that must move, its owner tag ("0.weight", "0.weight.grad") and its target dtype;
-  2. place  : host -> device: pack all bytes at ARENA_ALIGN offsets into one pinned staging buffer,
-              allocate one device arena (in compute-stream order), one cuMemcpyHtoDAsync on the copy
-              stream (after an event marking the allocation), the compute stream waits on an event; device -> host: one pinned buffer, one cuMemcpyDtoHAsync per source
-              buffer (one for a module that was moved here as an arena);
-  3. commit : only when every allocation and copy has succeeded do the tensors switch storage.
+Its one job is deciding what moves and switching tensors over; the bytes are moved by
+rawdev.runtime.transfer, which never sees a Tensor. A move is all-or-nothing and costs one copy:
+  1. plan   : every tensor that must move, its owner tag ("0.weight", "0.weight.grad"), its target dtype,
+              the cast of its host bytes, and the tensor its bytes are read from (a strided cuda view is
+              first made contiguous on the device);
+  2. place  : rawdev.runtime.transfer: host -> device, upload_arena (one pinned staging buffer, one arena,
+              one cuMemcpyHtoDAsync); device -> host, download_ranges (one DtoH per source buffer);
+  3. commit : only when every allocation and copy has succeeded do the tensors switch storage
+              (Tensor._set_cuda / Tensor._set_cpu).
 A failure in step 2 frees what step 2 allocated and raises; no tensor has changed.
 
-Lifetimes: the staging buffer, the source arrays and the old device buffers are handed to
-memory.keep_alive on the copy stream, so they live until the copy is known complete; that is what
-makes non_blocking=True safe.
+model.cuda() to the driver's copy call, one job per file: nn/module.py (which tensors a module has) ->
+tensor/moves.py (plan and commit) -> runtime/transfer.py (staging, arena, one copy) -> runtime/memory.py
+(the copy helper) -> runtime/seam.py (the checked driver call).
 """
-
-import os
-import weakref
 
 import numpy as np
 
 from .. import dtypes as _dt
 from ..device import CPU, as_device
-from ..errors import CudaError, IllegalAddressError, OutOfMemoryError
-from ..runtime import memory
+from ..runtime import memory, transfer
 from ..runtime.trace import fmt_bytes
 from .core import Tensor
 
 __all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays",
-           "cuda_available", "release_staging", "NO_GPU_HINT", "load_into_device"]
+           "cuda_available", "NO_GPU_HINT", "load_into_device"]
 
 NO_GPU_HINT = ("model.cuda(): no CUDA GPU is available, so the model stays on the cpu. To run on rawdev's "
                "simulated GPU, set RAWDEV_DRIVER=sim (or call rawdev.use_driver('sim') before the first CUDA "
                "call); model.to('cuda') raises NoDeviceError instead of falling back.")
-
-# Device->host copies of ranges of one buffer are merged when the gap between them is below this:
-# copying a little unused memory is cheaper than another driver call.
-_MERGE_GAP = 1 << 20
-
-
-# Pinned staging buffers are reused across moves, as PyTorch's caching host allocator reuses pinned
-# blocks: cuMemHostAlloc of a large buffer costs more than the copy it serves. One idle buffer per
-# device is kept (the larger one, up to this many bytes) and handed out again only once the event
-# after its last copy has completed. release_staging() gives it back to the driver.
-STAGING_CACHE_MAX = int(os.environ.get("RAWDEV_STAGING_CACHE_BYTES", str(2 << 30)))
-_staging = weakref.WeakKeyDictionary()   # runtime Device -> (PinnedBuffer, Event | None)
-
-
-def _acquire_staging(rdev, nbytes, owner):
-    entry = _staging.get(rdev)
-    if entry is not None:
-        buf, ev = entry
-        if buf.nbytes >= nbytes and (ev is None or ev.query()):
-            del _staging[rdev]
-            return buf
-    return memory.PinnedBuffer(nbytes, owner=owner)
-
-
-def _offer_staging(rdev, buf, ev=None):
-    """Keep buf for the next move (ev: the event after its last copy). A buffer not kept is dropped; one
-    still being copied from is held by memory.keep_alive until its copy completes."""
-    if not 0 < buf.nbytes <= STAGING_CACHE_MAX:
-        return
-    entry = _staging.get(rdev)
-    if entry is None or entry[0].nbytes <= buf.nbytes:
-        _staging[rdev] = (buf, ev)
-
-
-def release_staging():
-    """Drop the cached pinned staging buffers (rawdev.cuda.empty_cache can call this)."""
-    _staging.clear()
 
 
 def cuda_available():
@@ -98,159 +60,37 @@ class _Item:
                f"{fmt_bytes(self.nbytes)})"
 
 
-def _context(what, items, dev, step):
-    total = sum(memory.align(i.nbytes) for i in items)
-    names = ", ".join(i.describe() for i in items[:4]) + (f", … {len(items) - 4} more" if len(items) > 4 else "")
-    return f"moving {what} to {dev} ({len(items)} tensors, {fmt_bytes(total)}: {names}): {step}"
-
-
-def _reraise(e, context):
-    """Re-raise a driver error with what the move was doing; other errors get a note."""
-    if type(e) in (CudaError, OutOfMemoryError, IllegalAddressError):
-        inner = f"; {e.context}" if e.context else ""
-        raise type(e)(e.call, e.code, e.name, e.description, context + inner, e.detail) from e
-    if isinstance(e, CudaError):
-        raise e
-    e.add_note(context)
-    raise e
+def _context(what, items, dev):
+    """The error context of a move of items to dev, for rawdev.runtime.transfer (indices into items)."""
+    return transfer.move_context(what, dev, [it.nbytes for it in items], lambda i: items[i].describe())
 
 
 # ----------------------------------------------------------------------------- host -> device
 def _upload(items, dev, what):
-    """Place items' host arrays (item.host) in one new arena on dev. Returns the arena; sets item.offset.
-
-    Nothing outside this function sees the arena until it returns; on failure it frees what it made.
-    """
-    rdev = _rdev(dev)
-    off = 0
-    for it in items:
+    """Place items' host arrays (item.host) in one new arena on dev. Returns the arena; sets item.offset."""
+    parts = [(it.name, it.host.reshape(-1).view(np.uint8)) for it in items]
+    arena, offsets = transfer.upload_arena(_rdev(dev), parts, what, describe=lambda i: items[i].describe(),
+                                           context=_context(what, items, dev))
+    for it, off in zip(items, offsets):
         it.offset = off
-        off += memory.align(it.nbytes)
-    total = off
-    staging = arena = None
-    copied = False
-    step = "allocating the pinned staging buffer"
-    try:
-        staging = _acquire_staging(rdev, total, f"staging for {what}")
-        step = "packing the staging buffer"
-        arr = staging.array
-        for it in items:
-            if it.nbytes:
-                step = it  # described only if something fails (a move can have thousands of tensors)
-                arr[it.offset:it.offset + it.nbytes] = it.host.reshape(-1).view(np.uint8)
-        step = f"allocating the {fmt_bytes(total)} device arena"
-        # Allocated in the compute stream's order, so that its eventual free is ordered after the
-        # kernels that use it; the copy stream then waits for that point before writing into it.
-        arena = memory.DeviceBuffer.alloc(rdev, total, stream=rdev.compute_stream, owner=what)
-        for it in items:
-            arena.tag(it.offset, it.nbytes, it.name)
-        step = "ordering the copy after the arena's allocation"
-        rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
-        if total:
-            step = "copying the staging buffer to the device arena"
-            memory.copy_htod(arena.ptr, staging.ptr, total, stream=rdev.copy_stream, owner=what)
-            copied = True
-        step = "ordering the compute stream after the copy"
-        copied_ev = rdev.copy_stream.record_event()
-        rdev.compute_stream.wait_event(copied_ev)
-        memory.keep_alive(rdev.copy_stream, staging, *[it.host for it in items], event=copied_ev)
-        _offer_staging(rdev, staging, copied_ev)
-        return arena
-    except BaseException as e:
-        _undo_upload(rdev, staging, arena, copied)
-        if isinstance(step, _Item):
-            step = f"packing {step.describe()} into the staging buffer"
-        _reraise(e, _context(what, items, dev, step))
-
-
-def _undo_upload(rdev, staging, arena, copied):
-    if copied:  # the copy may still be reading the staging buffer
-        try:
-            rdev.copy_stream.synchronize()
-        except Exception:
-            pass
-    if arena is not None:
-        try:
-            arena.free()
-        except Exception:
-            pass
-    if staging is not None:
-        staging.free()
+    return arena
 
 
 # ----------------------------------------------------------------------------- device -> host
 def _download(items, what, non_blocking):
-    """Read the cuda items' bytes into host arrays (item.host). Non-blocking: item.host are views of one
-    pinned buffer that a pending event will fill; returns (event, staging). Blocking: private copies."""
-    by_dev = {}
-    for it in items:
-        by_dev.setdefault(it.t.device, []).append(it)
+    """Read the cuda items' bytes (from item.src) into host arrays (item.host). Returns [(event, pinned buffer)]
+    per item: non-blocking, item.host is a view of a pinned buffer that the pending event will fill;
+    blocking, a private copy and (None, None)."""
+    for dev in {it.t.device for it in items}:
+        _rdev(dev)  # a missing GPU says so, with the fix
+    ranges = [(it.src._buf, it.src._offset, it.src.nbytes, it.name) for it in items]
+    got = transfer.download_ranges(ranges, what, non_blocking, describe=lambda i: items[i].describe(),
+                                   context=_context(what, items, CPU))
     pending = []
-    for dev, its in by_dev.items():
-        pending.append(_download_one_device(dev, its, what, non_blocking))
+    for it, (arr, ev, pinned) in zip(items, got):
+        it.host = arr.view(it.src.dtype.storage).reshape(tuple(it.src.shape))
+        pending.append((ev, pinned))
     return pending
-
-
-def _download_one_device(dev, items, what, non_blocking):
-    rdev = _rdev(dev)
-    # Group by source buffer; merge nearby ranges so an arena comes back in one copy.
-    by_buf = {}
-    for it in items:
-        by_buf.setdefault(id(it.src._buf), (it.src._buf, []))[1].append(it)
-    spans = []  # (buf, lo, hi, items)
-    for buf, its in by_buf.values():
-        its.sort(key=lambda i: i.src._offset)
-        cur = None
-        for it in its:
-            lo, hi = it.src._offset, it.src._offset + it.src.nbytes
-            if cur and lo - cur[2] <= _MERGE_GAP:
-                cur[2] = max(cur[2], hi)
-                cur[3].append(it)
-            else:
-                cur = [buf, lo, hi, [it]]
-                spans.append(cur)
-    off, layout = 0, []
-    for span in spans:
-        layout.append(off)
-        off += memory.align(span[2] - span[1])
-    total = off
-    staging, step = None, "allocating the pinned staging buffer"
-    try:
-        # Non-blocking: the tensors will live in this buffer, so it is their own (never a cached one).
-        staging = memory.PinnedBuffer(total, owner=f"{what} on the host") if non_blocking else \
-            _acquire_staging(rdev, total, f"staging for {what}")
-        step = "ordering the copy stream after the compute stream"
-        rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
-        for (buf, lo, hi, its), soff in zip(spans, layout):
-            if hi > lo:
-                step = f"copying {fmt_bytes(hi - lo)} holding {', '.join(i.describe() for i in its[:3])} to the host"
-                memory.copy_dtoh(staging.ptr + soff, buf.ptr + lo, hi - lo, stream=rdev.copy_stream,
-                                 owner=its[0].name if len(its) == 1 else what)
-        step = "recording the copy's completion event"
-        done = rdev.copy_stream.record_event()
-        # The old device buffers must outlive the copy even when their tensors move on.
-        memory.keep_alive(rdev.copy_stream, *[s[0] for s in spans], event=done)
-    except BaseException as e:
-        if staging is not None:
-            try:
-                rdev.copy_stream.synchronize()
-            except Exception:
-                pass
-            staging.free()
-        _reraise(e, _context(what, items, CPU, step))
-    if non_blocking:
-        block = staging.array     # the tensors live in pinned memory; reads wait for `done`
-    else:
-        # One host copy of the whole block frees the pinned buffer at once; the tensors are views of it,
-        # as they were views of the arena on the device.
-        done.synchronize()
-        block = np.array(staging.array[:total], copy=True)
-        _offer_staging(rdev, staging)
-    for (buf, lo, hi, its), soff in zip(spans, layout):
-        for it in its:
-            start = soff + it.src._offset - lo
-            it.host = block[start:start + it.src.nbytes].view(it.src.dtype.storage).reshape(tuple(it.src.shape))
-    return (done, staging) if non_blocking else (None, None)
 
 
 # ----------------------------------------------------------------------------- the move itself
@@ -262,7 +102,7 @@ def _prepare(items, dev, non_blocking, what):
     if cuda_src:
         # Device -> host first (to the cpu, to another device, or for a cast: no cast kernel yet).
         blocking = to_cuda or not non_blocking
-        for it, (ev, staging) in zip(cuda_src, _expand(cuda_src, _download(cuda_src, what, not blocking))):
+        for it, (ev, staging) in zip(cuda_src, _download(cuda_src, what, not blocking)):
             if ev is not None:
                 pending[id(it)] = (ev, staging)
     for it in items:
@@ -287,18 +127,6 @@ def _prepare(items, dev, non_blocking, what):
             it.t._set_cpu(it.host if it.host.flags.c_contiguous else np.ascontiguousarray(it.host), it.dst_dtype,
                           buf=staging, pending=ev)
     return commit
-
-
-def _expand(cuda_src, per_device):
-    """Per-item (event, staging) from _download's per-device results (same device order)."""
-    by_dev = {}
-    for it in cuda_src:
-        by_dev.setdefault(it.t.device, []).append(it)
-    result = {}
-    for (dev, its), res in zip(by_dev.items(), per_device):
-        for it in its:
-            result[id(it)] = res
-    return [result[id(it)] for it in cuda_src]
 
 
 def move_tensors(named, device, dtype=None, non_blocking=False, what="tensors"):
@@ -376,10 +204,12 @@ def to_host_arrays(named):
 
 # ----------------------------------------------------------------------------- load_state_dict
 def load_into_device(dev, entries):
-    """Write sources into existing cuda storage: one pinned staging buffer, one HtoD per run of adjacent
-    targets (one in all for a model moved here as an arena), on the copy stream between events."""
+    """Write sources into existing cuda storage: [(target tensor, source tensor, key)]. Sources on the host,
+    on another device or of another dtype go through rawdev.runtime.transfer.write_ranges (one pinned
+    staging buffer, one HtoD per run of adjacent targets: one in all for a model moved here as an arena);
+    sources already on the target's device in its dtype are copied on the device."""
     rdev = _rdev(dev)
-    direct, host_entries, hosts = [], [], []
+    direct, host_entries, writes = [], [], []
     for entry in entries:
         target, src, _ = entry
         if src.is_cuda and src.device == target.device and src.dtype is target.dtype:
@@ -390,34 +220,8 @@ def load_into_device(dev, entries):
     for (target, src, key), (_, arr) in zip(host_entries, to_host_arrays(named)):
         if src.dtype is not target.dtype:
             arr = _dt.convert_storage(arr, src.dtype, target.dtype)
-        hosts.append((target, np.ascontiguousarray(arr).reshape(-1).view(np.uint8), key))
-    # Runs: targets in one buffer whose gaps are only alignment padding.
-    hosts.sort(key=lambda h: (id(h[0]._buf), h[0]._offset))
-    runs = []
-    for h in hosts:
-        t = h[0]
-        if runs and runs[-1][0] is t._buf and runs[-1][2] <= t._offset <= memory.align(runs[-1][2]):
-            runs[-1][2] = t._offset + t.nbytes
-            runs[-1][3].append(h)
-        else:
-            runs.append([t._buf, t._offset, t._offset + t.nbytes, [h]])
-    total = sum(memory.align(r[2] - r[1]) for r in runs)
-    if runs:
-        staging = _acquire_staging(rdev, total, "staging for load_state_dict")
-        rdev.copy_stream.wait_event(rdev.compute_stream.record_event())  # kernels using the old values first
-        soff = 0
-        for buf, lo, hi, hs in runs:
-            for target, data, key in hs:
-                start = soff + target._offset - lo
-                staging.array[start:start + data.nbytes] = data
-            if hi > lo:
-                memory.copy_htod(buf.ptr + lo, staging.ptr + soff, hi - lo, stream=rdev.copy_stream,
-                                 owner=hs[0][2] if len(hs) == 1 else "load_state_dict")
-            soff += memory.align(hi - lo)
-        copied_ev = rdev.copy_stream.record_event()
-        rdev.compute_stream.wait_event(copied_ev)
-        memory.keep_alive(rdev.copy_stream, staging, event=copied_ev)
-        _offer_staging(rdev, staging, copied_ev)
+        writes.append((target._buf, target._offset, np.ascontiguousarray(arr).reshape(-1).view(np.uint8), key))
+    transfer.write_ranges(rdev, writes, "load_state_dict")
     for target, src, key in direct:
         if target.nbytes:
             memory.copy_dtod(target.data_ptr(), src.data_ptr(), target.nbytes, stream=rdev.compute_stream, owner=key)

@@ -54,8 +54,8 @@ def bench_rawdev(layers, reps, dev):
     m = Sequential(*[Lin(i, o) for i, o in layers])
     nbytes = sum(p.nbytes for p in m.parameters())
     ntensors = len(list(m.parameters()))
-    from rawdev.tensor import moves
-    moves.release_staging()
+    from rawdev.runtime import transfer
+    transfer.release_staging()
     t0 = time.perf_counter()
     with trace() as t:
         m.cuda()
