@@ -7,6 +7,7 @@ at or below its own. The layers, bottom to top:
 and only rawdev.runtime and rawdev.sim import cuda-python.
 """
 import ast
+import sys
 from pathlib import Path
 
 import rawdev
@@ -110,3 +111,18 @@ def test_the_checker_finds_an_upward_import(tmp_path):
         fake.unlink()
     assert (2, "rawdev.nn.Module") in found or (2, "rawdev.nn") in found
     assert layer("rawdev.nn") > layer("rawdev.runtime.device")
+
+
+def test_the_transfer_module_imports_only_the_runtime_and_never_names_a_tensor():
+    """rawdev.runtime.transfer moves bytes for moves, state_dict reads and loads without seeing a Tensor: it
+    imports rawdev.runtime, rawdev.errors, rawdev.dtypes, numpy and the standard library, nothing else."""
+    path = ROOT / "runtime" / "transfer.py"
+    allowed = ("rawdev.runtime", "rawdev.errors", "rawdev.dtypes", "numpy")
+    bad = [f"{line}: {target}" for line, target in imports(path)
+           if not (target.split(".")[0] in sys.stdlib_module_names
+                   or any(target == a or target.startswith(a + ".") for a in allowed))]
+    assert not bad, "rawdev/runtime/transfer.py imports outside the runtime:\n" + "\n".join(bad)
+    tree = ast.parse(path.read_text())
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+            {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert not names & {"Tensor", "Parameter", "Module"}
