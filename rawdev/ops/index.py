@@ -106,10 +106,7 @@ def setitem(self, idx, value):
                                   "torch.no_grad() or an out-of-place formulation")
     view = make_view(self, basic_index_meta(self, idx))
     if isinstance(value, Tensor):
-        if value.device != self.device and not (value.ndim == 0 and value.is_cpu):
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{self.device} and {value.device}!")
-        view._write(value)
+        view._write(value)     # copy_'s semantics: cast, broadcast, and any device
     elif np.ndim(value) == 0:
         view.fill_(value)
     else:
