@@ -11,7 +11,6 @@ import zlib
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn
 from rawdev.cli import main
@@ -209,4 +208,5 @@ def test_mem_show_html_renders_in_headless_chromium(snap_file, tmp_path):
     assert len(colors) > 20   # the chart's owner colours, not one flat fill
     # the timeline (upper part) has coloured areas: the palette's blue/orange/green are present
     upper = px[250:550]
-    assert ((upper[..., 2].astype(int) - upper[..., 0] > 40)).any() and ((upper[..., 0].astype(int) - upper[..., 2] > 40)).any()
+    assert (upper[..., 2].astype(int) - upper[..., 0] > 40).any()
+    assert (upper[..., 0].astype(int) - upper[..., 2] > 40).any()

@@ -50,7 +50,8 @@ def _choose(name):
 # ------------------------------------------------------------------------------------------- info
 def cmd_info(args):
     from .. import cuda
-    from ..runtime import get_device, memory as rm, seam
+    from ..runtime import get_device, seam
+    from ..runtime import memory as rm
     _choose(args.device)
     n = cuda.device_count()
     v = rm.driver_version()
