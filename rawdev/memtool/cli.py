@@ -5,46 +5,52 @@ import sys
 from ..runtime.trace import fmt_bytes
 
 
+DEVICE_HELP = "auto (default: RAWDEV_DRIVER if set, else the GPU if there is one, else the simulator), cuda or sim"
+
+
 def add_parser(subparsers):
     p = subparsers.add_parser("mem", help="GPU memory: devices, a checkpoint on the device, snapshots of a script",
                               description=__doc__)
-    sub = p.add_subparsers(dest="mem_cmd", required=True)
-    i = sub.add_parser("info", help="driver and devices: name, capability, free/total, pool figures")
-    i.add_argument("--device", default="auto", help="auto (default: GPU if any, else the simulator), cuda or sim")
+    p.set_defaults(fn=lambda args: (p.print_help(), 0)[1])
+    sub = p.add_subparsers(dest="mem_cmd", title="commands", metavar="COMMAND")
+    i = sub.add_parser("info", help="driver and devices: name, capability, free/total, pool figures",
+                       description="The driver in use, each device's name, capability and free/total memory, and "
+                                   "rawdev's pool figures.")
+    i.add_argument("--device", default="auto", help=DEVICE_HELP)
     i.set_defaults(fn=cmd_info)
     m = sub.add_parser("model", help="load a safetensors checkpoint to the device, print each tensor's placement, "
-                                     "verify the device bytes against the file")
+                                     "verify the device bytes against the file",
+                       description="Load a safetensors checkpoint onto the device (one arena, one copy), print each "
+                                   "tensor's address, arena offset and alignment, and compare the device bytes "
+                                   "with the file (crc32). Exit status 1 on a mismatch.")
     m.add_argument("checkpoint", help="a .safetensors file (rawdev.save or safetensors)")
-    m.add_argument("--device", default="auto", help="auto (default), cuda or sim")
+    m.add_argument("--device", default="auto", help=DEVICE_HELP)
     m.set_defaults(fn=cmd_model)
     r = sub.add_parser("run", help="run a Python script with memory history on and dump a snapshot at exit",
-                       description="Options after SCRIPT belong to the script, except a trailing --snapshot PATH.")
+                       description="Run SCRIPT with memory history on (rawdev.cuda.memory.record_history) and write "
+                                   "a JSON snapshot at exit. Options after SCRIPT belong to the script, except a "
+                                   "trailing --snapshot PATH.")
     r.add_argument("--snapshot", default=None, help="where to write the JSON snapshot (default: SCRIPT.mem.json)")
     r.add_argument("--no-stacks", action="store_true", help="do not record Python stacks (faster)")
-    r.add_argument("--device", default="auto", help="auto (default), cuda or sim")
-    r.add_argument("script")
-    r.add_argument("args", nargs="...")
+    r.add_argument("--device", default="auto", help=DEVICE_HELP)
+    r.add_argument("script", help="the Python script to run")
+    r.add_argument("args", nargs="...", help="arguments passed to the script")
     r.set_defaults(fn=cmd_run)
-    s = sub.add_parser("show", help="summarize a snapshot (text), or write one self-contained HTML page")
-    s.add_argument("snapshot")
-    s.add_argument("--html", metavar="OUT", help="write an HTML report (SVG timeline by owner + segment map)")
+    s = sub.add_parser("show", help="summarize a snapshot (text), or write one self-contained HTML page",
+                       description="Print a text summary of a snapshot written by `rawdev mem run` or "
+                                   "rawdev.cuda.memory.dump_snapshot, or write it as one HTML page.")
+    s.add_argument("snapshot", help="a JSON snapshot (rawdev mem run, or rawdev.cuda.memory.dump_snapshot)")
+    s.add_argument("--html", metavar="OUT", help="write an HTML report (timeline by owner with phase marks, the owners "
+                                                 "at the peak, segment map) to OUT")
     s.set_defaults(fn=cmd_show)
     return p
 
 
 def _choose(name):
-    """Pick the driver for a mem command: sim on request, or when auto finds no GPU (with a notice)."""
-    from .. import cuda
-    from ..runtime import reset_for_tests, seam
-    if name not in ("auto", "cuda", "sim"):
-        raise SystemExit(f"rawdev mem: --device {name!r}: expected auto, cuda or sim")
-    if name == "sim" and seam._name != "sim":
-        reset_for_tests("sim")
-    elif name == "cuda":
-        seam.use_driver("cuda")
-    elif name == "auto" and not cuda.is_available():
-        print("No CUDA GPU found: using rawdev's simulated GPU.", file=sys.stderr)
-        reset_for_tests("sim")
+    """Pick the driver for a mem command: --device sim/cuda, RAWDEV_DRIVER=sim/cuda, or auto: the GPU, else
+    the simulator (with a notice)."""
+    from ..cli import choose_driver
+    return choose_driver(name, "rawdev mem")
 
 
 # ------------------------------------------------------------------------------------------- info
@@ -147,8 +153,7 @@ def cmd_run(args):
     if len(script_args) >= 2 and script_args[-2] == "--snapshot":
         snap, script_args = script_args[-1], script_args[:-2]
     snap = snap or os.path.splitext(args.script)[0] + ".mem.json"
-    if args.device == "sim":
-        _choose("sim")
+    _choose(args.device)
     from ..cuda import memory as cm
     cm.record_history(True, stacks=not args.no_stacks)
     sys.argv = [args.script] + script_args
