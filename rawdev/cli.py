@@ -3,7 +3,6 @@ import argparse
 import os
 import sys
 
-
 DEVICE_CHOICES = ("auto", "cuda", "sim")
 
 

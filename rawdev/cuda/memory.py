@@ -29,7 +29,8 @@ from ..runtime.trace import fmt_bytes
 __all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_stats",
            "memory_summary", "memory_snapshot", "empty_cache", "record_history", "dump_snapshot", "history",
-           "pointer_info", "peek", "poke", "live_blocks", "leak_report", "ARENA_ALIGN"]
+           "pointer_info", "peek", "poke", "live_blocks", "leak_report", "mark", "annotations", "owner_table",
+           "memory_stats_as_nested_dict", "reset_accumulated_memory_stats", "ARENA_ALIGN"]
 
 ARENA_ALIGN = _rm.ARENA_ALIGN
 
@@ -561,6 +562,8 @@ class _History:
     def __init__(self):
         self.enabled, self.stacks, self.t0 = False, False, time.time()
         self.ring = collections.deque(maxlen=100_000)
+        self.marks = collections.deque(maxlen=100_000)   # (name, stage, time): phases and user marks
+        self.phase = None
         self.dropped = 0
         self._listeners = {}   # id(allocator) -> (allocator, fn)
 
@@ -626,11 +629,45 @@ def record_history(enabled=True, stacks=True, max_entries=100_000):
         _history.detach_all()
         return
     _history.detach_all()
-    _history.enabled, _history.stacks = True, bool(stacks)
+    _history.enabled, _history.stacks, _history.phase = True, bool(stacks), None
     _history.ring = collections.deque(_history.ring, maxlen=int(max_entries))
     from ..runtime import device as _d
     for d in list(_d._devices.values()):
         _history.attach(d.allocator)
+
+
+def _phase(name):
+    """Called when a phase of training starts: "forward" (Module.__call__), "backward" (autograd.backward),
+    "optimizer step" (Optimizer.step). With history on, records a mark when the phase changes (nested module
+    calls make one "forward" mark). Costs one attribute test when history is off."""
+    if _history.enabled and _history.phase != name:
+        _history.phase = name
+        _history.marks.append((name, "PHASE", time.time()))
+
+
+class mark:
+    """A user mark on the memory timeline (`rawdev mem show --html`): `memory.mark("epoch 2")` marks the moment;
+    `with memory.mark("validation"):` marks a range. Recorded while history is on (record_history, or
+    `rawdev mem run`); in the snapshot as PyTorch's "external_annotations" (stage START/END)."""
+
+    def __init__(self, name):
+        self.name = str(name)
+        if _history.enabled:
+            _history.marks.append((self.name, "START", time.time()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if _history.enabled:
+            _history.marks.append((self.name, "END", time.time()))
+        return False
+
+
+def annotations():
+    """The recorded marks as dicts (oldest first): name, stage ("PHASE" for forward/backward/optimizer step,
+    "START"/"END" for user marks), time_us (on the history's clock), time."""
+    return [dict(name=n, stage=s, time_us=int((t - _history.t0) * 1e6), time=t) for n, s, t in list(_history.marks)]
 
 
 def history(device=None, stacks=True):
@@ -640,14 +677,20 @@ def history(device=None, stacks=True):
 
 def clear_history():
     _history.ring.clear()
+    _history.marks.clear()
+    _history.phase = None
     _history.dropped = 0
     _history.t0 = time.time()
 
 
-def dump_snapshot(path, device=None):
-    """Write memory_snapshot() (with the recorded history) as JSON. Never pickle."""
+def dump_snapshot(path, device=None, script=None):
+    """Write memory_snapshot() (with the recorded history and marks) as JSON. Never pickle. `script`: the
+    program it describes (the HTML page's title)."""
     snap = memory_snapshot(device)
     snap["history_dropped"] = _history.dropped
+    snap["external_annotations"] = annotations()
+    if script:
+        snap["script"] = str(script)
     tmp = os.fspath(path) + ".tmp"
     with open(tmp, "w") as f:
         json.dump(snap, f, default=str)
@@ -713,7 +756,8 @@ def format_pointer_info(info):
     rows = [("pointer", f"0x{info['ptr']:x}"), ("memory type", info["memory_type"]), ("device", info["device"]),
             ("range", f"0x{info['range_start']:x} + {info['range_size']} bytes (offset {info['offset']})"
              if info["range_size"] else "-"),
-            ("buffer id", info["buffer_id"]), ("pool", f"0x{info['pool']:x} ({info['pool_owner']})" if info["pool"] else "-"),
+            ("buffer id", info["buffer_id"]),
+            ("pool", f"0x{info['pool']:x} ({info['pool_owner']})" if info["pool"] else "-"),
             ("owner", info["owner"] or "not allocated by rawdev"), ("stream", info["block_stream"] or "-")]
     return "\n".join(f"{k:>12}: {v}" for k, v in rows)
 
@@ -777,7 +821,8 @@ def peek(x, n=64, fmt="hex"):
         vals = (vals.astype(np.uint32) << 16).view(np.float32)
     lines = []
     for i in range(0, n, 8):
-        lines.append(f"0x{ptr + i * dt.itemsize:x}  " + " ".join(f"{v:>12.6g}" if vals.dtype.kind == "f" else f"{v:>12d}"
+        lines.append(f"0x{ptr + i * dt.itemsize:x}  " + " ".join(f"{v:>12.6g}" if vals.dtype.kind == "f"
+                                                            else f"{v:>12d}"
                                                             for v in vals[i:i + 8]))
     return "\n".join(lines)
 

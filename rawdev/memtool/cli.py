@@ -4,7 +4,6 @@ import sys
 
 from ..runtime.trace import fmt_bytes
 
-
 DEVICE_HELP = "auto (default: RAWDEV_DRIVER if set, else the GPU if there is one, else the simulator), cuda or sim"
 
 
@@ -67,8 +66,10 @@ def cmd_info(args):
         free, total = rm.mem_get_info(d)
         print(f"cuda:{i}  {d.name}  sm_{d.capability[0]}{d.capability[1]}  {d.multiprocessors} SMs")
         print(f"    memory: {fmt_bytes(free)} free of {fmt_bytes(total)}")
-        print(f"    rawdev pool: used {fmt_bytes(d.pool_attribute('used'))} (peak {fmt_bytes(d.pool_attribute('used_high'))}), "
-              f"reserved {fmt_bytes(d.pool_attribute('reserved'))} (peak {fmt_bytes(d.pool_attribute('reserved_high'))}); "
+        print(f"    rawdev pool: used {fmt_bytes(d.pool_attribute('used'))} "
+              f"(peak {fmt_bytes(d.pool_attribute('used_high'))}), "
+              f"reserved {fmt_bytes(d.pool_attribute('reserved'))} "
+              f"(peak {fmt_bytes(d.pool_attribute('reserved_high'))}); "
               f"rawdev's table: {len(d.allocator.live)} blocks, {fmt_bytes(d.allocator.stats['allocated'])}")
     return 0
 
@@ -109,7 +110,8 @@ def placement(path, tensors):
             dev_crc = cm.checksum(addr, nbytes) if nbytes else zlib.crc32(b"")
             alignment = (addr & -addr) if addr else 0
             rows.append(dict(name=name, shape=tuple(t.shape), dtype=h["dtype"], nbytes=nbytes, address=addr,
-                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 4096),   # the largest power of two (up to 4 KiB) dividing the address
+                             # alignment: the largest power of two (up to 4 KiB) dividing the address
+                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 4096),
                              owner=(cm.pointer_info(addr)["owner"] if nbytes else None),
                              file_crc=file_crc, device_crc=dev_crc, ok=(file_crc == dev_crc and hi - lo == nbytes)))
     return rows
@@ -117,7 +119,8 @@ def placement(path, tensors):
 
 def format_placement(rows, path):
     out = [f"{os.path.basename(path)}: {len(rows)} tensors, {fmt_bytes(sum(r['nbytes'] for r in rows))}",
-           f"{'name':<28} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} {'align':>6}  crc32"]
+           f"{'name':<28} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} "
+           f"{'align':>6}  crc32"]
     for r in rows:
         shape = "(" + ", ".join(map(str, r["shape"])) + ")"
         out.append(f"{r['name'][:28]:<28} {shape[:16]:<16} {r['dtype']:<6} {r['nbytes']:>10} {r['address']:>#16x} "
@@ -173,7 +176,7 @@ def cmd_run(args):
         rc = 1
     finally:
         try:
-            cm.dump_snapshot(snap)
+            cm.dump_snapshot(snap, script=args.script)
             print(f"rawdev mem: snapshot written to {snap} (rawdev mem show {snap} [--html out.html])", file=sys.stderr)
         except Exception as e:   # no device was ever used: say so
             print(f"rawdev mem: no snapshot written ({e})", file=sys.stderr)
@@ -190,7 +193,7 @@ def cmd_show(args):
         print(f"rawdev mem show: {e}", file=sys.stderr)
         return 2
     if args.html:
-        html.write(snap, args.html)
+        html.write(snap, args.html, source=args.snapshot)
         print(f"wrote {args.html}")
     else:
         print(snapshot.summary(snap))
