@@ -3,6 +3,7 @@
 Importing rawdev touches no driver: the driver is chosen on first use (RAWDEV_DRIVER=cuda|sim|auto,
 or rawdev.use_driver(name) before that).
 """
+# ruff: noqa: I001  (the import order matters: nn builds on Tensor, ops installs Tensor's math methods)
 import sys as _sys
 
 from . import cuda, errors
@@ -35,3 +36,14 @@ from . import autograd, ops  # noqa: E402  (ops installs Tensor's math methods)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403,A004  (every op declared for the rawdev namespace)
 from . import optim, utils  # noqa: E402
+
+__all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device", "dtype", "get_default_dtype",
+           "CudaError", "NoDeviceError", "NoDriverError", "OutOfMemoryError", "Generator", "get_rng_state",
+           "initial_seed", "manual_seed", "seed", "set_rng_state", "use_driver", "trace", "load", "save",
+           "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
+           "add", "div", "exp", "flatten", "log", "log_softmax", "matmul", "mean", "mm", "mul", "neg", "pow", "relu",
+           "reshape", "sigmoid", "softmax", "squeeze", "sub", "sum", "tanh", "unsqueeze",
+           "abs", "argmax", "argmin", "eq", "ge", "gt", "le", "lt", "max", "min", "ne", "Size", "Tensor", "is_tensor",
+           "__version__"]
+__all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules[__name__ + ".tensor"].__all__
+            if n not in __all__]

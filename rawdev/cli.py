@@ -3,20 +3,44 @@ import argparse
 import os
 import sys
 
+DEVICE_CHOICES = ("auto", "cuda", "sim")
+
+
+def choose_driver(device, prog, notice="No CUDA GPU found: using rawdev's simulated GPU.", notice_to=None):
+    """Pick the driver for a command's --device: 'sim', 'cuda', or 'auto'. auto follows RAWDEV_DRIVER when it
+    names a driver (cuda or sim: an explicit choice is never overridden); otherwise the GPU if there is one,
+    else the simulator, printing `notice` (on stderr unless `notice_to` says). Returns the driver name in use."""
+    from .errors import NoDeviceError, NoDriverError
+    from .runtime import is_available, seam
+    env = os.environ.get("RAWDEV_DRIVER", "").strip().lower()
+    if env and env not in seam.CHOICES:
+        raise SystemExit(f"{prog}: RAWDEV_DRIVER={env!r} is not a driver: expected one of {', '.join(seam.CHOICES)}")
+    if device not in DEVICE_CHOICES:
+        raise SystemExit(f"{prog}: --device {device!r}: expected one of {', '.join(DEVICE_CHOICES)}")
+    if device == "auto" and env in ("cuda", "sim"):
+        device = env
+    if device == "sim":
+        if seam._name != "sim":
+            seam.use_driver("sim")
+    elif device == "cuda":
+        seam.use_driver("cuda")
+        try:
+            seam.driver()
+        except (NoDriverError, NoDeviceError) as e:
+            raise SystemExit(f"{prog}: {type(e).__name__}: {e}") from None
+    elif not is_available():
+        print(notice, file=notice_to or sys.stderr)
+        seam.use_driver("sim")
+    return seam.driver_name()
+
 
 def selfcheck(args):
     """Runtime self-check: open the device, copy bytes both ways, launch a kernel, check the result."""
     import numpy as np
 
-    from . import cuda
     from .runtime import get_device, kernels, memory, seam, trace
-    if args.device == "sim":
-        seam.use_driver("sim")
-    elif args.device == "cuda":
-        seam.use_driver("cuda")   # no GPU: NoDriverError / NoDeviceError, one line, as for any explicit choice
-    elif not cuda.is_available():
-        print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX).")
-        seam.use_driver("sim")
+    choose_driver(args.device, "rawdev selfcheck",
+                  "No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX).", sys.stdout)
     dev = get_device(0)
     print(f"driver: {seam.driver_name()}  device: {dev} {dev.name} (sm_{dev.capability[0]}{dev.capability[1]})")
     n = 1000
@@ -50,9 +74,22 @@ def list_kernels(args):
     return 0
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="rawdev", description="What model.cuda() really does, on the CUDA driver API.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+def _help(parser):
+    """A command given without its subcommand prints its help (exit status 0)."""
+    parser.print_help()
+    return 0
+
+
+def build_parser():
+    """The `rawdev` argument parser (every command, option and argument carries help text)."""
+    from . import __version__
+    p = argparse.ArgumentParser(prog="rawdev", description="What model.cuda() really does, on the CUDA driver API.",
+                                epilog="RAWDEV_DRIVER=cuda|sim|auto chooses the driver (default auto: the GPU if "
+                                       "there is one); `rawdev COMMAND -h` explains a command.")
+    p.add_argument("--version", action="version", version=f"rawdev {__version__}",
+                   help="print rawdev's version and exit")
+    p.set_defaults(fn=lambda args: _help(p))
+    sub = p.add_subparsers(dest="cmd", title="commands", metavar="COMMAND")
     from .demo import add_parser as add_demo
     from .memtool.cli import add_parser as add_mem
     add_demo(sub)
@@ -61,9 +98,14 @@ def main(argv=None):
     k.set_defaults(fn=list_kernels)
     add_mem(sub)
     c = sub.add_parser("selfcheck", help="open the device, copy both ways, launch one kernel, check the result")
-    c.add_argument("--device", choices=["auto", "cuda", "sim"], default="auto",
-                   help="auto (default: the GPU, else the simulator), cuda or sim")
+    c.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                   help="auto (default: RAWDEV_DRIVER if set, else the GPU, else the simulator), cuda or sim")
     c.set_defaults(fn=selfcheck)
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     try:
         return args.fn(args)

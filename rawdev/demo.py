@@ -29,19 +29,11 @@ def add_parser(subparsers):
 def choose_device(name):
     """'auto' | 'cuda' | 'sim' | 'cpu' -> rawdev.device, switching to the simulator (with a notice) if needed."""
     import rawdev
-    from rawdev.runtime import seam
+    from rawdev.cli import choose_driver
     if name == "cpu":
         return rawdev.device("cpu")
-    if name == "sim":
-        seam.use_driver("sim")
-        return rawdev.device("cuda")
-    if rawdev.cuda.is_available():
-        return rawdev.device("cuda")
-    if name == "cuda":
-        raise SystemExit("rawdev demo --device cuda: no CUDA GPU is available (use --device sim or auto)")
-    print("No CUDA GPU found: running on rawdev's simulated GPU (it executes the same PTX kernels; "
-          "slower than a GPU, same results).")
-    seam.use_driver("sim")
+    choose_driver(name, "rawdev demo", "No CUDA GPU found: running on rawdev's simulated GPU (it executes the same "
+                                       "PTX kernels; slower than a GPU, same results).", sys.stdout)
     return rawdev.device("cuda")
 
 

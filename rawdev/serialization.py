@@ -19,7 +19,7 @@ import safetensors
 from safetensors import deserialize, safe_open, serialize_file
 
 try:
-    from safetensors import TensorSpec          # safetensors >= 0.7: pointer + length, no copy
+    from safetensors import TensorSpec  # safetensors >= 0.7: pointer + length, no copy
 except ImportError:  # pragma: no cover - older safetensors takes {"dtype", "shape", "data": bytes}
     TensorSpec = None
 

@@ -1,6 +1,5 @@
 """Test-local modules (nn.Linear and friends belong to the ops layer; these only hold Parameters)."""
 import numpy as np
-
 from rawdev import dtypes
 from rawdev.nn import Module, Parameter, Sequential
 from rawdev.tensor import ones, randn, zeros

@@ -4,11 +4,10 @@ import functools
 import os
 
 import pytest
-
 from rawdev.runtime import reset_for_tests
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def real_gpu():
     """None when a real GPU is usable here, else the reason it is not."""
     from rawdev.errors import CudaError

@@ -10,7 +10,6 @@ AttributeError. On a machine with a real driver this test skips (the gpu-marked 
 """
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn, optim
 from rawdev.runtime import reset_for_tests, seam
@@ -51,7 +50,7 @@ def workload(tmp_path):
         opt.step()
     acc = (model(x).argmax(1) == y).float().mean().item()
     assert 0.0 <= acc <= 1.0
-    for xb, yb in DeviceLoader(np.random.rand(6, 12).astype(np.float32), np.arange(6) % 4, batch_size=3,
+    for xb, _yb in DeviceLoader(np.random.rand(6, 12).astype(np.float32), np.arange(6) % 4, batch_size=3,
                                device="cuda"):
         model(xb).sum().item()
     dev = get_device(0)

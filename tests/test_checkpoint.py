@@ -1,7 +1,6 @@
 """Activation checkpointing: identical gradients, and a lower activation peak from the allocator's stats."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn
 from rawdev.utils.checkpoint import checkpoint, checkpoint_sequential

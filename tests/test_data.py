@@ -1,7 +1,6 @@
 """TensorDataset / DataLoader semantics, and DeviceLoader's copy/compute overlap read from the driver trace."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev.nn import functional as F
 from rawdev.utils.data import DataLoader, DeviceLoader, TensorDataset

@@ -17,7 +17,7 @@ def _demo(*args, driver=None, timeout=300):
 
 
 def _accuracy(out):
-    line = next(l for l in out.splitlines() if l.startswith("test accuracy:"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("test accuracy:"))
     return float(line.split()[2].rstrip("%"))
 
 

@@ -220,7 +220,8 @@ def cmp_pair(n, dtype):
     """x, y with about a third of the elements equal on purpose (and NaNs in both, some paired, for floats)."""
     if dtype == np.int64:   # large values differing only in the low bits: a 32-bit compare would be wrong
         x = rng.integers(-5, 5, n) * 2 ** 40 + rng.integers(-3, 3, n)
-        return x, np.where(rng.random(n) < 0.33, x, x + rng.integers(-2, 3, n) * np.where(rng.random(n) < .5, 1, 2 ** 33))
+        step = rng.integers(-2, 3, n) * np.where(rng.random(n) < .5, 1, 2 ** 33)
+        return x, np.where(rng.random(n) < 0.33, x, x + step)
     x = rng.standard_normal(n).astype(np.float32)
     y = np.where(rng.random(n) < 0.33, x, rng.standard_normal(n).astype(np.float32))
     if n > 3:

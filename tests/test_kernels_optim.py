@@ -4,8 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
-
 from rawdev.runtime import memory
+
 from test_kernels_util import Gpu, cdiv, relerr
 
 rng = np.random.default_rng(13)
@@ -53,7 +53,8 @@ def test_sgd(dev, opt):
 
 
 def adam_reference(p, grads, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, adamw):
-    """torch.optim.Adam (adamw=0) / AdamW (adamw=1), in float64: returns (params, exp_avg, exp_avg_sq, max_exp_avg_sq)."""
+    """torch.optim.Adam (adamw=0) / AdamW (adamw=1), in float64:
+    returns (params, exp_avg, exp_avg_sq, max_exp_avg_sq)."""
     p = p.astype(np.float64)
     m, v, vmax = np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
     for t, g in enumerate(grads, start=1):

@@ -1,7 +1,6 @@
 """Helpers for the per-family kernel tests (tests/test_kernels_<family>.py): device buffers from numpy,
 NaN-poisoned outputs, launches by kernel name, float64 relative errors. No tests here."""
 import numpy as np
-
 from rawdev.runtime import kernels, memory
 
 
@@ -35,7 +34,11 @@ class Gpu:
 
     def poisoned(self, shape, dtype=np.float32):
         dtype = np.dtype(dtype)
-        host = np.full(shape, np.nan, dtype) if dtype.kind == "f" else np.full(shape, -1 if dtype.kind == "i" else dtype.type(~0 & (256 ** dtype.itemsize - 1)), dtype)
+        if dtype.kind == "f":
+            poison = np.nan
+        else:
+            poison = -1 if dtype.kind == "i" else dtype.type(~0 & (256 ** dtype.itemsize - 1))
+        host = np.full(shape, poison, dtype)
         return self.put(host)
 
     def get(self, buf, shape, dtype=np.float32):

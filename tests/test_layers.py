@@ -3,7 +3,6 @@ import math
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn
 from rawdev.nn import functional as F

@@ -11,7 +11,6 @@ import zlib
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn
 from rawdev.cli import main
@@ -209,4 +208,102 @@ def test_mem_show_html_renders_in_headless_chromium(snap_file, tmp_path):
     assert len(colors) > 20   # the chart's owner colours, not one flat fill
     # the timeline (upper part) has coloured areas: the palette's blue/orange/green are present
     upper = px[250:550]
-    assert ((upper[..., 2].astype(int) - upper[..., 0] > 40)).any() and ((upper[..., 0].astype(int) - upper[..., 2] > 40)).any()
+    assert (upper[..., 2].astype(int) - upper[..., 0] > 40).any()
+    assert (upper[..., 0].astype(int) - upper[..., 2] > 40).any()
+
+
+MARKED = """
+import numpy as np
+import rawdev
+from rawdev import nn, optim
+from rawdev.cuda import memory
+model = nn.Sequential(nn.Linear(16, 24), nn.ReLU(), nn.Linear(24, 4)).cuda()
+opt = optim.Adam(model.parameters(), lr=0.1)
+x = rawdev.tensor(np.ones((8, 16), np.float32), device="cuda")
+y = rawdev.tensor(np.arange(8) % 4, device="cuda")
+memory.mark("start")
+for _ in range(2):
+    opt.zero_grad()
+    loss = nn.CrossEntropyLoss()(model(x), y)
+    loss.backward()
+    opt.step()
+with memory.mark("evaluation"):
+    with rawdev.no_grad():
+        model(x)
+"""
+
+
+@pytest.fixture(scope="module")
+def marked_snap(tmp_path_factory):
+    d = tmp_path_factory.mktemp("marked")
+    (d / "fit_mlp.py").write_text(textwrap.dedent(MARKED))
+    out = d / "fit_mlp.mem.json"
+    r = subprocess.run([sys.executable, "-m", "rawdev.cli", "mem", "run", str(d / "fit_mlp.py")], capture_output=True,
+                       text=True, env=dict(os.environ, RAWDEV_DRIVER="sim"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())
+
+
+def test_phase_and_user_marks_are_recorded(marked_snap):
+    marks = [(a["name"], a["stage"]) for a in marked_snap["external_annotations"]]
+    phases = [n for n, s in marks if s == "PHASE"]
+    assert phases == ["forward", "backward", "optimizer step"] * 2 + ["forward"]
+    assert marks[0] == ("start", "START")
+    assert ("evaluation", "START") in marks and marks[-1] == ("evaluation", "END")
+    times = [a["time"] for a in marked_snap["external_annotations"]]
+    assert times == sorted(times)
+    assert marked_snap["script"].endswith("fit_mlp.py")
+
+
+def test_phase_marks_only_while_history_is_on(dev):
+    M.clear_history()
+    model = nn.Linear(3, 2).cuda()
+    model(rawdev.ones(1, 3, device="cuda")).sum().backward()
+    M.mark("ignored")
+    assert M.annotations() == []
+    M.record_history(True, stacks=False)
+    model(rawdev.ones(1, 3, device="cuda")).sum().backward()
+    with M.mark("range") as m:
+        assert isinstance(m, M.mark)
+    assert [(a["name"], a["stage"]) for a in M.annotations()] == [
+        ("forward", "PHASE"), ("backward", "PHASE"), ("range", "START"), ("range", "END")]
+
+
+def _rgb(c):
+    return np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)], float)
+
+
+def test_palette_keeps_owners_apart_by_layer_and_role(marked_snap):
+    import colorsys
+    owners = {p["owner"] for e in marked_snap["device_traces"][0] for p in (e.get("parts") or [e])}
+    pal = memhtml.Palette(sorted(owners))
+    shown = sorted(o for o in owners if not o.startswith("padding in "))
+    cols = {o: pal(o) for o in shown}
+    assert len(set(cols.values())) == len(shown), "two owners share a colour"
+    for a in shown:   # no near-duplicates: every pair differs visibly
+        for b in shown:
+            if a < b:
+                assert np.abs(_rgb(cols[a]) - _rgb(cols[b])).sum() >= 24, (a, cols[a], b, cols[b])
+    hue = lambda o: round(colorsys.rgb_to_hls(*(_rgb(cols[o]) / 255))[0], 2)  # noqa: E731
+    light = lambda o: colorsys.rgb_to_hls(*(_rgb(cols[o]) / 255))[1]  # noqa: E731
+    for layer in ("0", "2"):   # one hue per layer, lighter from weights to grads to optimizer state
+        w, g, s = f"{layer}.weight", f"{layer}.weight.grad", f"exp_avg of {layer}.weight"
+        assert hue(w) == hue(g) == hue(s), (w, cols[w], cols[g], cols[s])
+        assert light(w) < light(g) < light(s)
+    assert hue("0.weight") != hue("2.weight")
+    assert memhtml.classify("exp_avg_sq of enc.fc1.weight") == ("enc.fc1", "optimizer state")
+    assert memhtml.classify("enc.fc1.bias.grad") == ("enc.fc1", "grads")
+    assert memhtml.classify("Linear 3 output") == ("3", "activations")
+
+
+def test_html_page_has_marks_groups_title_and_the_peak_table(marked_snap, tmp_path):
+    out = memhtml.write(marked_snap, tmp_path / "page.html")
+    page = open(out).read()
+    assert "<title>fit_mlp.py — GPU memory (rawdev)</title>" in page
+    for phase in ("forward", "backward", "optimizer step"):
+        assert f'data-tip="{phase}: events' in page
+    assert ">start</text>" in page and ">evaluation</text>" in page and 'data-tip="evaluation: events' in page
+    assert "layer 0 · weights" in page and "layer 2 · optimizer state" in page and "other (incl" not in page
+    assert "Top owners at the peak:" in page
+    peak = page[page.index("Top owners at the peak:"):]
+    assert "0.weight" in peak and "layer 0 · weights" in peak

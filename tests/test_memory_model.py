@@ -1,7 +1,6 @@
 """The memory tool with tensors, modules and a training step."""
 import numpy as np
 import pytest
-
 import rawdev
 import rawdev.cuda as C
 from rawdev import nn, optim

@@ -3,11 +3,11 @@ import copy
 from collections import OrderedDict
 
 import pytest
-
-from _models import BN, Act, Lin
 from rawdev import dtypes
 from rawdev.nn import Buffer, Module, ModuleDict, ModuleList, Parameter, Sequential
 from rawdev.tensor import ones, zeros
+
+from _models import BN, Act, Lin
 
 
 class raises_key:
@@ -57,10 +57,12 @@ def test_setattr_errors_match_pytorch():
                                         r"\(torch.nn.Parameter or None expected\)"):
         m.p = zeros(1)
     m.c = Lin(1, 1)
-    with pytest.raises(TypeError, match=r"cannot assign 'int' as child module 'c' \(torch.nn.Module or None expected\)"):
+    with pytest.raises(TypeError,
+                       match=r"cannot assign 'int' as child module 'c' \(torch.nn.Module or None expected\)"):
         m.c = 3
     m.register_buffer("b", zeros(1))
-    with pytest.raises(TypeError, match=r"cannot assign 'str' as buffer 'b' \(torch.nn.Buffer, torch.Tensor or None expected\)"):
+    with pytest.raises(TypeError,
+                       match=r"cannot assign 'str' as buffer 'b' \(torch.nn.Buffer, torch.Tensor or None expected\)"):
         m.b = "x"
 
 
@@ -84,7 +86,7 @@ def test_assign_before_init():
 def test_getattr_delattr():
     m = Lin(2, 2)
     with pytest.raises(AttributeError, match="'Lin' object has no attribute 'nope'"):
-        m.nope
+        m.nope  # noqa: B018  (the attribute access is what raises)
     del m.weight
     assert "weight" not in m._parameters
     m.register_buffer("b", zeros(1), persistent=False)

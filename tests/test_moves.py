@@ -6,16 +6,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda.bindings.driver import CUresult
-
 import rawdev
 import rawdev.sim as sim
+from cuda.bindings.driver import CUresult
 from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError
 from rawdev.nn import Module, Parameter, Sequential
 from rawdev.runtime import memory, reset_for_tests, seam, trace, transfer
 from rawdev.tensor import randn, tensor, zeros
+
+from _models import BN, Lin, mlp, snapshot
 
 MOVE_CALLS = ["cuMemHostAlloc", "cuMemAllocFromPoolAsync", "cuMemcpyHtoDAsync", "cuEventCreate", "cuEventRecord",
               "cuStreamWaitEvent"]
@@ -279,7 +280,7 @@ def test_cuda_array_interface(dev):
     assert cai["data"] == (b.data_ptr(), False) and cai["strides"] is None
     assert cai["stream"] == int(dev.compute_stream.handle)
     with pytest.raises(AttributeError):
-        randn(2).__cuda_array_interface__
+        randn(2).__cuda_array_interface__  # noqa: B018  (the attribute access is what raises)
 
 
 def test_constructors_on_cuda(dev):

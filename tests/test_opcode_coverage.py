@@ -4,7 +4,6 @@ the simulator's PTX interpreter implements: decoding the whole module must succe
 from pathlib import Path
 
 import pytest
-
 from rawdev.sim.ptx import PtxModule
 from rawdev.sim.ptx.parser import Inst, parse
 

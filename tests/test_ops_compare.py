@@ -4,7 +4,6 @@ cuda path (shipped PTX on the simulator, and on a GPU when present) against the 
 poisoned before the kernels write them (NaN for 32-bit, 0xFF bytes otherwise)."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn
 from rawdev.ops import cuda as C
@@ -88,7 +87,7 @@ def test_compare_promotes_like_pytorch():
 def test_hash_identity_and_non_tensor_operands():
     t, u = rawdev.tensor([1.0, 2.0]), rawdev.tensor([1.0, 2.0])
     assert hash(t) == id(t) and {t: 1, u: 2}[t] == 1
-    assert t in [t] and (t == None) is False and (t != None) is True
+    assert t in [t] and (t == None) is False and (t != None) is True  # noqa: E711  (Tensor.__eq__ with None)
     with pytest.raises(TypeError):
         t < "a"  # noqa: B015
     with pytest.raises(RuntimeError, match="must match the size"):

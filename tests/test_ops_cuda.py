@@ -3,7 +3,6 @@ path: forward values and gradients, float32, relative error < 1e-4. Op outputs a
 before the kernels write them. Gradient correctness itself is checked in float64 in test_autograd.py."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev.ops import cuda as C
 import rawdev.nn.functional as F

@@ -1,9 +1,7 @@
 """Optimizers against hand-written float64 loops of PyTorch's documented algorithms."""
-import math
 
 import numpy as np
 import pytest
-
 import rawdev
 import rawdev.ops  # noqa: F401
 import rawdev.optim as optim

@@ -9,6 +9,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 import rawdev
 import rawdev.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rawdev import nn
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
@@ -67,7 +69,10 @@ def tensor_sets(draw):
     arrays = []
     for name, shape in specs:
         raw = rng.integers(0, 256, size=int(np.prod(shape)) * np.dtype(DTYPES[name]).itemsize, dtype=np.uint8)
-        a = raw.view(DTYPES[name]).reshape(shape) if name != "bool" else (raw[:int(np.prod(shape))] & 1).astype(bool).reshape(shape)
+        if name == "bool":
+            a = (raw[:int(np.prod(shape))] & 1).astype(bool).reshape(shape)
+        else:
+            a = raw.view(DTYPES[name]).reshape(shape)
         arrays.append(a)
     return arrays
 

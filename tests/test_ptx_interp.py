@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from rawdev.sim.memory import DeviceMemory, SimIllegalAddress
 from rawdev.sim.ptx import BarrierError, KernelFault, PtxError, PtxModule
 
@@ -279,13 +278,13 @@ def test_warp_shuffles_and_votes(fx):
         src = lane + 5
         assert np.array_equal(ow[:, 2], np.where(src <= seg + 15, v[np.minimum(src, 31)], v))
         assert np.array_equal(ow[:, 3], v[lane ^ 9])
-        ballot = sum(1 << int(l) for l in lane if v[l] & 1)
+        ballot = sum(1 << int(ln) for ln in lane if v[ln] & 1)
         assert np.all(ow[:, 4].view(np.uint32) == np.uint32(ballot))
         assert np.all(ow[:, 5] == int((v == 12345).any()))
         assert np.all(ow[:, 6] == 1)
         seg8 = lane & ~7
         assert np.array_equal(ow[:, 7], np.where(lane - 2 >= seg8, v[np.maximum(lane - 2, 0)], v))
-        act = sum(1 << int(l) for l in lane if v[l] & 2)
+        act = sum(1 << int(ln) for ln in lane if v[ln] & 2)
         assert np.array_equal(ow[:, 8].view(np.uint32), np.where(v & 2, np.uint32(act), 0).astype(np.uint32))
 
 

@@ -20,7 +20,8 @@ def readme_example():
 def test_readme_example_runs(driver, device):
     check = ("\nw0 = model.fc1.weight.detach().cpu().numpy().copy()\n"
              "loss2 = criterion(model(inputs), labels)\n"
-             "import math; assert math.isfinite(loss.item()) and loss2.item() < loss.item(), (loss.item(), loss2.item())\n"
+             "import math; assert math.isfinite(loss.item()) and loss2.item() < loss.item(),"
+             " (loss.item(), loss2.item())\n"
              "print('device', device, model.fc1.weight.device.type, inputs.device.type)\n")
     if driver == "none":
         from conftest import real_gpu

@@ -5,15 +5,15 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from safetensors import safe_open
-from safetensors.numpy import save_file
-
-from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.nn import Sequential
 from rawdev.runtime import trace
 from rawdev.serialization import load, save
 from rawdev.tensor import arange, randn, tensor, zeros
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+from _models import BN, Lin, mlp, snapshot
 
 
 def test_round_trip_keeps_dtypes_values_and_order(tmp_path):

@@ -7,10 +7,8 @@ import threading
 import numpy as np
 import pytest
 from cuda.bindings import driver as drv
-
 from rawdev import sim
 from rawdev.sim import driver as simdrv
-from rawdev.sim.memory import SimIllegalAddress
 
 R = drv.CUresult
 MiB = 1 << 20
@@ -488,7 +486,8 @@ def test_launch_marshals_parameters_at_the_entry_offsets(fake_isa):
     for grid, block, shmem in bad:
         assert launch(fill, grid, block, [ctypes.c_uint64(0), ctypes.c_uint32(0), ctypes.c_float(0)], s,
                       shmem) == (R.CUDA_ERROR_INVALID_VALUE,), (grid, block, shmem)
-    assert launch(touch, (1, 1, 1), (129, 1, 1), [ctypes.c_uint64(0)] * 3, s) == (R.CUDA_ERROR_INVALID_VALUE,)  # .maxntid
+    # .maxntid
+    assert launch(touch, (1, 1, 1), (129, 1, 1), [ctypes.c_uint64(0)] * 3, s) == (R.CUDA_ERROR_INVALID_VALUE,)
     assert sim.cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s, 0, 0) == (R.CUDA_ERROR_INVALID_VALUE,)  # NULL params
     assert sim.cuLaunchKernel(drv.CUfunction(77), 1, 1, 1, 1, 1, 1, 0, s, 0, 0) == (R.CUDA_ERROR_INVALID_HANDLE,)
 
@@ -513,7 +512,8 @@ def test_kernel_fault_is_sticky_until_reset(fake_isa):
     assert sim.sticky_error() is None and sim.cuMemGetInfo()[0] == R.CUDA_ERROR_NOT_INITIALIZED
 
 
-@pytest.mark.parametrize("kernel,code", [("bar", R.CUDA_ERROR_LAUNCH_FAILED), ("touch", R.CUDA_ERROR_MISALIGNED_ADDRESS)])
+@pytest.mark.parametrize("kernel,code", [("bar", R.CUDA_ERROR_LAUNCH_FAILED),
+                                         ("touch", R.CUDA_ERROR_MISALIGNED_ADDRESS)])
 def test_barrier_and_misaligned_faults(fake_isa, kernel, code):
     mod = ok(load(FAKE_PTX)[0])
     f = ok(sim.cuModuleGetFunction(mod, kernel.encode()))

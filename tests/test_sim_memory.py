@@ -1,9 +1,13 @@
 import numpy as np
 import pytest
-
 from rawdev.sim import memory as simmem
 from rawdev.sim.memory import (
-    BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimIllegalAddress, SimInvalidValue, SimMisalignedAddress,
+    BASE_ADDRESS,
+    DeviceMemory,
+    SegmentAllocator,
+    SimIllegalAddress,
+    SimInvalidValue,
+    SimMisalignedAddress,
     SimOutOfMemory,
 )
 

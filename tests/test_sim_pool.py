@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cuda.bindings import driver as drv
-
 from rawdev import sim
 from rawdev.sim import driver as simdrv
+
 from test_sim_driver import make_pool, ok, power_on
 
 R = drv.CUresult

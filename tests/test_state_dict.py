@@ -3,12 +3,12 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-
-from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.nn import Module, Parameter, Sequential
 from rawdev.runtime import trace
 from rawdev.tensor import Tensor, randn, tensor, zeros
+
+from _models import BN, Lin, mlp, snapshot
 
 
 def net():

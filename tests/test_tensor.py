@@ -3,12 +3,29 @@ import copy
 
 import numpy as np
 import pytest
-
 from rawdev import dtypes, random
 from rawdev.device import device
 from rawdev.nn import Parameter
-from rawdev.tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, from_numpy, full, full_like, ones,
-                           ones_like, rand, randint, randn, randn_like, tensor, zeros, zeros_like)
+from rawdev.tensor import (
+    Size,
+    Tensor,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    from_numpy,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
 
 
 # ------------------------------------------------------------------------------------------ dtypes

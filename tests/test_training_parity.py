@@ -2,7 +2,6 @@
 losses on cuda (simulator / GPU) as on the cpu, within 1e-4 relative at every step."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn, optim
 from rawdev.demo import split_digits

@@ -147,6 +147,7 @@ def _acc(t):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """rawdev.autograd.backward: accumulate d(tensors)/d(leaf) into every leaf's .grad."""
+    __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("backward")  # a mark on the memory timeline
     if create_graph:
         raise NotImplementedError("rawdev's autograd does not record the backward pass (create_graph=True); "
                                   "higher-order gradients are not supported")

@@ -53,6 +53,17 @@ def is_simulated():
 
 # The memory tool: PyTorch's torch.cuda memory names, with owners.
 from . import memory  # noqa: E402,F401
-from .memory import (empty_cache, max_memory_allocated, max_memory_reserved, mem_get_info,  # noqa: E402,F401
-                     memory_allocated, memory_reserved, memory_snapshot, memory_stats, memory_summary,
-                     pointer_info, reset_max_memory_allocated, reset_peak_memory_stats)
+from .memory import (  # noqa: E402,F401
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_snapshot,
+    memory_stats,
+    memory_summary,
+    pointer_info,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import time
+import weakref
 import zlib
 
 import numpy as np
@@ -28,7 +29,8 @@ from ..runtime.trace import fmt_bytes
 __all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_stats",
            "memory_summary", "memory_snapshot", "empty_cache", "record_history", "dump_snapshot", "history",
-           "pointer_info", "peek", "poke", "live_blocks", "leak_report", "ARENA_ALIGN"]
+           "pointer_info", "peek", "poke", "live_blocks", "leak_report", "mark", "annotations", "owner_table",
+           "memory_stats_as_nested_dict", "reset_accumulated_memory_stats", "ARENA_ALIGN"]
 
 ARENA_ALIGN = _rm.ARENA_ALIGN
 
@@ -80,33 +82,52 @@ def _in_rawdev(filename):
 
 
 # ------------------------------------------------------------------------------- PyTorch's figures
+def _cuda_available():
+    """False on a machine without CUDA (auto found no GPU): the figures are then 0, as in PyTorch's cpu build."""
+    from ..runtime import is_available
+    return is_available()
+
+
 def memory_allocated(device=None):
-    """Bytes held by live rawdev allocations on the device. Equals the pool's USED_MEM_CURRENT once queued
-    frees have run: a free is queued on its stream (cuMemFreeAsync) and lands at the next synchronize."""
+    """Bytes held by live rawdev allocations on the device (0 when CUDA is not available). Equals the pool's
+    USED_MEM_CURRENT once queued frees have run: a free is queued on its stream (cuMemFreeAsync) and lands when
+    the stream runs to it."""
+    if not _cuda_available():
+        return 0
     return _alloc(device).stats["allocated"]
 
 
 def max_memory_allocated(device=None):
     """Peak of memory_allocated() since the start or the last reset_peak_memory_stats()."""
+    if not _cuda_available():
+        return 0
     return _alloc(device).stats["peak"]
 
 
 def memory_reserved(device=None):
     """Bytes the driver's pool holds for rawdev (RESERVED_MEM_CURRENT): allocated plus cached."""
+    if not _cuda_available():
+        return 0
     return _device(device).pool_attribute("reserved")
 
 
 def max_memory_reserved(device=None):
+    if not _cuda_available():
+        return 0
     return _device(device).pool_attribute("reserved_high")
 
 
 def reset_peak_memory_stats(device=None):
     """Peaks (rawdev's and the pool's) start again from the current figures."""
+    if not _cuda_available():
+        return
     dev = _device(device)
     a = _alloc(dev)
+    acct = _acct(a)
     with a.lock:
         a.stats["peak"] = a.stats["allocated"]
         a.stats["count_peak"] = len(a.live)
+        acct.reset_peak(list(a.live.values()))
     _rm.reset_pool_peaks(dev)
 
 
@@ -115,10 +136,15 @@ def reset_max_memory_allocated(device=None):
 
 
 def reset_accumulated_memory_stats(device=None):
+    """The "allocated"/"freed" totals (bytes and counts) start again from 0."""
+    if not _cuda_available():
+        return
     a = _alloc(device)
+    acct = _acct(a)
     with a.lock:
         for k in ("allocated_total", "freed_total", "alloc_count", "free_count", "num_ooms"):
             a.stats[k] = 0
+        acct.reset_accumulated(list(a.live.values()))
 
 
 def mem_get_info(device=None):
@@ -128,28 +154,149 @@ def mem_get_info(device=None):
 
 def empty_cache(device=None):
     """Give the pool's cached blocks back to the device (cuMemPoolTrimTo(pool, 0)) and drop the pinned
-    staging buffers that moves keep for reuse; live blocks stay."""
+    staging buffers that moves keep for reuse; live blocks stay. Does nothing when CUDA is not available."""
     from ..runtime import transfer
     transfer.release_staging()
+    if not _cuda_available():
+        return
     devs = [_device(device)] if device is not None else _opened_devices()
     for d in devs:
         d.allocator.flush()
         _rm.trim_pool(d, 0)
 
 
-def memory_stats(device=None):
-    """PyTorch's `memory_stats()` keys where they apply (only the "all" pool: rawdev has one pool per device).
+# ------------------------------------------------------------------------ requested bytes, queued frees
+def requested_bytes(block):
+    """Bytes the tensors in a block asked for: an arena's parts (without the padding that starts each at a
+    multiple of ARENA_ALIGN), else the whole block (rawdev asks the pool for exactly the bytes a tensor needs)."""
+    if block.parts:
+        return sum(n for _, n, _ in block.parts)
+    return block.nbytes
 
-    allocated_bytes: rawdev's live blocks; active_bytes: the pool's USED_MEM (includes frees still queued on a
-    stream); reserved_bytes: the pool's RESERVED_MEM; allocation/active: block counts; num_ooms; plus
-    cached_bytes (reserved - allocated) and rawdev.* extras (device free/total).
+
+_QUEUED_MAX = 100_000
+_Freed = collections.namedtuple("_Freed", "ptr nbytes")
+
+
+class _Accounting:
+    """What rawdev's allocation table does not count itself: requested bytes (peak, totals) and the frees queued
+    on a stream (cuMemFreeAsync) whose stream has not run them yet. Fed by allocator events.
+
+    An arena's parts are tagged after it is allocated, some of them later (a grad arena gains a part per grad),
+    so the current figure is recounted from the table when asked; the peak is kept at each event over the
+    blocks that are arenas by then and the ones allocated since the last event."""
+
+    def __init__(self, alloc):
+        self.running = 0          # requested bytes of the live blocks, as last counted
+        self.counted = {}         # ptr -> (Block, requested bytes counted for it) for blocks still watched
+        self.fixed = {}           # ptr -> requested bytes of a block that is not an arena (never changes)
+        self.peak = 0
+        self.freed = 0            # requested bytes of the blocks freed since the start or the last reset
+        self.base = 0             # requested bytes live at the last reset_accumulated_memory_stats
+        # (_Freed, nbytes) freed by rawdev, oldest first, perhaps not yet run by their stream (bounded: past the
+        # bound the oldest go, and the count of queued frees is then marked as approximate)
+        self.queued = collections.deque(maxlen=_QUEUED_MAX)
+        for b in list(alloc.live.values()):   # blocks made before accounting started
+            self.counted[b.ptr] = (b, requested_bytes(b))
+            self.running += requested_bytes(b)
+        self.peak = self.running
+
+    def settle(self):
+        """Recount the watched blocks (arenas and blocks allocated since the last event) and update the peak."""
+        for ptr, (b, r) in list(self.counted.items()):
+            now = requested_bytes(b)
+            if now != r:
+                self.running += now - r
+            if b.parts:
+                self.counted[ptr] = (b, now)
+            else:   # not an arena by now: its requested bytes are the block's and stay so
+                del self.counted[ptr]
+                self.fixed[ptr] = now
+        self.peak = max(self.peak, self.running)
+
+    def on_event(self, kind, block):
+        if kind == "alloc":
+            self.settle()
+            self.counted[block.ptr] = (block, block.nbytes)
+            self.running += block.nbytes
+        elif kind == "free":
+            self.settle()
+            r = requested_bytes(block)
+            counted = self.fixed.pop(block.ptr, None)
+            if counted is None:
+                counted = self.counted.pop(block.ptr, (None, r))[1]
+            self.running -= counted
+            self.freed += r
+            self.queued.append((_Freed(block.ptr, block.nbytes), block.nbytes))
+
+    def figures(self, live):
+        """(current, peak, allocated, freed) requested bytes: current counted from the table now."""
+        self.settle()
+        current = sum(requested_bytes(b) for b in live)
+        self.peak = max(self.peak, current)
+        return current, self.peak, current + self.freed - self.base, self.freed
+
+    def reset_peak(self, live):
+        self.settle()
+        self.peak = sum(requested_bytes(b) for b in live)
+
+    def reset_accumulated(self, live):
+        self.freed = 0
+        self.base = sum(requested_bytes(b) for b in live)
+
+    def queued_frees(self, pool_used, allocated):
+        """([(block, nbytes)], exact) of the frees still queued on a stream. The pool counts them as used until
+        they run, so they are the newest frees that make up pool used - allocated; older ones have run. `exact`
+        is False when no run of newest frees adds up to that difference (a pool that rounds sizes)."""
+        pending = max(0, pool_used - allocated)
+        keep, total = [], 0
+        for b, n in reversed(self.queued):
+            if total + n > pending:
+                break
+            keep.append((b, n))
+            total += n
+        keep.reverse()
+        self.queued = collections.deque(keep, maxlen=_QUEUED_MAX)
+        return keep, total == pending
+
+
+_accounts = weakref.WeakKeyDictionary()
+
+
+def _acct(alloc):
+    acct = _accounts.get(alloc)
+    if acct is None:
+        acct = _accounts[alloc] = _Accounting(alloc)
+        alloc.listeners.append(acct.on_event)
+    return acct
+
+
+def memory_stats(device=None):
+    """PyTorch's `memory_stats()` keys, with PyTorch's meanings, for the "all" pool (rawdev has one pool per
+    device). {} when CUDA is not available, as in PyTorch before CUDA is initialized.
+
+    allocated_bytes: rawdev's live blocks (an arena whole, padding included); requested_bytes: what the tensors
+    in them asked for (an arena's padding is the difference: rawdev rounds nothing else); active_bytes:
+    allocated plus blocks freed with cuMemFreeAsync whose stream has not run the free yet (the pool's
+    USED_MEM); reserved_bytes: the pool's RESERVED_MEM; inactive_split_bytes: free bytes inside the segments
+    that hold active blocks (not releasable by empty_cache); allocation/active/segment/inactive_split: the
+    same, counted. Extras: rawdev.queued_free_bytes/.queued_frees, rawdev.queued_frees_exact, rawdev.pool_used,
+    rawdev.device_free/total, cached_bytes (reserved - active).
     """
+    if not _cuda_available():
+        return {}
     dev = _device(device)
     a = _alloc(dev)
-    s = dict(a.stats)
+    acct = _acct(a)
+    with a.lock:
+        s = dict(a.stats)
+        live = list(a.live.values())
+        req = acct.figures(live)
     used, used_hi = dev.pool_attribute("used"), dev.pool_attribute("used_high")
     res, res_hi = dev.pool_attribute("reserved"), dev.pool_attribute("reserved_high")
+    queued, exact = acct.queued_frees(used, s["allocated"])
     free, total = _rm.mem_get_info(dev)
+    queued_bytes = sum(n for _, n in queued)
     out = collections.OrderedDict()
 
     def put(key, cur, peak, allocated=None, freed=None):
@@ -159,24 +306,32 @@ def memory_stats(device=None):
             out[f"{key}.all.allocated"] = allocated
             out[f"{key}.all.freed"] = freed
 
+    segs = _segments(live + [b for b, _ in queued])
+    gaps = [n for *_, g in segs for _, n in g]
+    active = s["allocated"] + queued_bytes
     put("allocated_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"])
-    put("requested_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"])
-    put("active_bytes", used, used_hi)
+    put("requested_bytes", *req)
+    put("active_bytes", active, max(used_hi, active, s["peak"]), s["allocated_total"],
+        max(0, s["freed_total"] - queued_bytes))
     put("reserved_bytes", res, res_hi)
-    put("allocation", len(a.live), s["count_peak"], s["alloc_count"], s["free_count"])
-    put("active", len(a.live), s["count_peak"], s["alloc_count"], s["free_count"])
-    segs = a.segments()
-    put("segment", len(segs), len(segs))
-    out["inactive_split_bytes.all.current"] = sum(n for *_, gaps in segs for _, n in gaps)
-    out["cached_bytes.all.current"] = max(0, res - s["allocated"])
+    put("inactive_split_bytes", sum(gaps), None)
+    put("allocation", len(live), s["count_peak"], s["alloc_count"], s["free_count"])
+    put("active", len(live) + len(queued), None, s["alloc_count"], max(0, s["free_count"] - len(queued)))
+    put("segment", len(segs), None)
+    put("inactive_split", len(gaps), None)
     out["num_ooms"] = s["num_ooms"]
     out["num_alloc_retries"] = 0
     out["num_device_alloc"] = s["alloc_count"]
     out["num_device_free"] = s["free_count"]
     out["num_sync_all_streams"] = 0
+    out["cached_bytes.all.current"] = max(0, res - active)
+    out["rawdev.pool_used"] = used
+    out["rawdev.queued_free_bytes"] = queued_bytes
+    out["rawdev.queued_frees"] = len(queued)
+    out["rawdev.queued_frees_exact"] = exact
     out["rawdev.device_free"] = free
     out["rawdev.device_total"] = total
-    return dict(out)
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def memory_stats_as_nested_dict(device=None):
@@ -188,6 +343,30 @@ def memory_stats_as_nested_dict(device=None):
             d = d.setdefault(p, {})
         d[parts[-1]] = v
     return nested
+
+
+def _segments(blocks, granule=_rm.SEGMENT_GRANULE):
+    """Blocks grouped by address into segments (runs of the pool's 2 MiB granules that hold them):
+    [(start, end, [Block...], [(gap_start, gap_size)...])]."""
+    segs = []
+    for b in sorted((b for b in blocks if b.ptr), key=lambda b: b.ptr):
+        lo, hi = b.ptr // granule * granule, -(-(b.ptr + b.nbytes) // granule) * granule
+        if segs and lo <= segs[-1][1]:
+            segs[-1][1] = max(segs[-1][1], hi)
+            segs[-1][2].append(b)
+        else:
+            segs.append([lo, hi, [b]])
+    out = []
+    for lo, hi, bs in segs:
+        gaps, at = [], lo
+        for b in bs:
+            if b.ptr > at:
+                gaps.append((at, b.ptr - at))
+            at = max(at, b.ptr + b.nbytes)
+        if hi > at:
+            gaps.append((at, hi - at))
+        out.append((lo, hi, bs, gaps))
+    return out
 
 
 # ----------------------------------------------------------------------------------------- owners
@@ -208,7 +387,8 @@ def _parts(block):
 
 
 def owner_totals(device=None):
-    """[(owner, bytes, blocks)] sorted by bytes, arena parts and padding counted separately."""
+    """[(owner, bytes, blocks)] sorted by bytes, arena parts and padding counted separately (a part counts as
+    one block here; owner_table() tells blocks from tensors inside an arena)."""
     tot = collections.defaultdict(lambda: [0, 0])
     for b in live_blocks(device):
         for _, n, who in _parts(b):
@@ -217,56 +397,108 @@ def owner_totals(device=None):
     return sorted(((k, v[0], v[1]) for k, v in tot.items()), key=lambda r: (-r[1], r[0]))
 
 
+def owner_table(device=None):
+    """[{owner, bytes, blocks, tensors, arena}] sorted by bytes: `blocks` counts whole pool allocations the owner
+    holds; `tensors` counts tensors inside an arena (then `arena` names the arena's owner). Padding between an
+    arena's tensors is a row of its own ("padding in ARENA")."""
+    rows = {}
+    for b in live_blocks(device):
+        if not b.parts:
+            r = rows.setdefault(b.owner or "unnamed", dict(owner=b.owner or "unnamed", bytes=0, blocks=0, tensors=0,
+                                                           arena=None))
+            r["bytes"] += b.nbytes
+            r["blocks"] += 1
+            continue
+        for _, n, who in _parts(b):
+            who = who or "unnamed"
+            r = rows.setdefault(who, dict(owner=who, bytes=0, blocks=0, tensors=0, arena=b.owner))
+            r["bytes"] += n
+            if not who.startswith("padding in "):
+                r["tensors"] += 1
+    return sorted(rows.values(), key=lambda r: (-r["bytes"], r["owner"]))
+
+
 def live_blocks(device=None):
     """The device's live Blocks (rawdev.runtime.memory.Block), by address."""
+    if not _cuda_available():
+        return []
     return sorted(list(_alloc(device).live.values()), key=lambda b: b.ptr)
 
 
 # ----------------------------------------------------------------------------------------- summary
 def memory_summary(device=None, abbreviated=False, top=10):
-    """A table in PyTorch's layout (current/peak/total allocated/total freed) plus the top owners."""
-    dev = _device(device)
-    st = memory_stats(dev)
+    """PyTorch's table (current / peak / total allocated / total freed per row, rows with PyTorch's meanings)
+    plus the top owners. Rows: Allocated (live blocks), Active (allocated + frees queued on a stream that has
+    not run them: marked *), Requested (what the tensors asked for; allocated - requested is arena padding),
+    GPU reserved (the pool), Non-releasable (free bytes inside segments that hold active blocks)."""
     W = 77
+    if not _cuda_available():
+        st, title = {}, "rawdev CUDA memory summary: CUDA is not available (no device memory in use)"
+    else:
+        dev = _device(device)
+        st = memory_stats(dev)
+        title = f"rawdev CUDA memory summary, device ID {dev.index} ({dev.name})"
+    queued_n, queued_b = st.get("rawdev.queued_frees", 0), st.get("rawdev.queued_free_bytes", 0)
+    star = "*" if queued_n else ""
 
     def row(name, key, fmt):
-        cur, peak = st.get(f"{key}.all.current", 0), st.get(f"{key}.all.peak", 0)
-        al, fr = st.get(f"{key}.all.allocated"), st.get(f"{key}.all.freed")
-        cells = [fmt(cur), fmt(peak), fmt(al) if al is not None else "-", fmt(fr) if fr is not None else "-"]
+        vals = [st.get(f"{key}.all.{k}") for k in ("current", "peak", "allocated", "freed")]
+        cells = [fmt(v or 0) if i == 0 or v is not None else "-" for i, v in enumerate(vals)]
         return "| " + f"{name:<22}|" + "".join(f" {c:>10} |" for c in cells)
 
-    b = lambda n: fmt_bytes(n)
-    c = lambda n: str(n)
-    title = f"rawdev CUDA memory summary, device ID {dev.index} ({dev.name})"
+    b = lambda n: fmt_bytes(n)  # noqa: E731
+    c = lambda n: str(n)  # noqa: E731
     lines = ["|" + "=" * (W - 2) + "|", "|" + title.center(W - 2) + "|", "|" + "-" * (W - 2) + "|",
-             "|" + f"CUDA OOMs: {st['num_ooms']}".center(37) + "|" + f"cudaMalloc retries: {st['num_alloc_retries']}".center(38) + "|",
+             "|" + f"CUDA OOMs: {st.get('num_ooms', 0)}".center(37) + "|"
+             + f"cudaMalloc retries: {st.get('num_alloc_retries', 0)}".center(38) + "|",
              "|" + "=" * (W - 2) + "|",
              "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |",
              "|" + "-" * (W - 2) + "|",
              row("Allocated memory", "allocated_bytes", b),
-             row("Active memory", "active_bytes", b),
+             row("Active memory" + star, "active_bytes", b),
              row("Requested memory", "requested_bytes", b),
              row("GPU reserved memory", "reserved_bytes", b),
-             "| " + f"{'Cached (reserved-free)':<22}|" + f" {b(st['cached_bytes.all.current']):>10} |" + "            |" * 3,
-             "| " + f"{'Free between blocks':<22}|" + f" {b(st['inactive_split_bytes.all.current']):>10} |" + "            |" * 3,
+             row("Non-releasable memory", "inactive_split_bytes", b),
              "|" + "-" * (W - 2) + "|",
              row("Allocations", "allocation", c),
-             row("Active allocs", "active", c),
-             row("GPU segments (2 MiB)", "segment", c),
-             "|" + "=" * (W - 2) + "|",
-             f"device free {b(st['rawdev.device_free'])} of {b(st['rawdev.device_total'])}"]
-    owners = owner_totals(dev)
-    if not abbreviated:
-        lines += ["", f"Top owners ({len(owners)} owners, {len(dev.allocator.live)} blocks):",
-                  f"  {'owner':<44} {'bytes':>10} {'blocks':>6}"]
-        for who, n, nb in owners[:top]:
-            lines.append(f"  {who[:44]:<44} {b(n):>10} {nb:>6}")
-        if len(owners) > top:
-            rest = owners[top:]
-            lines.append(f"  {'… ' + str(len(rest)) + ' more':<44} {b(sum(r[1] for r in rest)):>10} "
-                         f"{sum(r[2] for r in rest):>6}")
-        if not owners:
-            lines.append("  (no live blocks)")
+             row("Active allocs" + star, "active", c),
+             row("GPU reserved segments", "segment", c),
+             row("Non-releasable allocs", "inactive_split", c),
+             "|" + "=" * (W - 2) + "|"]
+    if queued_n:
+        exact = st.get("rawdev.queued_frees_exact", True)
+        lines.append(f"* includes {'' if exact else 'about '}{queued_n} block(s), {b(queued_b)}, freed with "
+                     "cuMemFreeAsync on a stream that has not run the free yet")
+    if st:
+        alloc, req = st["allocated_bytes.all.current"], st["requested_bytes.all.current"]
+        lines.append(f"allocated - requested = {b(alloc - req)}: padding that starts each tensor of an arena at a "
+                     f"multiple of {ARENA_ALIGN} bytes")
+        lines.append(f"segments: runs of the pool's 2 MiB granules holding active blocks; device free "
+                     f"{b(st['rawdev.device_free'])} of {b(st['rawdev.device_total'])}")
+    if abbreviated or not st:
+        return "\n".join(lines)
+    rows = owner_table(dev)
+    nblocks = st["allocation.all.current"]
+    arenas = sum(1 for x in live_blocks(dev) if x.parts)
+    in_arenas = sum(r["tensors"] for r in rows)
+    lines += ["", f"Top owners ({len(rows)} owners; {nblocks} blocks, {arenas} of them arenas holding "
+                  f"{in_arenas} tensors):",
+              f"  {'owner':<40} {'bytes':>10}  held as"]
+
+    def held(r):
+        if r["arena"] is None:
+            return f"{r['blocks']} block" + ("s" if r["blocks"] != 1 else "")
+        if r["owner"].startswith("padding in "):
+            return "arena padding"
+        return f"{r['tensors']} tensor" + ("s" if r["tensors"] != 1 else "") + f" in arena {r['arena']}"
+
+    for r in rows[:top]:
+        lines.append(f"  {r['owner'][:40]:<40} {b(r['bytes']):>10}  {held(r)}")
+    if len(rows) > top:
+        rest = rows[top:]
+        lines.append(f"  {'… ' + str(len(rest)) + ' more':<40} {b(sum(r['bytes'] for r in rest)):>10}")
+    if not rows:
+        lines.append("  (no live blocks)")
     return "\n".join(lines)
 
 
@@ -330,6 +562,8 @@ class _History:
     def __init__(self):
         self.enabled, self.stacks, self.t0 = False, False, time.time()
         self.ring = collections.deque(maxlen=100_000)
+        self.marks = collections.deque(maxlen=100_000)   # (name, stage, time): phases and user marks
+        self.phase = None
         self.dropped = 0
         self._listeners = {}   # id(allocator) -> (allocator, fn)
 
@@ -375,6 +609,7 @@ _history = _History()
 
 
 def _hook(alloc):
+    _acct(alloc)
     if _history.enabled:
         _history.attach(alloc)
 
@@ -394,11 +629,45 @@ def record_history(enabled=True, stacks=True, max_entries=100_000):
         _history.detach_all()
         return
     _history.detach_all()
-    _history.enabled, _history.stacks = True, bool(stacks)
+    _history.enabled, _history.stacks, _history.phase = True, bool(stacks), None
     _history.ring = collections.deque(_history.ring, maxlen=int(max_entries))
     from ..runtime import device as _d
     for d in list(_d._devices.values()):
         _history.attach(d.allocator)
+
+
+def _phase(name):
+    """Called when a phase of training starts: "forward" (Module.__call__), "backward" (autograd.backward),
+    "optimizer step" (Optimizer.step). With history on, records a mark when the phase changes (nested module
+    calls make one "forward" mark). Costs one attribute test when history is off."""
+    if _history.enabled and _history.phase != name:
+        _history.phase = name
+        _history.marks.append((name, "PHASE", time.time()))
+
+
+class mark:
+    """A user mark on the memory timeline (`rawdev mem show --html`): `memory.mark("epoch 2")` marks the moment;
+    `with memory.mark("validation"):` marks a range. Recorded while history is on (record_history, or
+    `rawdev mem run`); in the snapshot as PyTorch's "external_annotations" (stage START/END)."""
+
+    def __init__(self, name):
+        self.name = str(name)
+        if _history.enabled:
+            _history.marks.append((self.name, "START", time.time()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if _history.enabled:
+            _history.marks.append((self.name, "END", time.time()))
+        return False
+
+
+def annotations():
+    """The recorded marks as dicts (oldest first): name, stage ("PHASE" for forward/backward/optimizer step,
+    "START"/"END" for user marks), time_us (on the history's clock), time."""
+    return [dict(name=n, stage=s, time_us=int((t - _history.t0) * 1e6), time=t) for n, s, t in list(_history.marks)]
 
 
 def history(device=None, stacks=True):
@@ -408,14 +677,20 @@ def history(device=None, stacks=True):
 
 def clear_history():
     _history.ring.clear()
+    _history.marks.clear()
+    _history.phase = None
     _history.dropped = 0
     _history.t0 = time.time()
 
 
-def dump_snapshot(path, device=None):
-    """Write memory_snapshot() (with the recorded history) as JSON. Never pickle."""
+def dump_snapshot(path, device=None, script=None):
+    """Write memory_snapshot() (with the recorded history and marks) as JSON. Never pickle. `script`: the
+    program it describes (the HTML page's title)."""
     snap = memory_snapshot(device)
     snap["history_dropped"] = _history.dropped
+    snap["external_annotations"] = annotations()
+    if script:
+        snap["script"] = str(script)
     tmp = os.fspath(path) + ".tmp"
     with open(tmp, "w") as f:
         json.dump(snap, f, default=str)
@@ -486,7 +761,8 @@ def format_pointer_info(info):
              if info.get("block_start") is not None else "-"),
             ("mapping", f"0x{info['range_start']:x} + {info['range_size']} bytes (offset {info['offset']})"
              if info["range_size"] else "-"),
-            ("buffer id", info["buffer_id"]), ("pool", f"0x{info['pool']:x} ({info['pool_owner']})" if info["pool"] else "-"),
+            ("buffer id", info["buffer_id"]),
+            ("pool", f"0x{info['pool']:x} ({info['pool_owner']})" if info["pool"] else "-"),
             ("owner", info["owner"] or "not allocated by rawdev"), ("stream", info["block_stream"] or "-")]
     return "\n".join(f"{k:>12}: {v}" for k, v in rows)
 
@@ -550,7 +826,8 @@ def peek(x, n=64, fmt="hex"):
         vals = (vals.astype(np.uint32) << 16).view(np.float32)
     lines = []
     for i in range(0, n, 8):
-        lines.append(f"0x{ptr + i * dt.itemsize:x}  " + " ".join(f"{v:>12.6g}" if vals.dtype.kind == "f" else f"{v:>12d}"
+        lines.append(f"0x{ptr + i * dt.itemsize:x}  " + " ".join(f"{v:>12.6g}" if vals.dtype.kind == "f"
+                                                            else f"{v:>12d}"
                                                             for v in vals[i:i + 8]))
     return "\n".join(lines)
 

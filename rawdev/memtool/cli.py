@@ -4,53 +4,59 @@ import sys
 
 from ..runtime.trace import fmt_bytes
 
+DEVICE_HELP = "auto (default: RAWDEV_DRIVER if set, else the GPU if there is one, else the simulator), cuda or sim"
+
 
 def add_parser(subparsers):
     p = subparsers.add_parser("mem", help="GPU memory: devices, a checkpoint on the device, snapshots of a script",
                               description=__doc__)
-    sub = p.add_subparsers(dest="mem_cmd", required=True)
-    i = sub.add_parser("info", help="driver and devices: name, capability, free/total, pool figures")
-    i.add_argument("--device", default="auto", help="auto (default: GPU if any, else the simulator), cuda or sim")
+    p.set_defaults(fn=lambda args: (p.print_help(), 0)[1])
+    sub = p.add_subparsers(dest="mem_cmd", title="commands", metavar="COMMAND")
+    i = sub.add_parser("info", help="driver and devices: name, capability, free/total, pool figures",
+                       description="The driver in use, each device's name, capability and free/total memory, and "
+                                   "rawdev's pool figures.")
+    i.add_argument("--device", default="auto", help=DEVICE_HELP)
     i.set_defaults(fn=cmd_info)
     m = sub.add_parser("model", help="load a safetensors checkpoint to the device, print each tensor's placement, "
-                                     "verify the device bytes against the file")
+                                     "verify the device bytes against the file",
+                       description="Load a safetensors checkpoint onto the device (one arena, one copy), print each "
+                                   "tensor's address, arena offset and alignment, and compare the device bytes "
+                                   "with the file (crc32). Exit status 1 on a mismatch.")
     m.add_argument("checkpoint", help="a .safetensors file (rawdev.save or safetensors)")
-    m.add_argument("--device", default="auto", help="auto (default), cuda or sim")
+    m.add_argument("--device", default="auto", help=DEVICE_HELP)
     m.set_defaults(fn=cmd_model)
     r = sub.add_parser("run", help="run a Python script with memory history on and dump a snapshot at exit",
-                       description="Options after SCRIPT belong to the script, except a trailing --snapshot PATH.")
+                       description="Run SCRIPT with memory history on (rawdev.cuda.memory.record_history) and write "
+                                   "a JSON snapshot at exit. Options after SCRIPT belong to the script, except a "
+                                   "trailing --snapshot PATH.")
     r.add_argument("--snapshot", default=None, help="where to write the JSON snapshot (default: SCRIPT.mem.json)")
     r.add_argument("--no-stacks", action="store_true", help="do not record Python stacks (faster)")
-    r.add_argument("--device", default="auto", help="auto (default), cuda or sim")
-    r.add_argument("script")
-    r.add_argument("args", nargs="...")
+    r.add_argument("--device", default="auto", help=DEVICE_HELP)
+    r.add_argument("script", help="the Python script to run")
+    r.add_argument("args", nargs="...", help="arguments passed to the script")
     r.set_defaults(fn=cmd_run)
-    s = sub.add_parser("show", help="summarize a snapshot (text), or write one self-contained HTML page")
-    s.add_argument("snapshot")
-    s.add_argument("--html", metavar="OUT", help="write an HTML report (SVG timeline by owner + segment map)")
+    s = sub.add_parser("show", help="summarize a snapshot (text), or write one self-contained HTML page",
+                       description="Print a text summary of a snapshot written by `rawdev mem run` or "
+                                   "rawdev.cuda.memory.dump_snapshot, or write it as one HTML page.")
+    s.add_argument("snapshot", help="a JSON snapshot (rawdev mem run, or rawdev.cuda.memory.dump_snapshot)")
+    s.add_argument("--html", metavar="OUT", help="write an HTML report (timeline by owner with phase marks, the owners "
+                                                 "at the peak, segment map) to OUT")
     s.set_defaults(fn=cmd_show)
     return p
 
 
 def _choose(name):
-    """Pick the driver for a mem command: sim on request, or when auto finds no GPU (with a notice)."""
-    from .. import cuda
-    from ..runtime import reset_for_tests, seam
-    if name not in ("auto", "cuda", "sim"):
-        raise SystemExit(f"rawdev mem: --device {name!r}: expected auto, cuda or sim")
-    if name == "sim" and seam._name != "sim":
-        reset_for_tests("sim")
-    elif name == "cuda":
-        seam.use_driver("cuda")
-    elif name == "auto" and not cuda.is_available():
-        print("No CUDA GPU found: using rawdev's simulated GPU.", file=sys.stderr)
-        reset_for_tests("sim")
+    """Pick the driver for a mem command: --device sim/cuda, RAWDEV_DRIVER=sim/cuda, or auto: the GPU, else
+    the simulator (with a notice)."""
+    from ..cli import choose_driver
+    return choose_driver(name, "rawdev mem")
 
 
 # ------------------------------------------------------------------------------------------- info
 def cmd_info(args):
     from .. import cuda
-    from ..runtime import get_device, memory as rm, seam
+    from ..runtime import get_device, seam
+    from ..runtime import memory as rm
     _choose(args.device)
     n = cuda.device_count()
     v = rm.driver_version()
@@ -60,8 +66,10 @@ def cmd_info(args):
         free, total = rm.mem_get_info(d)
         print(f"cuda:{i}  {d.name}  sm_{d.capability[0]}{d.capability[1]}  {d.multiprocessors} SMs")
         print(f"    memory: {fmt_bytes(free)} free of {fmt_bytes(total)}")
-        print(f"    rawdev pool: used {fmt_bytes(d.pool_attribute('used'))} (peak {fmt_bytes(d.pool_attribute('used_high'))}), "
-              f"reserved {fmt_bytes(d.pool_attribute('reserved'))} (peak {fmt_bytes(d.pool_attribute('reserved_high'))}); "
+        print(f"    rawdev pool: used {fmt_bytes(d.pool_attribute('used'))} "
+              f"(peak {fmt_bytes(d.pool_attribute('used_high'))}), "
+              f"reserved {fmt_bytes(d.pool_attribute('reserved'))} "
+              f"(peak {fmt_bytes(d.pool_attribute('reserved_high'))}); "
               f"rawdev's table: {len(d.allocator.live)} blocks, {fmt_bytes(d.allocator.stats['allocated'])}")
     return 0
 
@@ -102,7 +110,8 @@ def placement(path, tensors):
             dev_crc = cm.checksum(addr, nbytes) if nbytes else zlib.crc32(b"")
             alignment = (addr & -addr) if addr else 0
             rows.append(dict(name=name, shape=tuple(t.shape), dtype=h["dtype"], nbytes=nbytes, address=addr,
-                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 4096),   # the largest power of two (up to 4 KiB) dividing the address
+                             # alignment: the largest power of two (up to 4 KiB) dividing the address
+                             offset=getattr(t, "_offset", 0), alignment=min(alignment, 4096),
                              owner=(cm.pointer_info(addr)["owner"] if nbytes else None),
                              file_crc=file_crc, device_crc=dev_crc, ok=(file_crc == dev_crc and hi - lo == nbytes)))
     return rows
@@ -110,7 +119,8 @@ def placement(path, tensors):
 
 def format_placement(rows, path):
     out = [f"{os.path.basename(path)}: {len(rows)} tensors, {fmt_bytes(sum(r['nbytes'] for r in rows))}",
-           f"{'name':<28} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} {'align':>6}  crc32"]
+           f"{'name':<28} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} "
+           f"{'align':>6}  crc32"]
     for r in rows:
         shape = "(" + ", ".join(map(str, r["shape"])) + ")"
         out.append(f"{r['name'][:28]:<28} {shape[:16]:<16} {r['dtype']:<6} {r['nbytes']:>10} {r['address']:>#16x} "
@@ -146,8 +156,7 @@ def cmd_run(args):
     if len(script_args) >= 2 and script_args[-2] == "--snapshot":
         snap, script_args = script_args[-1], script_args[:-2]
     snap = snap or os.path.splitext(args.script)[0] + ".mem.json"
-    if args.device == "sim":
-        _choose("sim")
+    _choose(args.device)
     from ..cuda import memory as cm
     cm.record_history(True, stacks=not args.no_stacks)
     sys.argv = [args.script] + script_args
@@ -167,7 +176,7 @@ def cmd_run(args):
         rc = 1
     finally:
         try:
-            cm.dump_snapshot(snap)
+            cm.dump_snapshot(snap, script=args.script)
             print(f"rawdev mem: snapshot written to {snap} (rawdev mem show {snap} [--html out.html])", file=sys.stderr)
         except Exception as e:   # no device was ever used: say so
             print(f"rawdev mem: no snapshot written ({e})", file=sys.stderr)
@@ -184,7 +193,7 @@ def cmd_show(args):
         print(f"rawdev mem show: {e}", file=sys.stderr)
         return 2
     if args.html:
-        html.write(snap, args.html)
+        html.write(snap, args.html, source=args.snapshot)
         print(f"wrote {args.html}")
     else:
         print(snapshot.summary(snap))

@@ -61,7 +61,8 @@ def summary(snap):
     for d in snap.get("devices", []):
         out.append(f"cuda:{d['index']} {d['name']}: allocated {fmt_bytes(d['allocated'])} in {d['blocks']} blocks "
                    f"(peak {fmt_bytes(d['peak_allocated'])}); pool used {fmt_bytes(d['used'])}, reserved "
-                   f"{fmt_bytes(d['reserved'])} (peak {fmt_bytes(d['reserved_high'])}), cached {fmt_bytes(d['cached'])}; "
+                   f"{fmt_bytes(d['reserved'])} (peak {fmt_bytes(d['reserved_high'])}), "
+                   f"cached {fmt_bytes(d['cached'])}; "
                    f"device free {fmt_bytes(d['free'])} of {fmt_bytes(d['total'])}; OOMs {d['num_ooms']}")
         if d["owners"]:
             out.append("  top owners:")

@@ -90,6 +90,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("forward")  # a mark on the memory timeline
         for hook in tuple(self._forward_pre_hooks.values()):
             res = hook(self, args)
             if res is not None:

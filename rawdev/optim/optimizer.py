@@ -150,6 +150,7 @@ class Optimizer:
     def step(self, closure=None):
         """One update of every parameter that has a gradient: per group and per device, one call of the
         subclass's _step_group (on cuda, a group whose parameters share an arena is one launch)."""
+        __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("optimizer step")  # a memory timeline mark
         loss = None
         if closure is not None:
             with enable_grad():

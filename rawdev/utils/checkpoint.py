@@ -110,7 +110,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         functions = list(functions.children())
     functions = list(functions)
     if segments < 1 or segments > len(functions):
-        warnings.warn(f"checkpoint_sequential: {segments} segments for {len(functions)} modules")
+        warnings.warn(f"checkpoint_sequential: {segments} segments for {len(functions)} modules", stacklevel=2)
         segments = max(1, min(segments, len(functions)))
     segment_size = len(functions) // segments
     end = -1

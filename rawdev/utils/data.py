@@ -261,11 +261,11 @@ class DeviceLoader:
         if self._staging[slot] is None or self._staging[slot].nbytes < total:
             self._staging[slot] = memory.PinnedBuffer(max(total, 1), owner=f"DeviceLoader staging {slot}")
         stage = self._staging[slot].array
-        for t, src, off in layout:
+        for _t, src, off in layout:
             stage[off:off + src.nbytes] = src.reshape(-1).view(np.uint8)
         names = self.names or (["input", "target"] if len(items) == 2 else [f"[{i}]" for i in range(len(items))])
         buf = memory.DeviceBuffer.alloc(rdev, max(total, 1), stream=rdev.compute_stream, owner=f"batch {k}")
-        for (t, src, off), name in zip(layout, names):
+        for (_t, src, off), name in zip(layout, names):
             buf.tag(off, src.nbytes, f"batch {k} {name}")
         rdev.copy_stream.wait_event(rdev.compute_stream.record_event())   # the allocation is ordered on compute
         if total:

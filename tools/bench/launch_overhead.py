@@ -16,7 +16,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cuda.bindings.driver import CUfunction, CUresult, CUstream  # noqa: E402
-
 from rawdev.runtime import kernels, seam  # noqa: E402
 
 OK = (CUresult.CUDA_SUCCESS,)

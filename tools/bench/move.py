@@ -125,8 +125,8 @@ def main():
         for r in rows:
             print(json.dumps(r))
         return rows
-    cols = ["model", "tensors", "bytes", "rawdev_first_to_cuda_ms", "rawdev_to_cuda_ms", "rawdev_cpu_ms", "htod_copies", "dtoh_copies",
-            "raw_pinned_memcpy_ms", "torch_to_cuda_ms", "torch_cpu_ms"]
+    cols = ["model", "tensors", "bytes", "rawdev_first_to_cuda_ms", "rawdev_to_cuda_ms", "rawdev_cpu_ms", "htod_copies",
+            "dtoh_copies", "raw_pinned_memcpy_ms", "torch_to_cuda_ms", "torch_cpu_ms"]
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
     print(f"moves on {rows[0]['device']} ({rows[0]['driver']} driver); times are medians, to completion")
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
