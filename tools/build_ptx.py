@@ -109,8 +109,55 @@ def ptx_entries(ptx: str) -> dict[str, list[str]]:
     return out
 
 
+DEFINE_RE = re.compile(r"^#define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+DOC_COMMENT_RE = re.compile(r"/\*\s*doc:((?:(?!\*/).)*)\*/\s*$")
+
+
+def split_args(text: str) -> list[str]:
+    """Macro arguments: split at the commas outside parentheses."""
+    args, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    return args + [cur.strip()]
+
+
+def expand_kernel_macros(src: str) -> str:
+    """Expand the function-like macros that define kernels (a `#define` whose body has `__global__`) where
+    they are invoked at the start of a line, so that their kernels and their `/* doc: */` comments can be
+    read like hand-written ones. The macro definitions become blank lines (line numbers are kept); NVRTC
+    still compiles the original source, and build() checks that both name the same kernels."""
+    macros = {}
+    for m in DEFINE_RE.finditer(src):
+        if "__global__" in m.group(3):
+            params = [p.strip() for p in m.group(2).split(",")]
+            body = re.sub(r"\\\n", " ", m.group(3))
+            macros[m.group(1)] = (params, body)
+    if not macros:
+        return src
+    src = DEFINE_RE.sub(lambda m: "\n" * m.group(0).count("\n") if m.group(1) in macros else m.group(0), src)
+
+    def expand(m: re.Match) -> str:
+        params, body = macros[m.group(1)]
+        args = split_args(m.group(2))
+        if len(args) != len(params):
+            raise RuntimeError(f"{m.group(1)} takes {len(params)} arguments, got {len(args)}: {m.group(0)!r}")
+        sub = dict(zip(params, args))
+        text = re.sub(r"\b(" + "|".join(map(re.escape, params)) + r")\b", lambda p: sub[p.group(1)], body)
+        return re.sub(r"\s*##\s*", "", text)
+
+    call_re = re.compile(r"^(" + "|".join(map(re.escape, macros)) + r")\((.*)\)[ \t]*;?[ \t]*$", re.M)
+    return call_re.sub(expand, src)
+
+
 def c_signatures(src: str) -> dict[str, tuple[list[str], str]]:
-    """name -> (param names, doc) from `extern "C" __global__ void name(...)` and `// doc:` lines above."""
+    """name -> (param names, doc) from `extern "C" __global__ void name(...)` and `// doc:` lines above
+    (or, for kernels defined by a macro, a `/* doc: */` comment right before `extern "C"`)."""
+    src = expand_kernel_macros(src)
     lines = src.splitlines()
     out = {}
     for m in CSIG_RE.finditer(src):
@@ -120,6 +167,9 @@ def c_signatures(src: str) -> dict[str, tuple[list[str], str]]:
             if ids:
                 ctype = " ".join(i for i in ids[:-1] if i not in ("__restrict__", "const"))
                 names.append((ids[-1], ctype + "*" * p.count("*")))
+        if d := DOC_COMMENT_RE.search(src[src.rfind("\n", 0, m.start()) + 1:m.start()]):
+            out[m.group(1)] = (names, " ".join(d.group(1).split()))
+            continue
         lineno = src.count("\n", 0, m.start())
         doc = []
         while lineno > 0 and lines[lineno - 1].lstrip().startswith("//"):

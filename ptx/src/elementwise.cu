@@ -1,7 +1,7 @@
 // Elementwise kernels, float32 (plus f16/bf16 casts). All take a 64-bit element count n and use a
 // grid-stride loop: any 1-D grid/block works (e.g. block 256, grid min(ceil(n/256), 65535)).
 // Backward kernels write dx = dy * f'(.) and take the saved forward input x (relu, leaky_relu, gelu)
-// or the saved forward output y (tanh, sigmoid), as named in each signature.
+// or the saved forward output y (tanh, sigmoid, sqrt, rsqrt), as named in each signature.
 
 #define DEVI __device__ __forceinline__
 #define GRID_STRIDE(i, n)                                                                           \
@@ -99,6 +99,31 @@ extern "C" __global__ void sigmoid_bwd(float* __restrict__ dx, const float* __re
 {
     GRID_STRIDE(i, n) { float s = y[i]; dx[i] = dy[i] * s * (1.0f - s); }
 }
+
+// ---------------------------------------------------------------- simple unary ops, one line each
+// UNARY_OP(name, fwd, saved, bwd) defines two kernels:
+//   name_fwd(y, x, n):          y[i] = fwd, with x the input element
+//   name_bwd(dx, dy, saved, n): dx[i] = bwd, with dy the incoming gradient element and saved (x: the
+//                               forward input, y: the forward output) the saved element
+// The expressions see plain floats named x, y, dy (inner scopes shadow the pointer parameters). The
+// `/* doc: */` comments become the manifest docs (tools/build_ptx.py expands the macro to find them).
+#define UNARY_OP(NAME, FWD, SAVED, BWD)                                                                          \
+    /* doc: y = FWD. */                                                                                          \
+    extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)       \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
+    }                                                                                                            \
+    /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd). */                                                   \
+    extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
+                                          const float* __restrict__ SAVED, long long n)                          \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
+    }
+
+UNARY_OP(sin, sinf(x), x, dy * cosf(x))
+UNARY_OP(cos, cosf(x), x, -dy * sinf(x))
+UNARY_OP(sqrt, sqrtf(x), y, dy / (2.0f * y))
+UNARY_OP(rsqrt, 1.0f / sqrtf(x), y, -0.5f * dy * (y * y * y))
 
 // doc: z = x + y (z may alias x or y).
 extern "C" __global__ void add(float* z, const float* x, const float* y, long long n)
