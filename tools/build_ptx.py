@@ -92,7 +92,7 @@ def strip_nv_target(ptx: str) -> str:
 
 # ------------------------------------------------------------------------------------- manifest
 ENTRY_RE = re.compile(r"\.visible\s+\.entry\s+(\w+)\s*\((.*?)\)", re.S)
-PARAM_RE = re.compile(r"\.param\s+((?:\.\w+\s+)+)(\w+)")
+PARAM_RE = re.compile(r"\.param\s+((?:\.align\s+\d+\s+)?(?:\.\w+\s+)+)(\w+)(?:\[(\d+)\])?")
 CSIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)\s*\(([^)]*)\)')
 
 
@@ -100,11 +100,14 @@ def ptx_entries(ptx: str) -> dict[str, list[str]]:
     out = {}
     for name, plist in ENTRY_RE.findall(ptx):
         types = []
-        for quals, _pname in PARAM_RE.findall(plist):
+        for quals, _pname, count in PARAM_RE.findall(plist):
             tys = [q for q in quals.split() if q.lstrip(".") in PTX_TYPES]
             if len(tys) != 1:
                 raise RuntimeError(f"{name}: cannot parse param type from {quals!r}")
-            types.append(tys[0].lstrip("."))
+            if count and tys[0] != ".b8":
+                raise RuntimeError(f"{name}: array parameter of {tys[0]}: only .b8[N] (a struct by value) is supported")
+            # a struct passed by value is `.param .align A .b8 name[N]`: its type is "b8[N]"
+            types.append(tys[0].lstrip(".") + (f"[{count}]" if count else ""))
         out[name] = types
     return out
 
