@@ -119,12 +119,6 @@ extern "C" __global__ void axpy(float* __restrict__ y, const float* __restrict__
     GRID_STRIDE(i, n) y[i] = fmaf(a, x[i], y[i]);
 }
 
-// doc: y[0:n] = value.
-extern "C" __global__ void fill(float* __restrict__ y, float value, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = value;
-}
-
 // doc: y = x (non-overlapping buffers).
 extern "C" __global__ void copy(float* __restrict__ y, const float* __restrict__ x, long long n)
 {
