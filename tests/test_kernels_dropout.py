@@ -1,5 +1,5 @@
 """dropout.ptx: Philox4x32-10 mask matches a numpy Philox written here, reproducible from (seed, offset),
-saved-mask and recomputed backward agree."""
+backward through the saved mask."""
 import numpy as np
 import pytest
 
@@ -61,9 +61,7 @@ def test_dropout(dev, n, p):
         g.run("dropout_fwd", 1, 64, [y2, 0, bx, n, p, scale, seed, offset + 1])
         assert not np.array_equal(g.get(y2, n), got_y)
     dy = rng.standard_normal(n).astype(np.float32)
-    bdy, dx1, dx2 = g.put(dy), g.poisoned(n), g.poisoned(n)
+    bdy, dx1 = g.put(dy), g.poisoned(n)
     g.run("dropout_bwd", grid, 128, [dx1, bdy, mask, n, scale])
-    g.run("dropout_bwd_recompute", grid, 128, [dx2, bdy, n, p, scale, seed, offset])
     want = np.where(keep, dy * np.float32(scale), np.float32(0))
     assert np.array_equal(g.get(dx1, n), want)
-    assert np.array_equal(g.get(dx2, n), want)

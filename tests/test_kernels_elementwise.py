@@ -1,4 +1,4 @@
-"""elementwise.ptx: activations forward/backward, arithmetic, fill/copy, f16/bf16 casts."""
+"""elementwise.ptx: activations forward/backward, arithmetic, copy, casts, comparisons, sin/cos/sqrt/rsqrt."""
 import math
 
 import numpy as np
@@ -112,8 +112,6 @@ def test_arithmetic(dev, n):
     z = g.put(y)
     g.run("axpy", *cfg, [z, bx, 0.25, n])
     assert elem_relerr(g.get(z, n), 0.25 * X + Y, floor=1e-4) < 1e-6
-    g.run("fill", *cfg, [z, 3.25, n])
-    assert (g.get(z, n) == 3.25).all()
     g.run("add", *cfg, [bx, bx, by, n])          # in place (z aliases x)
     assert elem_relerr(g.get(bx, n), X + Y) < 1e-6
 
@@ -291,3 +289,93 @@ def test_casts_from_f32(dev, n):
         y = g.poisoned(n, dt)
         g.run(name, *cfg, [y, bx if src is x else g.put(src), n])
         assert np.array_equal(g.get(y, n, dt), ref), name
+
+
+# ---------------------------------------------------------------- sin, cos, sqrt, rsqrt (UNARY_OP kernels)
+def trig_inputs(n):
+    """Mostly moderate angles, plus a tail of large ones (the slow Payne-Hanek argument reduction of
+    sinf/cosf runs for |x| > 105615) and values right at multiples of pi/2."""
+    x = rng.uniform(-10, 10, n)
+    big = rng.random(n) < 0.15
+    x[big] = rng.uniform(-1e6, 1e6, big.sum()) * np.where(rng.random(big.sum()) < 0.3, 1e20, 1.0)
+    edge = [0.0, -0.0, math.pi / 2, -math.pi, 1e-30, 3.0e38, 105615.0, 105616.0, 1e5 * math.pi]
+    x[: min(n, len(edge))] = edge[: min(n, len(edge))]
+    return x.astype(np.float32)
+
+
+def positive_inputs(n, edges=True):
+    """Positive floats over 17 decades; with edges, also 1, 4, the smallest normal/denormal and near-max."""
+    x = np.exp(rng.uniform(-20, 20, n))
+    edge = [1.0, 4.0, 1e-38, 3.0e38, 2.0, 1e-45] if edges else [1.0, 4.0, 2.0]
+    x[: min(n, len(edge))] = edge[: min(n, len(edge))]
+    return x.astype(np.float32)
+
+
+def bwd_positive_inputs(n):
+    """rsqrt's gradient -y^3/2 leaves float32's range for x below ~1e-25 or above ~1e25 (as in PyTorch):
+    the backward tests stay inside it."""
+    return positive_inputs(n, edges=False)
+
+
+# name: (input generator, float64 reference of y from x)
+UNARY_FWD = {"sin_fwd": (trig_inputs, np.sin), "cos_fwd": (trig_inputs, np.cos),
+             "sqrt_fwd": (positive_inputs, np.sqrt), "rsqrt_fwd": (positive_inputs, lambda x: 1 / np.sqrt(x))}
+# name: (input generator, saved tensor: "x" input or "y" output (of the *_fwd reference), dx from (dy, saved))
+UNARY_BWD = {"sin_bwd": (trig_inputs, "x", lambda dy, x: dy * np.cos(x)),
+             "cos_bwd": (trig_inputs, "x", lambda dy, x: -dy * np.sin(x)),
+             "sqrt_bwd": (positive_inputs, "y", lambda dy, y: dy / (2 * y)),
+             "rsqrt_bwd": (bwd_positive_inputs, "y", lambda dy, y: -0.5 * dy * y ** 3)}
+UNARY_SIZES = [1, 255, 257, 4099]   # odd sizes: the last block and the grid-stride loop's tail
+
+
+@pytest.mark.parametrize("n", UNARY_SIZES)
+@pytest.mark.parametrize("name", sorted(UNARY_FWD))
+def test_unary_fwd(dev, name, n):
+    g = Gpu(dev)
+    gen, ref = UNARY_FWD[name]
+    x = gen(n)
+    y = g.poisoned(n)
+    g.run(name, *launch_cfg(n), [y, g.put(x), n])
+    got, want = g.get(y, n), ref(x.astype(np.float64))
+    assert not np.isnan(got).any()
+    ok = np.abs(want) > 1e-30                 # sin(0) = 0 exactly; compare those separately
+    assert elem_relerr(got[ok], want[ok], floor=0) < 1e-5
+    assert np.array_equal(got[~ok], want[~ok].astype(np.float32))
+
+
+@pytest.mark.parametrize("n", UNARY_SIZES)
+@pytest.mark.parametrize("name", sorted(UNARY_BWD))
+def test_unary_bwd(dev, name, n):
+    g = Gpu(dev)
+    gen, which, ref = UNARY_BWD[name]
+    x = gen(n)
+    saved = x if which == "x" else UNARY_FWD[name.replace("_bwd", "_fwd")][1](x.astype(np.float64)).astype(np.float32)
+    dy = rng.standard_normal(n).astype(np.float32)
+    dx = g.poisoned(n)
+    g.run(name, *launch_cfg(n), [dx, g.put(dy), g.put(saved), n])
+    got = g.get(dx, n)
+    # the kernel sees the float32-rounded saved tensor: the reference starts from the same values
+    want = ref(dy.astype(np.float64), saved.astype(np.float64))
+    fin = np.isfinite(want)
+    assert np.array_equal(np.isinf(got), np.isinf(want)) and not np.isnan(got).any()
+    assert elem_relerr(got[fin], want[fin], floor=1e-30) < 1e-5
+
+
+@pytest.mark.parametrize("name, x, want", [
+    ("sin_fwd", [0.0, -0.0, np.inf, -np.inf, np.nan], [0.0, -0.0, np.nan, np.nan, np.nan]),
+    ("cos_fwd", [0.0, -0.0, np.inf, -np.inf, np.nan], [1.0, 1.0, np.nan, np.nan, np.nan]),
+    ("sqrt_fwd", [0.0, -0.0, np.inf, -1.0, np.nan, 4.0, 0.25], [0.0, -0.0, np.inf, np.nan, np.nan, 2.0, 0.5]),
+    ("rsqrt_fwd", [0.0, -0.0, np.inf, -1.0, np.nan, 4.0, 0.25], [np.inf, -np.inf, 0.0, np.nan, np.nan, 0.5, 2.0]),
+    ("sqrt_bwd", [0.0, np.inf, 0.5], [np.inf, 0.0, 1.0]),           # dy = 1: 1 / (2 y)
+    ("rsqrt_bwd", [0.0, np.inf, 2.0], [-0.0, -np.inf, -4.0]),       # dy = 1: -y^3 / 2
+])
+def test_unary_exact_points(dev, name, x, want):
+    """Values with an exact answer (signed zeros, infinities, NaN, exact roots) come out exactly."""
+    g = Gpu(dev)
+    x, want = np.array(x, np.float32), np.array(want, np.float32)
+    n, y = len(x), g.poisoned(len(x))
+    args = [g.put(np.ones(n, np.float32)), g.put(x)] if name.endswith("_bwd") else [g.put(x)]
+    g.run(name, 1, 256, [y, *args, n])
+    got = g.get(y, n)
+    assert np.array_equal(got, want, equal_nan=True), (got, want)
+    assert np.array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)])), (got, want)

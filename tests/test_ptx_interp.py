@@ -614,3 +614,43 @@ def test_vector_load_from_kernel_params(tmp_path):
     struct.pack_into("<4I", buf, e.params[1].offset, 11, 22, 33, 44)   # .align 16: at offset 16
     d.m.launch("k", (1, 1, 1), (1, 1, 1), params=bytes(buf), dynamic_shared=0, memory=d.mem)
     assert d.down(out, 5, np.uint32).tolist() == [44, 22, 33, 44, 33]
+
+
+def test_struct_param_read_through_its_address(tmp_path):
+    """NVRTC reads a by-value struct (`.param .align 8 .b8 g[N]`) by taking its address with mov and
+    loading ld.param [%rd+offset] (strided.ptx's geometry): the offsets land inside that parameter, and a
+    load at offset 0 leaves the address register as it was for the loads after it."""
+    text = """.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 r, .param .align 8 .b8 g[24])
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [r];
+    mov.b64 %rd2, g;
+    mov.u64 %rd3, %rd2;
+    ld.param.u64 %rd4, [%rd3+16];
+    ld.param.u64 %rd5, [%rd3];
+    ld.param.u64 %rd6, [%rd3+8];
+    cvta.to.global.u64 %rd7, %rd1;
+    st.global.u64 [%rd7], %rd4;
+    st.global.u64 [%rd7+8], %rd5;
+    st.global.u64 [%rd7+16], %rd6;
+    st.global.u32 [%rd7+24], %r1;
+    ret;
+}
+"""
+    p = tmp_path / "k.ptx"
+    p.write_text(text)
+    d = Dev(p)
+    out = d.poisoned(4, np.uint64)
+    e = d.m.entries["k"]
+    assert [(q.offset, q.size) for q in e.params] == [(0, 8), (8, 4), (16, 24)]   # .align 8 after the u32
+    buf = bytearray(e.param_size)
+    struct.pack_into("<QI", buf, 0, out, 7)
+    struct.pack_into("<3q", buf, 16, -5, 2 ** 40 + 3, 99)
+    d.m.launch("k", (1, 1, 1), (1, 1, 1), params=bytes(buf), dynamic_shared=0, memory=d.mem)
+    got = d.down(out, 4, np.uint64)
+    assert got[:3].view(np.int64).tolist() == [99, -5, 2 ** 40 + 3] and int(got[3]) & 0xFFFFFFFF == 7

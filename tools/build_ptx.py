@@ -92,7 +92,7 @@ def strip_nv_target(ptx: str) -> str:
 
 # ------------------------------------------------------------------------------------- manifest
 ENTRY_RE = re.compile(r"\.visible\s+\.entry\s+(\w+)\s*\((.*?)\)", re.S)
-PARAM_RE = re.compile(r"\.param\s+((?:\.\w+\s+)+)(\w+)")
+PARAM_RE = re.compile(r"\.param\s+((?:\.align\s+\d+\s+)?(?:\.\w+\s+)+)(\w+)(?:\[(\d+)\])?")
 CSIG_RE = re.compile(r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+(\w+)\s*\(([^)]*)\)')
 
 
@@ -100,17 +100,67 @@ def ptx_entries(ptx: str) -> dict[str, list[str]]:
     out = {}
     for name, plist in ENTRY_RE.findall(ptx):
         types = []
-        for quals, _pname in PARAM_RE.findall(plist):
+        for quals, _pname, count in PARAM_RE.findall(plist):
             tys = [q for q in quals.split() if q.lstrip(".") in PTX_TYPES]
             if len(tys) != 1:
                 raise RuntimeError(f"{name}: cannot parse param type from {quals!r}")
-            types.append(tys[0].lstrip("."))
+            if count and tys[0] != ".b8":
+                raise RuntimeError(f"{name}: array parameter of {tys[0]}: only .b8[N] (a struct by value) is supported")
+            # a struct passed by value is `.param .align A .b8 name[N]`: its type is "b8[N]"
+            types.append(tys[0].lstrip(".") + (f"[{count}]" if count else ""))
         out[name] = types
     return out
 
 
+DEFINE_RE = re.compile(r"^#define[ \t]+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+DOC_COMMENT_RE = re.compile(r"/\*\s*doc:((?:(?!\*/).)*)\*/\s*$")
+
+
+def split_args(text: str) -> list[str]:
+    """Macro arguments: split at the commas outside parentheses."""
+    args, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    return args + [cur.strip()]
+
+
+def expand_kernel_macros(src: str) -> str:
+    """Expand the function-like macros that define kernels (a `#define` whose body has `__global__`) where
+    they are invoked at the start of a line, so that their kernels and their `/* doc: */` comments can be
+    read like hand-written ones. The macro definitions become blank lines (line numbers are kept); NVRTC
+    still compiles the original source, and build() checks that both name the same kernels."""
+    macros = {}
+    for m in DEFINE_RE.finditer(src):
+        if "__global__" in m.group(3):
+            params = [p.strip() for p in m.group(2).split(",")]
+            body = re.sub(r"\\\n", " ", m.group(3))
+            macros[m.group(1)] = (params, body)
+    if not macros:
+        return src
+    src = DEFINE_RE.sub(lambda m: "\n" * m.group(0).count("\n") if m.group(1) in macros else m.group(0), src)
+
+    def expand(m: re.Match) -> str:
+        params, body = macros[m.group(1)]
+        args = split_args(m.group(2))
+        if len(args) != len(params):
+            raise RuntimeError(f"{m.group(1)} takes {len(params)} arguments, got {len(args)}: {m.group(0)!r}")
+        sub = dict(zip(params, args))
+        text = re.sub(r"\b(" + "|".join(map(re.escape, params)) + r")\b", lambda p: sub[p.group(1)], body)
+        return re.sub(r"\s*##\s*", "", text)
+
+    call_re = re.compile(r"^(" + "|".join(map(re.escape, macros)) + r")\((.*)\)[ \t]*;?[ \t]*$", re.M)
+    return call_re.sub(expand, src)
+
+
 def c_signatures(src: str) -> dict[str, tuple[list[str], str]]:
-    """name -> (param names, doc) from `extern "C" __global__ void name(...)` and `// doc:` lines above."""
+    """name -> (param names, doc) from `extern "C" __global__ void name(...)` and `// doc:` lines above
+    (or, for kernels defined by a macro, a `/* doc: */` comment right before `extern "C"`)."""
+    src = expand_kernel_macros(src)
     lines = src.splitlines()
     out = {}
     for m in CSIG_RE.finditer(src):
@@ -120,6 +170,9 @@ def c_signatures(src: str) -> dict[str, tuple[list[str], str]]:
             if ids:
                 ctype = " ".join(i for i in ids[:-1] if i not in ("__restrict__", "const"))
                 names.append((ids[-1], ctype + "*" * p.count("*")))
+        if d := DOC_COMMENT_RE.search(src[src.rfind("\n", 0, m.start()) + 1:m.start()]):
+            out[m.group(1)] = (names, " ".join(d.group(1).split()))
+            continue
         lineno = src.count("\n", 0, m.start())
         doc = []
         while lineno > 0 and lines[lineno - 1].lstrip().startswith("//"):

@@ -1,5 +1,5 @@
 // Dropout with a counter-based Philox4x32-10 generator keyed by (seed, offset), so the mask is a pure
-// function of (seed, offset, element index) and can be saved (uint8) or recomputed.
+// function of (seed, offset, element index); backward reads the saved uint8 mask (dropout_bwd).
 // Element i uses word (i % 4) of philox(key = (lo32(seed), hi32(seed)),
 //                                        counter = (lo32(i/4), hi32(i/4), lo32(offset), hi32(offset))).
 // u = (word >> 8) * 2^-24 in [0, 1); the element is kept when u >= p. Kept values are scaled by
@@ -53,18 +53,3 @@ extern "C" __global__ void dropout_bwd(float* __restrict__ dx, const float* __re
         dx[i] = mask[i] ? dy[i] * scale : 0.0f;
 }
 
-// doc: dx = keep ? dy*scale : 0, recomputing keep from (seed, offset, p) exactly as dropout_fwd (no saved mask). Any 1-D grid/block.
-extern "C" __global__ void dropout_bwd_recompute(float* __restrict__ dx, const float* __restrict__ dy, long long n, float p, float scale, unsigned long long seed, unsigned long long offset)
-{
-    const long long groups = (n + 3) / 4, stride = (long long)gridDim.x * blockDim.x;
-    for (long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x; gi < groups; gi += stride) {
-        const U4 c{(unsigned int)gi, (unsigned int)((unsigned long long)gi >> 32), (unsigned int)offset, (unsigned int)(offset >> 32)};
-        const U4 w = philox4x32_10(c, (unsigned int)seed, (unsigned int)(seed >> 32));
-        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const long long i = gi * 4 + j;
-            if (i < n) dx[i] = keep_word(words[j], p) ? dy[i] * scale : 0.0f;
-        }
-    }
-}

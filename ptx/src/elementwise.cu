@@ -1,7 +1,7 @@
 // Elementwise kernels, float32 (plus f16/bf16 casts). All take a 64-bit element count n and use a
 // grid-stride loop: any 1-D grid/block works (e.g. block 256, grid min(ceil(n/256), 65535)).
 // Backward kernels write dx = dy * f'(.) and take the saved forward input x (relu, leaky_relu, gelu)
-// or the saved forward output y (tanh, sigmoid), as named in each signature.
+// or the saved forward output y (tanh, sigmoid, sqrt, rsqrt), as named in each signature.
 
 #define DEVI __device__ __forceinline__
 #define GRID_STRIDE(i, n)                                                                           \
@@ -12,18 +12,6 @@
 #define K_GELU_CUBIC 0.044715f
 #define K_INV_SQRT2 0.7071067811865476f
 #define K_INV_SQRT_2PI 0.3989422804014327f
-
-// doc: y = max(x, 0).
-extern "C" __global__ void relu_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = fmaxf(x[i], 0.0f);
-}
-
-// doc: dx = dy * (x > 0), x = saved forward input.
-extern "C" __global__ void relu_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-}
 
 // doc: y = x > 0 ? x : slope * x.
 extern "C" __global__ void leaky_relu_fwd(float* __restrict__ y, const float* __restrict__ x, float slope, long long n)
@@ -76,29 +64,36 @@ extern "C" __global__ void gelu_erf_bwd(float* __restrict__ dx, const float* __r
     }
 }
 
-// doc: y = tanh(x).
-extern "C" __global__ void tanh_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = tanhf(x[i]);
-}
+// ---------------------------------------------------------------- simple unary ops, one line each
+// UNARY_OP(name, fwd, saved, bwd) defines two kernels:
+//   name_fwd(y, x, n):          y[i] = fwd, with x the input element
+//   name_bwd(dx, dy, saved, n): dx[i] = bwd, with dy the incoming gradient element and saved (x: the
+//                               forward input, y: the forward output) the saved element
+// The expressions see plain floats named x, y, dy (inner scopes shadow the pointer parameters). The
+// `/* doc: */` comments become the manifest docs (tools/build_ptx.py expands the macro to find them).
+#define UNARY_OP(NAME, FWD, SAVED, BWD)                                                                          \
+    /* doc: y = FWD. */                                                                                          \
+    extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)       \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
+    }                                                                                                            \
+    /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd). */                                                   \
+    extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
+                                          const float* __restrict__ SAVED, long long n)                          \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
+    }
 
-// doc: dx = dy * (1 - y^2), y = saved forward OUTPUT tanh(x).
-extern "C" __global__ void tanh_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, long long n)
-{
-    GRID_STRIDE(i, n) { float t = y[i]; dx[i] = dy[i] * fmaf(-t, t, 1.0f); }
-}
-
-// doc: y = 1 / (1 + exp(-x)).
-extern "C" __global__ void sigmoid_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = 1.0f / (1.0f + expf(-x[i]));
-}
-
-// doc: dx = dy * y * (1 - y), y = saved forward OUTPUT sigmoid(x).
-extern "C" __global__ void sigmoid_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, long long n)
-{
-    GRID_STRIDE(i, n) { float s = y[i]; dx[i] = dy[i] * s * (1.0f - s); }
-}
+// relu_bwd may be given the saved output y instead of x: y > 0 exactly where x > 0
+UNARY_OP(relu, fmaxf(x, 0.0f), x, x > 0.0f ? dy : 0.0f)
+UNARY_OP(tanh, tanhf(x), y, dy * fmaf(-y, y, 1.0f))
+UNARY_OP(sigmoid, 1.0f / (1.0f + expf(-x)), y, dy * y * (1.0f - y))
+// abs: dy * sign(x), 0 at x = 0 and NaN where x is NaN (PyTorch's sgn)
+UNARY_OP(abs, fabsf(x), x, x > 0.0f ? dy : (x < 0.0f ? -dy : (x == 0.0f ? 0.0f : x)))
+UNARY_OP(sin, sinf(x), x, dy * cosf(x))
+UNARY_OP(cos, cosf(x), x, -dy * sinf(x))
+UNARY_OP(sqrt, sqrtf(x), y, dy / (2.0f * y))
+UNARY_OP(rsqrt, 1.0f / sqrtf(x), y, -0.5f * dy * (y * y * y))
 
 // doc: z = x + y (z may alias x or y).
 extern "C" __global__ void add(float* z, const float* x, const float* y, long long n)
@@ -122,12 +117,6 @@ extern "C" __global__ void scale(float* y, const float* x, float a, long long n)
 extern "C" __global__ void axpy(float* __restrict__ y, const float* __restrict__ x, float a, long long n)
 {
     GRID_STRIDE(i, n) y[i] = fmaf(a, x[i], y[i]);
-}
-
-// doc: y[0:n] = value.
-extern "C" __global__ void fill(float* __restrict__ y, float value, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = value;
 }
 
 // doc: y = x (non-overlapping buffers).
@@ -180,21 +169,6 @@ extern "C" __global__ void cast_bf16_f32(float* __restrict__ y, const unsigned s
 extern "C" __global__ void div(float* z, const float* x, const float* y, long long n)
 {
     GRID_STRIDE(i, n) z[i] = x[i] / y[i];
-}
-
-// doc: y = |x|.
-extern "C" __global__ void abs_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = fabsf(x[i]);
-}
-
-// doc: dx = dy * sign(x) (0 at x = 0, NaN where x is NaN, as PyTorch's sgn), x = saved forward input.
-extern "C" __global__ void abs_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) {
-        const float v = x[i], g = dy[i];
-        dx[i] = v > 0.0f ? g : (v < 0.0f ? -g : (v == 0.0f ? 0.0f : v));
-    }
 }
 
 // doc: y = exp(x) (its gradient dy * y is the mul kernel).

@@ -88,26 +88,7 @@ extern "C" __global__ void log_softmax_bwd(float* __restrict__ dx, const float* 
     for (int c = lane; c < C; c += 32) dx[r * C + c] = fmaf(-expf(yr[c]), s, dyr[c]);
 }
 
-// doc: fused log-softmax + NLL per row for logits[rows, C] and int64 target[rows]: lse[r] = logsumexp(logits[r, :]); loss[r] = lse[r] - logits[r, target[r]], or 0 when target[r] == ignore_index; NaN when the target is out of [0, C). Reduce with cross_entropy_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void cross_entropy_fwd(float* __restrict__ loss, float* __restrict__ lse, const float* __restrict__ logits, const long long* __restrict__ target, int rows, int C, long long ignore_index)
-{
-    long long r;
-    if (!warp_row(r, rows)) return;
-    const float* xr = logits + r * C;
-    float mx, ls;
-    row_max_lse(xr, C, mx, ls);
-    if ((threadIdx.x & 31) == 0) {
-        const long long t = target[r];
-        float v;
-        if (t == ignore_index) v = 0.0f;
-        else if (t < 0 || t >= C) v = __int_as_float(0x7fffffff);
-        else v = (mx - xr[t]) + ls;
-        loss[r] = v;
-        lse[r] = mx + ls;
-    }
-}
-
-// The block-wide end of both loss reductions: sum each thread's (loss, count) over the block (1024
+// The block-wide end of the loss reduction: sum each thread's (loss, count) over the block (1024
 // threads), then out = sum, or sum / count for the mean (0/0 = NaN, as PyTorch); count saved if wanted.
 DEVI void finish_loss_reduce(float s, float k, float* out, float* count, int reduction)
 {
@@ -126,34 +107,6 @@ DEVI void finish_loss_reduce(float s, float k, float* out, float* count, int red
             out[0] = (reduction == 2) ? s / k : s;
             if (count) count[0] = k;
         }
-    }
-}
-
-// doc: reduces the per-row cross-entropy loss[rows]: out[0] = sum (reduction 1) or sum / count (reduction 2, mean over rows whose target != ignore_index; 0/0 = NaN as in PyTorch); count[0] = number of non-ignored rows as float (count may be 0 = not wanted). Deterministic. block (1024, 1, 1), grid (1, 1, 1).
-extern "C" __global__ void cross_entropy_reduce(float* __restrict__ out, float* __restrict__ count, const float* __restrict__ loss, const long long* __restrict__ target, int rows, long long ignore_index, int reduction)
-{
-    float s = 0.0f, k = 0.0f;
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-        s += loss[r];
-        k += (target[r] != ignore_index) ? 1.0f : 0.0f;
-    }
-    finish_loss_reduce(s, k, out, count, reduction);
-}
-
-// doc: cross-entropy backward: dlogits[r, c] = (exp(logits[r, c] - lse[r]) - (c == target[r])) * g_r, rows with target == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / count[0] (2; count from cross_entropy_reduce). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void cross_entropy_bwd(float* __restrict__ dlogits, const float* __restrict__ logits, const float* __restrict__ lse, const long long* __restrict__ target, const float* __restrict__ grad, const float* __restrict__ count, int rows, int C, long long ignore_index, int reduction)
-{
-    long long r;
-    if (!warp_row(r, rows)) return;
-    const long long t = target[r];
-    float g = (reduction == 0) ? grad[r] : grad[0];
-    if (reduction == 2) g = g / count[0];
-    if (t == ignore_index) g = 0.0f;
-    const float l = lse[r];
-    const float* xr = logits + r * C;
-    for (int c = threadIdx.x & 31; c < C; c += 32) {
-        const float p = expf(xr[c] - l);
-        dlogits[r * C + c] = (t == ignore_index) ? 0.0f : (p - (c == t ? 1.0f : 0.0f)) * g;
     }
 }
 
@@ -247,40 +200,3 @@ extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, con
     }
 }
 
-// doc: MSE forward. reduction 0: out[i] = (x[i] - y[i])^2 for i < n, any 1-D grid (grid-stride). reduction 1 / 2: out[0] = sum / mean of (x - y)^2, deterministic, must be launched as ONE block: grid (1, 1, 1), block (1024, 1, 1).
-extern "C" __global__ void mse_fwd(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ y, long long n, int reduction)
-{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    if (reduction == 0) {
-        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-            const float d = x[i] - y[i];
-            out[i] = d * d;
-        }
-        return;
-    }
-    __shared__ float ps[32];
-    float s = 0.0f;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-        const float d = x[i] - y[i];
-        s = fmaf(d, d, s);
-    }
-    s = warp_sum(s);
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    if (lane == 0) ps[w] = s;
-    __syncthreads();
-    if (w == 0) {
-        s = warp_sum(lane < nw ? ps[lane] : 0.0f);
-        if (lane == 0) out[0] = (reduction == 2) ? s / (float)n : s;
-    }
-}
-
-// doc: MSE backward dx[i] = 2*(x[i] - y[i]) * g, g = grad[i] (reduction 0), grad[0] (1), grad[0] / n (2). Any 1-D grid (grid-stride).
-extern "C" __global__ void mse_bwd(float* __restrict__ dx, const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ grad, long long n, int reduction)
-{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const float g0 = (reduction == 0) ? 0.0f : (reduction == 2 ? grad[0] / (float)n : grad[0]);
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float g = (reduction == 0) ? grad[i] : g0;
-        dx[i] = 2.0f * (x[i] - y[i]) * g;
-    }
-}

@@ -20,12 +20,6 @@ DEVI void col_sums(float* __restrict__ out, const float* __restrict__ x, int row
     }
 }
 
-// doc: bias gradient db[N] = sum_m dY[m, n] (+ beta*db; db not read when beta == 0). block (32, 8, 1), grid (ceil(N/32), 1, 1).
-extern "C" __global__ void bias_grad(float* __restrict__ db, const float* __restrict__ dY, int M, int N, float beta)
-{
-    col_sums(db, dY, M, N, beta);
-}
-
 // doc: sum over axis 0 (columns sums) of x[rows, cols]: out[cols] = sum_r x[r, :] (+ beta*out; not read when beta == 0). block (32, 8, 1), grid (ceil(cols/32), 1, 1).
 extern "C" __global__ void sum_axis0(float* __restrict__ out, const float* __restrict__ x, int rows, int cols, float beta)
 {

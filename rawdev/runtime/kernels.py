@@ -114,10 +114,11 @@ class Kernel:
         self.module, self.name, self.params, self.doc = module, name, list(params), doc
         self.handle = call("cuModuleGetFunction", module.handle, name.encode(), ctx=f"finding kernel {name} in {module.name}")
         fmt, off, offsets = "<", 0, []
+        self._blobs = tuple((i, _blob_size(t)) for i, (_, t) in enumerate(self.params) if _blob_size(t))
         for _, t in self.params:   # each argument at its natural alignment inside one buffer
-            f = PARAM_FORMATS[t]
+            f = _param_format(t)
             size = struct.calcsize(f)
-            pad = -off % size
+            pad = -off % min(size, 8)
             fmt += f"{pad}x{f}" if pad else f
             offsets.append(off + pad)
             off += pad + size
@@ -147,6 +148,12 @@ class Kernel:
         """
         if len(args) != len(self.params):
             raise self._bad_args(args, f"{self.name} takes {len(self.params)} argument(s), not {len(args)}")
+        for i, size in self._blobs:   # struct.pack would pad or cut a bytes argument of the wrong length
+            a = args[i]
+            if not isinstance(a, (bytes, bytearray, memoryview)) or len(a) != size:
+                raise self._bad_args(args, f"argument {i} ({self.params[i][0]}) of {self.name} must be {size} bytes "
+                                           f"(bytes, bytearray or memoryview), not {type(a).__name__}"
+                                           + (f" of {len(a)}" if isinstance(a, (bytes, bytearray, memoryview)) else ""))
         try:
             self._struct.pack_into(self._args, 0, *args)
         except struct.error:
@@ -163,6 +170,9 @@ class Kernel:
         """The slow path: accept DeviceBuffers for pointers, else explain which argument is wrong."""
         out = []
         for i, (a, (pname, ptype)) in enumerate(zip(args, self.params)):
+            if _blob_size(ptype):   # checked in launch()
+                out.append(bytes(a))
+                continue
             if ptype in ("u64", "b64") and hasattr(a, "ptr"):
                 a = a.ptr
             ok = isinstance(a, numbers.Real if ptype[0] == "f" else numbers.Integral) and not isinstance(a, bool)
@@ -177,6 +187,17 @@ class Kernel:
                 raise self._bad_args(args, f"argument {i} ({pname}) of {self.name} does not fit {ptype}: {e}") from None
             out.append(a)
         return out
+
+
+def _blob_size(ptype):
+    """N for a `b8[N]` parameter (a struct passed by value: `.param .align A .b8 name[N]`), else 0."""
+    return int(ptype[3:-1]) if ptype.startswith("b8[") else 0
+
+
+def _param_format(ptype):
+    """The struct format of one parameter: a scalar's, or `Ns` (exactly N bytes) for a b8[N] struct."""
+    n = _blob_size(ptype)
+    return f"{n}s" if n else PARAM_FORMATS[ptype]
 
 
 def _dim3(d):

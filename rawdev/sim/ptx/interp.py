@@ -219,11 +219,11 @@ class _Ctx:
         view = buf.view(dt)
         if vec == 1:
             if isz > 1:
-                bi >>= np.uint64(isz.bit_length() - 1)
+                bi = bi >> np.uint64(isz.bit_length() - 1)   # never in place: bi may be the address register
             return view[bi][None, :]
         if vec in (2, 4) and view.shape[0] % vec == 0:
             # aligned to isz*vec (checked): gather whole rows, one per lane
-            bi >>= np.uint64((isz * vec).bit_length() - 1)
+            bi = bi >> np.uint64((isz * vec).bit_length() - 1)
             return np.ascontiguousarray(view.reshape(-1, vec)[bi].T)
         ei = bi >> np.uint64(isz.bit_length() - 1)
         return np.stack([view[ei + np.uint64(k)] for k in range(vec)])
