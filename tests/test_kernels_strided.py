@@ -1,12 +1,12 @@
 """strided.ptx: strided_copy_b{1,2,4,8} against exact numpy references, launched directly (every rank
-0..8 as given, no dimension merging) and through rawdev.ops.strided.strided_copy; the struct-by-value
+0..8 as given, no dimension merging) and through rawdev.tensor.strided.strided_copy; the struct-by-value
 parameter's packing in Kernel.launch."""
 import struct
 
 import numpy as np
 import pytest
 
-from rawdev.ops.strided import MAX_RANK, collapse, strided_copy
+from rawdev.tensor.strided import MAX_RANK, collapse, strided_copy
 from rawdev.runtime import kernels
 from test_kernels_util import Gpu, cdiv
 
@@ -160,7 +160,7 @@ def test_64bit_offsets_and_division(dev):
     assert g.get(bdst, 64)[:50].tobytes() == src[:50].tobytes()
 
 
-# ---------------------------------------------------------------- the launcher (rawdev.ops.strided)
+# ---------------------------------------------------------------- the launcher (rawdev.tensor.strided)
 @pytest.mark.parametrize("itemsize", sorted(DTYPES))
 def test_launcher_matches_numpy(dev, itemsize):
     """strided_copy() on random views of every kind and rank (it merges dimensions before launching)."""
