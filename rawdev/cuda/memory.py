@@ -217,6 +217,11 @@ class _Accounting:
     def on_event(self, kind, block):
         if kind == "alloc":
             self.settle()
+            if any(f.ptr == block.ptr for f, _ in self.queued):
+                # a free at this address has run, or the pool handed its block to this allocation (same-stream
+                # reuse in stream order): either way the pool no longer counts it
+                self.queued = collections.deque((q for q in self.queued if q[0].ptr != block.ptr),
+                                                maxlen=_QUEUED_MAX)
             self.counted[block.ptr] = (block, block.nbytes)
             self.running += block.nbytes
         elif kind == "free":

@@ -957,7 +957,7 @@ def _reuse(p, pf, n):
     if n > p.dev.mem.find(addr)[1]:   # the new owner's calls may address more of the footprint from now on
         p.layout.resize(addr, n)
     p.allocs[addr] = n
-    p.used += n
+    p.used += n - pf.nbytes          # the freed block's bytes are the new allocation's now: counted once
     p.used_high = max(p.used_high, p.used)
     _S.pending_free.discard(addr)
     _S.buffer_ids[addr] = next(_ids)
@@ -980,7 +980,6 @@ def cuMemFreeAsync(dptr, hStream):
 
     def free():
         if pf.reused:                     # a later allocation took the block: from here on its bytes are its own
-            p.used -= pf.nbytes
             later = _S.handovers[addr]
             later.remove(pf)
             if later:                     # that one was freed and reused again: keep the footprint for them
