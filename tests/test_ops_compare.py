@@ -138,10 +138,11 @@ def test_compare_cuda_matches_cpu(poisoned, op, case):
     assert np.array_equal(host.astype(bool), np.asarray(want))
 
 
-def test_int64_broadcast_on_cuda_says_what_is_missing(driver):
-    a, b = rawdev.tensor([[1, 2], [3, 4]]).cuda(), rawdev.tensor([1, 2]).cuda()
-    with pytest.raises(NotImplementedError, match="int64"):
-        a == b  # noqa: B015
+def test_int64_broadcast_on_cuda_matches_cpu(driver):
+    """Broadcasting is expand (stride 0) + one strided copy, for every dtype: int64 compares broadcast too."""
+    a, b = rawdev.tensor([[1, 2], [3, 4]]), rawdev.tensor([1, 4])
+    assert (a.cuda() == b.cuda()).cpu().tolist() == (a == b).tolist() == [[True, False], [False, True]]
+    assert (a.cuda() < b.cuda().t()).cpu().tolist() == [[False, True], [False, False]]
 
 
 # ------------------------------------------------------------------ argmax / argmin / max / min

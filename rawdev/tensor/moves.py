@@ -68,7 +68,7 @@ def _context(what, items, dev):
 # ----------------------------------------------------------------------------- host -> device
 def _upload(items, dev, what):
     """Place items' host arrays (item.host) in one new arena on dev. Returns the arena; sets item.offset."""
-    parts = [(it.name, it.host.reshape(-1).view(np.uint8)) for it in items]
+    parts = [(it.name, np.ascontiguousarray(it.host).reshape(-1).view(np.uint8)) for it in items]
     arena, offsets = transfer.upload_arena(_rdev(dev), parts, what, describe=lambda i: items[i].describe(),
                                            context=_context(what, items, dev))
     for it, off in zip(items, offsets):
