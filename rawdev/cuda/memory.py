@@ -311,7 +311,7 @@ def memory_stats(device=None):
             out[f"{key}.all.allocated"] = allocated
             out[f"{key}.all.freed"] = freed
 
-    segs = _segments(live + [b for b, _ in queued])
+    segs = _rm.segments_of(live + [b for b, _ in queued])
     gaps = [n for *_, g in segs for _, n in g]
     active = s["allocated"] + queued_bytes
     put("allocated_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"])
@@ -348,30 +348,6 @@ def memory_stats_as_nested_dict(device=None):
             d = d.setdefault(p, {})
         d[parts[-1]] = v
     return nested
-
-
-def _segments(blocks, granule=_rm.SEGMENT_GRANULE):
-    """Blocks grouped by address into segments (runs of the pool's 2 MiB granules that hold them):
-    [(start, end, [Block...], [(gap_start, gap_size)...])]."""
-    segs = []
-    for b in sorted((b for b in blocks if b.ptr), key=lambda b: b.ptr):
-        lo, hi = b.ptr // granule * granule, -(-(b.ptr + b.nbytes) // granule) * granule
-        if segs and lo <= segs[-1][1]:
-            segs[-1][1] = max(segs[-1][1], hi)
-            segs[-1][2].append(b)
-        else:
-            segs.append([lo, hi, [b]])
-    out = []
-    for lo, hi, bs in segs:
-        gaps, at = [], lo
-        for b in bs:
-            if b.ptr > at:
-                gaps.append((at, b.ptr - at))
-            at = max(at, b.ptr + b.nbytes)
-        if hi > at:
-            gaps.append((at, hi - at))
-        out.append((lo, hi, bs, gaps))
-    return out
 
 
 # ----------------------------------------------------------------------------------------- owners

@@ -14,8 +14,6 @@ from .dispatch import backend, backend_of
 from .registry import declare
 from .shape import expand, reshape
 
-_raw_reshape = reshape
-
 # ------------------------------------------------------------------ reductions
 def _dims(x, dim):
     if dim is None:
@@ -23,6 +21,13 @@ def _dims(x, dim):
     if isinstance(dim, int):
         dim = (dim,)
     return tuple(sorted({x._wrap_dim(d) for d in dim}))
+
+
+def _unreduce(g, ctx):
+    """The gradient of a sum over ctx.dims broadcast back to the input's shape (an expand: stride 0)."""
+    if not ctx.keepdim and ctx.dims:
+        g = reshape(g, [1 if i in ctx.dims else s for i, s in enumerate(ctx.shape)])
+    return expand(g, ctx.shape)
 
 
 class _Sum(Function):
@@ -37,11 +42,7 @@ class _Sum(Function):
 
     @staticmethod
     def backward(ctx, g):
-        B = backend_of(g)
-        if not ctx.keepdim and ctx.dims:
-            kshape = [1 if i in ctx.dims else s for i, s in enumerate(ctx.shape)]
-            g = _raw_reshape(g, kshape)
-        return expand(g, ctx.shape), None, None, None
+        return _unreduce(g, ctx), None, None, None
 
 
 class _Mean(Function):
@@ -62,11 +63,7 @@ class _Mean(Function):
 
     @staticmethod
     def backward(ctx, g):
-        B = backend_of(g)
-        if not ctx.keepdim and ctx.dims:
-            kshape = [1 if i in ctx.dims else s for i, s in enumerate(ctx.shape)]
-            g = _raw_reshape(g, kshape)
-        return expand(B.div_scalar(g, ctx.n), ctx.shape), None, None
+        return _unreduce(backend_of(g).div_scalar(g, ctx.n), ctx), None, None
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
@@ -126,7 +123,7 @@ def _arg(x, dim, keepdim, is_max):
     op = "argmax" if is_max else "argmin"
     outer, red, inner, out = _arg_layout(x, dim, keepdim, op)
     _, idx = backend_of(x).arg_reduce(x.detach(), outer, red, inner, is_max, values=False)
-    return _raw_reshape(idx, out)
+    return reshape(idx, out)
 
 
 def argmax(input, dim=None, keepdim=False):  # noqa: A002
@@ -148,13 +145,13 @@ class _MaxDim(Function):
         ctx.layout, ctx.shape = (outer, red, inner), x.shape
         ctx.set_materialize_grads(False)   # the int64 indices never carry a gradient: no zeros for them
         ctx.save_for_backward(idx)
-        return _raw_reshape(vals, out), _raw_reshape(idx, out)
+        return reshape(vals, out), reshape(idx, out)
 
     @staticmethod
     def backward(ctx, g, _gi):
         idx, = ctx.saved_tensors
-        gx = backend_of(g).arg_reduce_bwd(_raw_reshape(g, (-1,)), idx, *ctx.layout)
-        return _raw_reshape(gx, ctx.shape), None, None, None
+        gx = backend_of(g).arg_reduce_bwd(reshape(g, (-1,)), idx, *ctx.layout)
+        return reshape(gx, ctx.shape), None, None, None
 
 
 class _MaxAll(Function):
@@ -165,7 +162,7 @@ class _MaxAll(Function):
     def forward(ctx, x, is_max):
         outer, red, inner, _ = _arg_layout(x, None, False, "max" if is_max else "min")
         vals, _ = backend_of(x).arg_reduce(x, outer, red, inner, is_max)
-        y = _raw_reshape(vals, ())
+        y = reshape(vals, ())
         ctx.save_for_backward(x, y)
         return y
 

@@ -123,28 +123,8 @@ class Allocator:
             self.free(ptr, stream_handle)
 
     def segments(self, granule=SEGMENT_GRANULE):
-        """The live blocks grouped by address into segments (runs of the pool's 2 MiB granules that hold
-        blocks): [(start, end, [Block...], [(gap_start, gap_size)...])], sorted by address."""
-        blocks = sorted((b for b in list(self.live.values()) if b.ptr), key=lambda b: b.ptr)
-        segs = []
-        for b in blocks:
-            lo, hi = b.ptr // granule * granule, -(-(b.ptr + b.nbytes) // granule) * granule
-            if segs and lo <= segs[-1][1]:
-                segs[-1][1] = max(segs[-1][1], hi)
-                segs[-1][2].append(b)
-            else:
-                segs.append([lo, hi, [b]])
-        out = []
-        for lo, hi, bs in segs:
-            gaps, at = [], lo
-            for b in bs:
-                if b.ptr > at:
-                    gaps.append((at, b.ptr - at))
-                at = max(at, b.ptr + b.nbytes)
-            if hi > at:
-                gaps.append((at, hi - at))
-            out.append((lo, hi, bs, gaps))
-        return out
+        """The live blocks grouped by address into segments (see segments_of)."""
+        return segments_of(list(self.live.values()), granule)
 
     def fragmentation(self, device_free):
         """(largest free block, fragmentation ratio): free memory rawdev could be given is the device's free
@@ -388,3 +368,27 @@ def pointer_attributes(ptr):
 def driver_version():
     """The driver's CUDA version as an int (12080 = 12.8)."""
     return int(call("cuDriverGetVersion", ctx="reading the driver version"))
+
+
+def segments_of(blocks, granule=SEGMENT_GRANULE):
+    """Blocks grouped by address into segments (runs of the pool's 2 MiB granules that hold them):
+    [(start, end, [Block...], [(gap_start, gap_size)...])], sorted by address."""
+    segs = []
+    for b in sorted((b for b in blocks if b.ptr), key=lambda b: b.ptr):
+        lo, hi = b.ptr // granule * granule, -(-(b.ptr + b.nbytes) // granule) * granule
+        if segs and lo <= segs[-1][1]:
+            segs[-1][1] = max(segs[-1][1], hi)
+            segs[-1][2].append(b)
+        else:
+            segs.append([lo, hi, [b]])
+    out = []
+    for lo, hi, bs in segs:
+        gaps, at = [], lo
+        for b in bs:
+            if b.ptr > at:
+                gaps.append((at, b.ptr - at))
+            at = max(at, b.ptr + b.nbytes)
+        if hi > at:
+            gaps.append((at, hi - at))
+        out.append((lo, hi, bs, gaps))
+    return out
