@@ -21,6 +21,14 @@ REF = {
     "leaky_relu": (lambda x: np.where(x > 0, x, 0.2 * x), "any"),
     "gelu": (lambda x: x * 0.5 * (1 + _ERF(x / math.sqrt(2))), "any"),
     "gelu_tanh": (lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))), "any"),
+    "tan": (lambda x: np.sin(x) / np.cos(x), "unit"), "sinh": (lambda x: (np.exp(x) - np.exp(-x)) / 2, "any"),
+    "cosh": (lambda x: (np.exp(x) + np.exp(-x)) / 2, "any"), "asin": (np.arcsin, "unit"),
+    "acos": (np.arccos, "unit"), "atan": (np.arctan, "any"), "exp2": (lambda x: 2.0 ** x, "any"),
+    "expm1": (lambda x: np.exp(x) - 1, "any"), "log2": (lambda x: np.log(x) / math.log(2), "pos"),
+    "log10": (lambda x: np.log(x) / math.log(10), "pos"), "log1p": (lambda x: np.log(1 + x), "pos"),
+    "reciprocal": (lambda x: 1.0 / x, "pos"), "erf": (_ERF, "any"), "frac": (lambda x: np.fmod(x, 1.0), "any"),
+    "sign": (lambda x: (x > 0) * 1.0 - (x < 0) * 1.0, "any"), "floor": (np.floor, "any"), "ceil": (np.ceil, "any"),
+    "round": (np.rint, "any"), "trunc": (lambda x: np.fix(x), "any"),
 }
 PARAMS = {"leaky_relu": (0.2,)}
 
@@ -33,6 +41,8 @@ def inputs(name, shape, dtype=np.float64):
     a = RNG.standard_normal(shape) * 2
     if REF[name][1] == "pos":
         a = np.abs(a) + 0.1
+    elif REF[name][1] == "unit":
+        a = np.tanh(a) * 0.95
     else:   # keep clear of the kinks (relu, abs, leaky_relu) for finite differences
         a = np.where(np.abs(a) < 1e-3, 0.5, a)
     return a.astype(dtype)
@@ -49,7 +59,7 @@ def test_value_against_float64(name):
     got = np.asarray(run(name, rawdev.from_numpy(a)))
     ref = REF[name][0](a)
     # rawdev's numpy erf (no scipy) is good to ~1e-10 absolute; the rest is libm in float64
-    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < (1e-9 if name == "gelu" else 1e-12)
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < (1e-9 if name in ("gelu", "erf") else 1e-12)
     a32 = a.astype(np.float32)
     got32 = np.asarray(run(name, rawdev.from_numpy(a32)))
     assert got32.dtype == np.float32

@@ -96,6 +96,31 @@ cos = unary("cos", np.cos, lambda g, x, y: -g * np.sin(x), "x", ("cos_fwd", "cos
 sqrt = unary("sqrt", np.sqrt, lambda g, x, y: g / (2 * y), "y", ("sqrt_fwd", "sqrt_bwd"))
 rsqrt = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda g, x, y: -0.5 * g * y * y * y, "y",
               ("rsqrt_fwd", "rsqrt_bwd"))
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+tan = unary("tan", np.tan, lambda g, x, y: g * (1 + y * y), "y", ("tan_fwd", "tan_bwd"))
+sinh = unary("sinh", np.sinh, lambda g, x, y: g * np.cosh(x), "x", ("sinh_fwd", "sinh_bwd"))
+cosh = unary("cosh", np.cosh, lambda g, x, y: g * np.sinh(x), "x", ("cosh_fwd", "cosh_bwd"))
+asin = unary("asin", np.arcsin, lambda g, x, y: g / np.sqrt(1 - x * x), "x", ("asin_fwd", "asin_bwd"),
+             aliases=("arcsin",))
+acos = unary("acos", np.arccos, lambda g, x, y: -g / np.sqrt(1 - x * x), "x", ("acos_fwd", "acos_bwd"),
+             aliases=("arccos",))
+atan = unary("atan", np.arctan, lambda g, x, y: g / (1 + x * x), "x", ("atan_fwd", "atan_bwd"), aliases=("arctan",))
+exp2 = unary("exp2", np.exp2, lambda g, x, y: g * y * _LN2, "y", ("exp2_fwd", "exp2_bwd"))
+expm1 = unary("expm1", np.expm1, lambda g, x, y: g * (y + 1), "y", ("expm1_fwd", "expm1_bwd"))
+log2 = unary("log2", np.log2, lambda g, x, y: g / (x * _LN2), "x", ("log2_fwd", "log2_bwd"))
+log10 = unary("log10", np.log10, lambda g, x, y: g / (x * _LN10), "x", ("log10_fwd", "log10_bwd"))
+log1p = unary("log1p", np.log1p, lambda g, x, y: g / (x + 1), "x", ("log1p_fwd", "log1p_bwd"), node="Log1PBackward0")
+reciprocal = unary("reciprocal", lambda x: 1 / x, lambda g, x, y: -g * y * y, "y", ("reciprocal_fwd", "reciprocal_bwd"))
+erf = unary("erf", _erf, lambda g, x, y: g * (2 / math.sqrt(math.pi)) * np.exp(-x * x), "x", ("erf_fwd", "erf_bwd"),
+            functional=False)
+frac = unary("frac", lambda x: x - np.trunc(x), lambda g, x, y: g, "x", ("frac_fwd", "frac_bwd"))
+# piecewise constant: zero gradient everywhere; integers stay integers
+sign = unary("sign", np.sign, lambda g, x, y: np.zeros_like(g), "x", ("sign_fwd", "sign_bwd"), to_float=False)
+floor = unary("floor", np.floor, lambda g, x, y: np.zeros_like(g), "x", ("floor_fwd", "floor_bwd"), to_float=False)
+ceil = unary("ceil", np.ceil, lambda g, x, y: np.zeros_like(g), "x", ("ceil_fwd", "ceil_bwd"), to_float=False)
+round = unary("round", np.round, lambda g, x, y: np.zeros_like(g), "x", ("round_fwd", "round_bwd"), to_float=False)  # noqa: A001
+trunc = unary("trunc", np.trunc, lambda g, x, y: np.zeros_like(g), "x", ("trunc_fwd", "trunc_bwd"), to_float=False,
+              aliases=("fix",))
 tanh = unary("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), "y", ("tanh_fwd", "tanh_bwd"), functional=True)
 sigmoid = unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), lambda g, x, y: g * y * (1 - y), "y",
                 ("sigmoid_fwd", "sigmoid_bwd"), functional=True)
