@@ -265,3 +265,40 @@ def test_cross_entropy_near_tied_huge_logits_on_cuda(driver):
     ref_grad /= n
     assert abs(loss.item() - ref_loss) / abs(ref_loss) < 1e-5
     assert rel(xt.grad.cpu().numpy(), ref_grad) < 1e-5
+
+
+def test_scalar_over_tensor_on_cuda(driver):
+    """`1 / x` and `s / x` on cuda: the reciprocal kernel (the backend had no rdiv_scalar)."""
+    a = np.array([1.0, -2.0, 4.0, 0.5], np.float32)
+    x = rawdev.tensor(a).cuda().requires_grad_()
+    y = 3.0 / x
+    np.testing.assert_allclose(y.detach().cpu().numpy(), 3.0 / a, rtol=1e-6)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), -3.0 / a ** 2, rtol=1e-6)
+    np.testing.assert_allclose((1 / x.detach()).cpu().numpy(), 1 / a, rtol=1e-6)
+
+
+def test_mean_of_an_empty_cuda_tensor_is_nan_as_on_the_cpu(driver):
+    assert np.isnan(rawdev.zeros(0).mean().item())
+    assert np.isnan(rawdev.zeros(0).cuda().mean().item())
+    m = rawdev.zeros(3, 0).cuda().mean(1).cpu().numpy()
+    assert m.shape == (3,) and np.isnan(m).all()
+
+
+def test_a_0_dim_cpu_tensor_joins_cuda_arithmetic_as_a_scalar(driver):
+    x = rawdev.tensor([1.0, 2.0]).cuda()
+    s = rawdev.tensor(3.0)
+    assert (x + s).device.type == "cuda" and (x + s).cpu().tolist() == [4.0, 5.0]
+    assert (s * x).cpu().tolist() == [3.0, 6.0]
+    np.testing.assert_allclose((x / s).cpu().numpy(), [1 / 3, 2 / 3], rtol=1e-6)
+    assert (x > s).cpu().tolist() == [False, False]
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        x + rawdev.tensor([1.0, 2.0])
+
+
+def test_matrix_products_refuse_mixed_dtypes_like_pytorch():
+    lin = rawdev.nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="^mat1 and mat2 must have the same dtype, but got Long and Float$"):
+        lin(rawdev.tensor([[1, 2]]))
+    with pytest.raises(RuntimeError, match="must have the same dtype, but got Double and Float"):
+        rawdev.ones(2, 3, dtype=rawdev.float64) @ rawdev.ones(3, 2)

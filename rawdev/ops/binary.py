@@ -188,8 +188,19 @@ class _PowScalar(Function):
         return B.mul(g, B.scale(B.pow_scalar(x, e - 1), e), g.dtype), None
 
 
+def _same_device(a, b):
+    """PyTorch lets a 0-dim cpu tensor join a cuda one as a scalar operand: it is moved (one 4-byte copy)."""
+    if a.device != b.device:
+        if b.ndim == 0 and b.is_cpu:
+            return a, b.to(a.device)
+        if a.ndim == 0 and a.is_cpu:
+            return a.to(b.device), b
+    return a, b
+
+
 def add(input, other, *, alpha=1):  # noqa: A002
     if isinstance(input, Tensor) and isinstance(other, Tensor):
+        input, other = _same_device(input, other)
         return _Add.apply(input, other, alpha)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _AddScalar.apply(input, other if alpha == 1 else other * alpha)  # True * 1 would be an int
@@ -200,6 +211,7 @@ def add(input, other, *, alpha=1):  # noqa: A002
 
 def sub(input, other, *, alpha=1):  # noqa: A002
     if isinstance(input, Tensor) and isinstance(other, Tensor):
+        input, other = _same_device(input, other)
         return _Add.apply(input, other, -alpha)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _AddScalar.apply(input, -other * alpha)
@@ -210,6 +222,7 @@ def sub(input, other, *, alpha=1):  # noqa: A002
 
 def mul(input, other):  # noqa: A002
     if isinstance(input, Tensor) and isinstance(other, Tensor):
+        input, other = _same_device(input, other)
         return _Mul.apply(input, other)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _Scale.apply(input, other)
@@ -222,6 +235,7 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode is not None:
         raise NotImplementedError("div(rounding_mode=...) is not supported")
     if isinstance(input, Tensor) and isinstance(other, Tensor):
+        input, other = _same_device(input, other)
         return _Div.apply(input, other)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _DivScalar.apply(input, other)
@@ -249,6 +263,7 @@ def _compare(op, input, other):  # noqa: A002
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     a = input.detach()
     if isinstance(other, Tensor):
+        input, other = _same_device(input, other)
         _bcast_shape(input, other)
         B = backend(op, input, other)
         dt = _result_dt(input, other)

@@ -319,7 +319,14 @@ def scale(x, s):
 
 
 def div_scalar(x, s):
-    return scale(x, 1.0 / s)
+    # x / 0 is ±inf (and 0 / 0 NaN), as on the cpu: the mean of an empty tensor is NaN, not an exception
+    return scale(x, 1.0 / s if s else math.copysign(math.inf, s))
+
+
+def rdiv_scalar(x, s):
+    """s / x: the reciprocal kernel, then a scale (s = 1 skips it)."""
+    y = elementwise("reciprocal_fwd", x.dtype, (x,), (), "rdiv")
+    return y if s == 1 else scale_(y, s)
 
 
 def add_scalar(x, s):

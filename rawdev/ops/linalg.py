@@ -10,12 +10,20 @@ from .registry import declare
 from .shape import reshape, squeeze, sum_to, unsqueeze
 
 # ------------------------------------------------------------------ matrix products
+def _same_dtype(a, b):
+    """PyTorch refuses mixed dtypes in a matrix product (numpy would promote, or truncate into integers)."""
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {a.dtype._legacy[:-6]} and "
+                           f"{b.dtype._legacy[:-6]}")
+
+
 class _Linear(Function):
     node_name = "AddmmBackward0"
 
     @staticmethod
     def forward(ctx, x, w, b):
         B = backend("linear", x, w, b)
+        _same_dtype(x, w)
         if x.shape[-1] != w.shape[1]:
             lead = 1
             for s in x.shape[:-1]:
@@ -61,6 +69,7 @@ class _Matmul2d(Function):
     @staticmethod
     def forward(ctx, a, b):
         B = backend("mm", a, b)
+        _same_dtype(a, b)
         if a.shape[1] != b.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
                                f"{b.shape[0]}x{b.shape[1]})")
@@ -82,6 +91,7 @@ class _MatmulBatched(Function):
     @staticmethod
     def forward(ctx, a, b):
         B = backend("matmul", a, b)
+        _same_dtype(a, b)
         if B.NAME != "cpu":
             raise NotImplementedError("batched matmul with a batched right operand runs on the cpu only; on cuda, "
                                       "the right operand must be 1-D or 2-D")
