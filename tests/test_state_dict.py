@@ -227,3 +227,29 @@ def test_module_apply_private():
     w = m[0].weight
     m._apply(lambda t: t.to(dtypes.float64))
     assert m[0].weight is w and w.dtype is dtypes.float64 and m[1].running_mean.dtype is dtypes.float64
+
+
+def test_load_state_dict_takes_tensor_likes_and_names_what_it_cannot():
+    """A state_dict of another library's cpu tensors (or numpy arrays) loads; anything else is named without
+    claiming rawdev wanted a torch.Tensor."""
+    import numpy as np
+    import rawdev
+
+    class ForeignTensor:       # what a cpu torch.Tensor offers: shape, dtype, detach(), __array__
+        def __init__(self, a):
+            self.a, self.shape, self.dtype = a, a.shape, a.dtype
+
+        def detach(self):
+            return self
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+
+    m = rawdev.nn.Linear(3, 2)
+    w, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.5, -2.0], np.float32)
+    m.load_state_dict({"weight": ForeignTensor(w), "bias": b})
+    assert m.weight.tolist() == w.tolist() and m.bias.tolist() == b.tolist()
+    import pytest
+    with pytest.raises(RuntimeError, match="expected rawdev.Tensor or Tensor-like object .* but received <class "
+                                           "'str'>"):
+        m.load_state_dict({"weight": "nope", "bias": b})

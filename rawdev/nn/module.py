@@ -504,9 +504,12 @@ class Module:
             if key in state_dict:
                 input_param = state_dict[key]
                 if not isinstance(input_param, Tensor):
-                    error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
-                                      f'Tensor-like object from checkpoint but received {type(input_param)}')
-                    continue
+                    input_param = _from_tensor_like(input_param)
+                    if not isinstance(input_param, Tensor):
+                        error_msgs.append(f'While copying the parameter named "{key}", expected rawdev.Tensor or '
+                                          f'Tensor-like object (numpy array, cpu torch.Tensor) from checkpoint but '
+                                          f'received {type(input_param)}')
+                        continue
                 if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
                     input_param = input_param[0]  # PyTorch's backward compatibility for 0-dim params
                 if input_param.shape != param.shape:
@@ -658,3 +661,18 @@ def _apply_load_plan(plan):
             by_dev.setdefault(entry[0].device, []).append(entry)
         for dev, entries in by_dev.items():
             moves.load_into_device(dev, entries)
+
+
+def _from_tensor_like(x):
+    """A rawdev cpu tensor with the values of a numpy array or another library's cpu tensor (anything with
+    shape, dtype and __array__, e.g. a torch.Tensor from a state_dict); x itself when it is not one."""
+    if not (hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype")):
+        return x
+    import numpy as np
+
+    from ..tensor.factory import from_numpy
+    try:
+        arr = np.asarray(x.detach() if hasattr(x, "detach") else x)
+        return from_numpy(np.ascontiguousarray(arr))
+    except (TypeError, ValueError, RuntimeError):
+        return x
