@@ -230,8 +230,8 @@ def test_module_apply_private():
 
 
 def test_load_state_dict_takes_tensor_likes_and_names_what_it_cannot():
-    """A state_dict of another library's cpu tensors (or numpy arrays) loads; anything else is named without
-    claiming rawdev wanted a torch.Tensor."""
+    """A state_dict of another library's cpu tensors (or numpy arrays) loads (rawdev said it expected a
+    torch.Tensor when it got one); anything else gets PyTorch's message."""
     import numpy as np
     import rawdev
 
@@ -250,6 +250,6 @@ def test_load_state_dict_takes_tensor_likes_and_names_what_it_cannot():
     m.load_state_dict({"weight": ForeignTensor(w), "bias": b})
     assert m.weight.tolist() == w.tolist() and m.bias.tolist() == b.tolist()
     import pytest
-    with pytest.raises(RuntimeError, match="expected rawdev.Tensor or Tensor-like object .* but received <class "
-                                           "'str'>"):
+    with pytest.raises(RuntimeError, match="expected torch.Tensor or Tensor-like object from checkpoint but received "
+                                           "<class 'str'>"):
         m.load_state_dict({"weight": "nope", "bias": b})

@@ -506,9 +506,9 @@ class Module:
                 if not isinstance(input_param, Tensor):
                     input_param = _from_tensor_like(input_param)
                     if not isinstance(input_param, Tensor):
-                        error_msgs.append(f'While copying the parameter named "{key}", expected rawdev.Tensor or '
-                                          f'Tensor-like object (numpy array, cpu torch.Tensor) from checkpoint but '
-                                          f'received {type(input_param)}')
+                        # PyTorch's wording, which users search for (rawdev takes the tensor-likes it names)
+                        error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                                          f'Tensor-like object from checkpoint but received {type(input_param)}')
                         continue
                 if len(param.shape) == 0 and len(input_param.shape) == 1 and input_param.shape[0] == 1:
                     input_param = input_param[0]  # PyTorch's backward compatibility for 0-dim params
