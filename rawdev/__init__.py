@@ -41,9 +41,7 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "CudaError", "NoDeviceError", "NoDriverError", "OutOfMemoryError", "Generator", "get_rng_state",
            "initial_seed", "manual_seed", "seed", "set_rng_state", "use_driver", "trace", "load", "save",
            "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
-           "add", "div", "exp", "flatten", "log", "log_softmax", "matmul", "mean", "mm", "mul", "neg", "pow", "relu",
-           "reshape", "sigmoid", "softmax", "squeeze", "sub", "sum", "tanh", "unsqueeze",
-           "abs", "argmax", "argmin", "eq", "ge", "gt", "le", "lt", "max", "min", "ne", "Size", "Tensor", "is_tensor",
-           "__version__"]
+           "Size", "Tensor", "is_tensor", "__version__"]
+__all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)
 __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules[__name__ + ".tensor"].__all__
             if n not in __all__]

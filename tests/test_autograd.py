@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 import rawdev
+import rawdev.nn.functional as F
 import rawdev.ops  # noqa: F401  (installs Tensor methods)
 from rawdev.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from rawdev.autograd import grad as autograd_grad
-import rawdev.nn.functional as F
 from rawdev.tensor.factory import from_numpy, tensor
 
 RNG = np.random.default_rng(1234)

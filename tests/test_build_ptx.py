@@ -45,8 +45,8 @@ def test_ptx_header_and_entries(fname):
     entries = dict(re.findall(r"\.visible\s+\.entry\s+(\w+)\s*\((.*?)\)", text, re.S))
     assert sorted(entries) == sorted(info["entries"])
     for name, e in info["entries"].items():
-        types = [t + n for t, n in re.findall(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.\w+\s+)*?\.(\w+)\s+\w+_param_\d+(\[\d+\])?",
-                                              entries[name])]   # a struct by value: b8[N]
+        param = r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.\w+\s+)*?\.(\w+)\s+\w+_param_\d+(\[\d+\])?"
+        types = [t + n for t, n in re.findall(param, entries[name])]   # a struct by value: b8[N]
         assert [p["type"] for p in e["params"]] == types, name
         assert e["doc"], f"{name} has no doc"
         assert len({p["name"] for p in e["params"]}) == len(e["params"]), name

@@ -5,9 +5,9 @@ import struct
 
 import numpy as np
 import pytest
-
-from rawdev.tensor.strided import MAX_RANK, collapse, strided_copy
 from rawdev.runtime import kernels
+from rawdev.tensor.strided import MAX_RANK, collapse, strided_copy
+
 from test_kernels_util import Gpu, cdiv
 
 rng = np.random.default_rng(11)

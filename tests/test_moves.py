@@ -9,7 +9,6 @@ import pytest
 import rawdev
 import rawdev.sim as sim
 from cuda.bindings.driver import CUresult
-from _models import BN, Lin, mlp, snapshot
 from rawdev import dtypes
 from rawdev.errors import CudaError, NoDeviceError, OutOfMemoryError
 from rawdev.nn import Module, Parameter, Sequential

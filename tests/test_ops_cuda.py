@@ -4,8 +4,8 @@ before the kernels write them. Gradient correctness itself is checked in float64
 import numpy as np
 import pytest
 import rawdev
-from rawdev.ops import cuda as C
 import rawdev.nn.functional as F
+from rawdev.ops import cuda as C
 from rawdev.tensor.factory import from_numpy
 
 CASES = {

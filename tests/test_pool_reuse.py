@@ -1,7 +1,6 @@
 """The pool hands a freed block back at once to the stream that freed it: leaving a DeviceLoader early must
 not free the prefetched batch where the next allocation could take it while its copy still writes it."""
 import numpy as np
-
 import rawdev
 from rawdev.runtime import get_device, memory
 from rawdev.utils.data import DeviceLoader
@@ -21,7 +20,7 @@ def test_leaving_a_device_loader_early_never_lets_its_prefetch_copy_overwrite_ne
     X = rng.standard_normal((64, 32)).astype(np.float32)
     Y = rng.integers(0, 10, 64)
     nbytes = memory.align(8 * 32 * 4) + memory.align(8 * 8)       # one batch's device buffer
-    for x, y in DeviceLoader(X, Y, batch_size=8, device="cuda"):
+    for x, y in DeviceLoader(X, Y, batch_size=8, device="cuda"):  # noqa: B007  (the loop variables are used below)
         break                                                      # batch 1 was issued, never handed out
     z = rawdev.zeros(nbytes // 4, device="cuda")                   # the next allocation on the compute stream
     assert not _on_compute(z).any()

@@ -4,13 +4,10 @@ import numpy as np
 import pytest
 
 pytest.importorskip("hypothesis", reason="hypothesis is not installed (a GPU image may lack it)")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 import rawdev
 import rawdev.nn.functional as F
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from rawdev import nn
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,

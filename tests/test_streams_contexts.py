@@ -5,11 +5,11 @@ import threading
 
 import numpy as np
 import pytest
-from cuda.bindings import driver as drv
-
 import rawdev
+from cuda.bindings import driver as drv
 from rawdev import nn, sim
 from rawdev.runtime import get_device, kernels, memory
+
 from test_sim_driver import ok
 
 R = drv.CUresult

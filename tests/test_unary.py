@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev.ops import cuda as cuda_ops
 from rawdev.ops.unary import OPS

@@ -3,7 +3,6 @@ and on the simulated GPU — values, strides, shared storage, contiguous() of ev
 views into the base, gradients through views, and modules whose tensors are views."""
 import numpy as np
 import pytest
-
 import rawdev
 import rawdev.nn as nn
 from rawdev.ops import cuda as cuda_ops
@@ -71,7 +70,8 @@ VIEWS = {
     "size0": ((0, 3), lambda x: x.t().unsqueeze(0), lambda a: a.T[None]),
     "rank0": ((), lambda x: x.unsqueeze(0).expand(3), lambda a: np.broadcast_to(a, (3,))),
     "rank0_index": ((), lambda x: x[None, ...], lambda a: a[None, ...]),
-    "chain": ((6, 5, 4), lambda x: x[::2].transpose(0, 2)[1:, :, 1].t(), lambda a: a[::2].transpose(2, 1, 0)[1:, :, 1].T),
+    "chain": ((6, 5, 4), lambda x: x[::2].transpose(0, 2)[1:, :, 1].t(),
+              lambda a: a[::2].transpose(2, 1, 0)[1:, :, 1].T),
 }
 
 

@@ -261,7 +261,7 @@ def _download_one_device(rdev, ranges, idx, owner, non_blocking, describe, conte
         block = np.array(staging.array[:total], copy=True)
         _offer_staging(rdev, staging)
     result = {}
-    for (buf, lo, hi, its), soff in zip(spans, layout):
+    for (_, lo, _, its), soff in zip(spans, layout):
         for i in its:
             start = soff + ranges[i][1] - lo
             result[i] = block[start:start + ranges[i][2]]

@@ -17,7 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402
 
-
 REPS = 20   # timed repeats after warm-up; the median is reported
 
 def rawdev_step_time(sizes, batch, steps, warmup, device):
