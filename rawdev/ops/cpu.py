@@ -169,6 +169,33 @@ def cast(x, dt):
     return Tensor._make_cpu(_dt.convert_storage(x._host_storage(), x.dtype, dt), dt)
 
 
+def _checked_index(idx, size):
+    i = v(idx)
+    bad = (i < -size) | (i >= size)
+    if bad.any():
+        raise IndexError(f"index {int(i[bad][0])} is out of bounds for dimension with size {size}")
+    return np.where(i < 0, i + size, i)
+
+
+def index_select(x, outer, size, inner, idx):
+    """x viewed as [outer, size, inner] -> [outer, len(idx), inner]."""
+    return wrap(np.take(v(x).reshape(outer, size, inner), _checked_index(idx, size), axis=1), x.dtype)
+
+
+def index_copy_(dst, outer, size, inner, idx, src):
+    d = dst._host_storage().reshape(outer, size, inner)
+    d[:, _checked_index(idx, size), :] = src._host_storage().reshape(outer, -1, inner)
+    dst._bump_version()
+    return dst
+
+
+def index_add_(dst, outer, size, inner, idx, src):
+    d = dst._host_storage().reshape(outer, size, inner)
+    np.add.at(d, (slice(None), _checked_index(idx, size), slice(None)), v(src).reshape(outer, -1, inner))
+    dst._bump_version()
+    return dst
+
+
 def sum_dims(x, dims, keepdim=False, dt=None):
     xv = v(x)
     r = np.sum(xv, axis=tuple(dims), keepdims=keepdim, dtype=xv.dtype if dt is None else _vdt(dt))

@@ -569,6 +569,35 @@ def cross_entropy_bwd(gy, saved, target, weight, ignore_index, reduction, smooth
     return gx
 
 
+# ------------------------------------------------------------------ indexing along a dim (index.ptx)
+def _index_launch(kernel, a, b, idx, outer, size, inner, op):
+    n = outer * idx.numel() * inner
+    _ew(_rdev(a), kernel, [a.data_ptr(), b.data_ptr(), idx.data_ptr(), outer, idx.numel(), size, inner], n, op)
+
+
+def index_select(x, outer, size, inner, idx):
+    """x viewed as [outer, size, inner] -> [outer, len(idx), inner] (any dtype; an index out of range trips
+    the kernel's device-side assert)."""
+    out = empty((outer, idx.numel(), inner), x.dtype, x.device, "index_select output")
+    _index_launch(f"index_select_b{x.dtype.itemsize}", out, x, idx, outer, size, inner, "index_select")
+    return out
+
+
+def index_copy_(dst, outer, size, inner, idx, src):
+    """In place: dst[o, idx[j], i] = src[o, j, i] (dst contiguous, viewed as [outer, size, inner])."""
+    _index_launch(f"index_copy_b{dst.dtype.itemsize}", dst, dense(src), idx, outer, size, inner, "index_copy_")
+    dst._bump_version()
+    return dst
+
+
+def index_add_(dst, outer, size, inner, idx, src):
+    """In place: dst[o, idx[j], i] += src[o, j, i] with atomics (float32)."""
+    _f32("index_add_", dst, src)
+    _index_launch("index_add_f32", dst, dense(src), idx, outer, size, inner, "index_add_")
+    dst._bump_version()
+    return dst
+
+
 # ------------------------------------------------------------------ dropout (dropout.ptx)
 def dropout(x, p, generator):
     """y = keep ? x/(1-p) : 0 with keep from Philox(seed, 0); the seed is drawn from rawdev's generator (so

@@ -52,7 +52,7 @@ class _DenseCuda:
     Functions that write into their first argument handle views themselves (they write the base)."""
 
     _WRITERS = frozenset({"copy_into", "add_", "scale_", "new_grad", "sgd_group", "adam_group", "alloc_states",
-                          "zeros_state", "elementwise", "gemm"})
+                          "zeros_state", "elementwise", "gemm", "index_copy_", "index_add_"})
 
     def __getattr__(self, name):
         from . import cuda
