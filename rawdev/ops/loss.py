@@ -318,7 +318,7 @@ class _PointwiseLoss(Function):
             gt = wrap(np.asarray(gt, dtp), g.dtype) if need_t else None
             return gx, gt, gw, None, None
         from . import cuda as _c
-        g = _c.dense(g)
+        g, x, t, w = _c.dense(g), _c.dense(x), _c.dense(t), _c.dense(w)
         gx = _c.empty(x.shape, g.dtype, g.device, f"{op} grad") if need_x else None
         gt = _c.empty(x.shape, g.dtype, g.device, f"{op} target grad") if need_t else None
         n = x.numel()
