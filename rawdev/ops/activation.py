@@ -175,7 +175,9 @@ def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
                            f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
                            f"channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    if inplace and training:
+    if not training or p == 0.0:
+        return input
+    if inplace:
         return _in_place(dropout1d, input, (p, training))
     if input.ndim == 3:
         return _feature_dropout(input, p, training)
