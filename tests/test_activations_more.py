@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-
 import rawdev
 import rawdev.nn as nn
 import rawdev.nn.functional as F

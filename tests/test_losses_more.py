@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 import rawdev
 import rawdev.nn as nn
 import rawdev.nn.functional as F

@@ -7,11 +7,12 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
 from .binary import add, mul, neg, sub
+from .dispatch import backend_of
 from .registry import declare
 from .shape import narrow, reshape
 from .unary import relu, sigmoid
+
 
 # ------------------------------------------------------------------ softmax
 class _Softmax(Function):

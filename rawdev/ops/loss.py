@@ -8,14 +8,14 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
-from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
 from .activation import log_softmax
 from .binary import add, div, eq, mul, neg, pow, sub
+from .dispatch import backend, backend_of
 from .reduce import mean, sum
 from .registry import declare
-from .shape import expand, reshape, sum_to
+from .shape import expand, reshape
 from .unary import abs, relu, softplus, sqrt
+
 
 # ------------------------------------------------------------------ losses
 class _CrossEntropy(Function):

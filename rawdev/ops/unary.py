@@ -142,8 +142,8 @@ def _mish_grad(g, x, y):
 _silu = unary("silu", lambda x: x * _sig(x), lambda g, x, y: g * _sig(x) * (1 + x * (1 - _sig(x))), "x",
               ("silu_fwd", "silu_bwd"), public=False)
 _mish = unary("mish", lambda x: x * np.tanh(_softplus1(x)), _mish_grad, "x", ("mish_fwd", "mish_bwd"), public=False)
-_elu = unary("elu", lambda x, a: np.where(x > 0, x, a * np.expm1(x)), lambda g, x, y, a: np.where(x > 0, g, g * a * np.exp(x)),
-             "x", ("elu_fwd", "elu_bwd"), public=False)
+_elu = unary("elu", lambda x, a: np.where(x > 0, x, a * np.expm1(x)),
+             lambda g, x, y, a: np.where(x > 0, g, g * a * np.exp(x)), "x", ("elu_fwd", "elu_bwd"), public=False)
 _selu = unary("selu", lambda x: _SELU_S * np.where(x > 0, x, _SELU_A * np.expm1(x)),
               lambda g, x, y: np.where(x > 0, g * _SELU_S, g * _SELU_S * _SELU_A * np.exp(x)), "x",
               ("selu_fwd", "selu_bwd"), public=False)
@@ -161,8 +161,8 @@ _hardswish = unary("hardswish", lambda x: np.where(x <= -3, 0, np.where(x >= 3, 
                    lambda g, x, y: np.where(x < -3, 0, np.where(x <= 3, g * (x / 3 + 0.5), g)), "x",
                    ("hardswish_fwd", "hardswish_bwd"), public=False)
 _hardsigmoid = unary("hardsigmoid", lambda x: np.where(x <= -3, 0, np.where(x >= 3, 1, x / 6 + 0.5)),
-                     lambda g, x, y: np.where((x > -3) & (x < 3), g / 6, 0), "x", ("hardsigmoid_fwd", "hardsigmoid_bwd"),
-                     public=False)
+                     lambda g, x, y: np.where((x > -3) & (x < 3), g / 6, 0), "x",
+                     ("hardsigmoid_fwd", "hardsigmoid_bwd"), public=False)
 _logsigmoid = unary("logsigmoid", lambda x: -_softplus1(-x), lambda g, x, y: g * _sig(-x), "x",
                     ("logsigmoid_fwd", "logsigmoid_bwd"), node="LogSigmoidBackward0", public=False)
 _softsign = unary("softsign", lambda x: x / (1 + np.abs(x)), lambda g, x, y: g / (1 + np.abs(x)) ** 2, "x",
