@@ -28,8 +28,24 @@ REF = {
     "reciprocal": (lambda x: 1.0 / x, "pos"), "erf": (_ERF, "any"), "frac": (lambda x: np.fmod(x, 1.0), "any"),
     "sign": (lambda x: (x > 0) * 1.0 - (x < 0) * 1.0, "any"), "floor": (np.floor, "any"), "ceil": (np.ceil, "any"),
     "round": (np.rint, "any"), "trunc": (lambda x: np.fix(x), "any"),
+    "silu": (lambda x: x / (1 + np.exp(-x)), "any"),
+    "mish": (lambda x: x * np.tanh(np.log(1 + np.exp(x))), "any"),
+    "elu": (lambda x: np.where(x > 0, x, 0.7 * (np.exp(x) - 1)), "any"),
+    "selu": (lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1)), "any"),
+    "celu": (lambda x: np.maximum(x, 0) + np.minimum(0, 1.5 * (np.exp(x / 1.5) - 1)), "any"),
+    "softplus": (lambda x: np.where(2 * x > 3, x, np.log(1 + np.exp(2 * x)) / 2), "any"),
+    "hardtanh": (lambda x: np.clip(x, -0.5, 1.5), "any"),
+    "relu6": (lambda x: np.clip(x, 0, 6), "any"),
+    "hardswish": (lambda x: x * np.clip(x + 3, 0, 6) / 6, "any"),
+    "hardsigmoid": (lambda x: np.clip(x + 3, 0, 6) / 6, "any"),
+    "logsigmoid": (lambda x: np.log(0.5 * (1 + np.tanh(x / 2))), "any"),
+    "softsign": (lambda x: x / (1 + np.abs(x)), "any"),
+    "tanhshrink": (lambda x: x - np.tanh(x), "any"),
 }
-PARAMS = {"leaky_relu": (0.2,)}
+PARAMS = {"leaky_relu": (0.2,), "elu": (0.7,), "celu": (1.5,), "softplus": (2.0, 3.0), "hardtanh": (-0.5, 1.5)}
+# kinks that finite differences must not straddle
+KINKS = {"softplus": (1.5,), "hardtanh": (-0.5, 1.5), "relu6": (6.0,), "hardswish": (-3.0, 3.0),
+         "hardsigmoid": (-3.0, 3.0)}
 
 
 def test_every_declared_unary_op_has_a_reference():
@@ -44,6 +60,8 @@ def inputs(name, shape, dtype=np.float64):
         a = np.tanh(a) * 0.95
     else:   # keep clear of the kinks (relu, abs, leaky_relu) for finite differences
         a = np.where(np.abs(a) < 1e-3, 0.5, a)
+        for k in KINKS.get(name, ()):
+            a = np.where(np.abs(a - k) < 1e-3, k + 0.25, a)
     return a.astype(dtype)
 
 

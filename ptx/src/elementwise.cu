@@ -116,6 +116,54 @@ UNARY_OP(ceil, ceilf(x), x, 0.0f)
 UNARY_OP(round, rintf(x), x, 0.0f)
 UNARY_OP(trunc, truncf(x), x, 0.0f)
 
+// Activations. silu/mish/logsigmoid/softplus keep exp arguments <= 0 where an overflow would lose the result.
+#define K_SELU_ALPHA 1.6732632423543772f
+#define K_SELU_SCALE 1.0507009873554805f
+DEVI float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+DEVI float softplus1(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }   // log(1 + e^x)
+UNARY_OP(silu, x * sigm(x), x, dy * sigm(x) * fmaf(x, 1.0f - sigm(x), 1.0f))
+UNARY_OP(mish, x * tanhf(softplus1(x)), x, dy * fmaf(x * sigm(x), 1.0f - tanhf(softplus1(x)) * tanhf(softplus1(x)), tanhf(softplus1(x))))
+UNARY_OP(selu, K_SELU_SCALE * (x > 0.0f ? x : K_SELU_ALPHA * expm1f(x)), x, x > 0.0f ? dy * K_SELU_SCALE : dy * (K_SELU_SCALE * K_SELU_ALPHA) * expf(x))
+UNARY_OP(relu6, fminf(fmaxf(x, 0.0f), 6.0f), x, (x <= 0.0f || x >= 6.0f) ? 0.0f : dy)
+UNARY_OP(hardswish, x <= -3.0f ? 0.0f : (x >= 3.0f ? x : x * (x + 3.0f) / 6.0f), x, x < -3.0f ? 0.0f : (x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy))
+UNARY_OP(hardsigmoid, x <= -3.0f ? 0.0f : (x >= 3.0f ? 1.0f : x / 6.0f + 0.5f), x, (x > -3.0f && x < 3.0f) ? dy / 6.0f : 0.0f)
+UNARY_OP(logsigmoid, fminf(x, 0.0f) - log1pf(expf(-fabsf(x))), x, dy * (x < 0.0f ? 1.0f / (1.0f + expf(x)) : expf(-x) / (1.0f + expf(-x))))
+UNARY_OP(softsign, x / (1.0f + fabsf(x)), x, dy / ((1.0f + fabsf(x)) * (1.0f + fabsf(x))))
+UNARY_OP(tanhshrink, x - tanhf(x), x, dy * tanhf(x) * tanhf(x))
+
+// UNARY_OP_P1(name, fwd, saved, bwd) / UNARY_OP_P2(...): as UNARY_OP with one float parameter a (two: a, b)
+// before n: name_fwd(y, x, a, [b,] n), name_bwd(dx, dy, saved, a, [b,] n).
+#define UNARY_OP_P1(NAME, FWD, SAVED, BWD)                                                                       \
+    /* doc: y = FWD (float parameter a). */                                                                      \
+    extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, float a, long long n) \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
+    }                                                                                                            \
+    /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd; float parameter a). */                                \
+    extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
+                                          const float* __restrict__ SAVED, float a, long long n)                 \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
+    }
+#define UNARY_OP_P2(NAME, FWD, SAVED, BWD)                                                                       \
+    /* doc: y = FWD (float parameters a, b). */                                                                  \
+    extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, float a, float b, long long n) \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
+    }                                                                                                            \
+    /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd; float parameters a, b). */                            \
+    extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
+                                          const float* __restrict__ SAVED, float a, float b, long long n)        \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
+    }
+
+// elu: a = alpha; celu: a = alpha; softplus: a = beta, b = threshold; hardtanh: a = min_val, b = max_val
+UNARY_OP_P1(elu, x > 0.0f ? x : a * expm1f(x), x, x > 0.0f ? dy : dy * a * expf(x))
+UNARY_OP_P1(celu, x > 0.0f ? x : a * expm1f(x / a), x, x > 0.0f ? dy : dy * expf(x / a))
+UNARY_OP_P2(softplus, x * a > b ? x : log1pf(expf(x * a)) / a, x, x * a > b ? dy : dy * sigm(x * a))
+UNARY_OP_P2(hardtanh, x < a ? a : (x > b ? b : x), x, (x <= a || x >= b) ? 0.0f : dy)
+
 // doc: z = x + y (z may alias x or y).
 extern "C" __global__ void add(float* z, const float* x, const float* y, long long n)
 {

@@ -4,6 +4,9 @@
 // Reduction codes: 0 none, 1 sum, 2 mean.
 
 #define DEVI __device__ __forceinline__
+#define GRID_STRIDE(i, n)                                                                           \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
+         i < (n); i += _stride)
 
 DEVI float warp_max(float v)
 {
@@ -200,3 +203,101 @@ extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, con
     }
 }
 
+
+// ---------------------------------------------------------------- elementwise losses
+// Op codes (rawdev/ops/loss.py's _PW): 0 l1 |x - t|; 1 smooth_l1 (a = beta > 0); 2 huber (a = delta);
+// 3 binary cross-entropy on probabilities x (logs clamped at -100, as PyTorch); 4 binary cross-entropy on
+// logits x (w = pos_weight per element, 1 when none); 5 kl_div t*(log t - x) (0 where t == 0);
+// 6 kl_div with log-target exp(t)*(t - x).
+DEVI float pw_loss(int op, float x, float t, float w, float a)
+{
+    switch (op) {
+    case 0: return fabsf(x - t);
+    case 1: { const float d = fabsf(x - t); return d < a ? 0.5f * d * d / a : d - 0.5f * a; }
+    case 2: { const float d = fabsf(x - t); return d < a ? 0.5f * d * d : a * (d - 0.5f * a); }
+    case 3: return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(log1pf(-x), -100.0f));
+    case 4: {
+        // (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x)), log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|))
+        const float sp = fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x)));
+        const float lw = fmaf(w - 1.0f, t, 1.0f);
+        return fmaf(1.0f - t, x, lw * sp);
+    }
+    case 5: return t == 0.0f ? -(t * x) : t * (logf(t) - x);
+    default: return expf(t) * (t - x);
+    }
+}
+
+// doc: out[i] = loss_op(x[i], t[i]) for op 0 l1, 1 smooth_l1 (a = beta > 0), 2 huber (a = delta), 3 bce on probabilities (logs clamped at -100), 4 bce on logits (pw = pos_weight per element, 0 = none), 5 kl_div, 6 kl_div log_target. x, t (and pw) have n elements. Any 1-D grid/block.
+extern "C" __global__ void pointwise_loss_fwd(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ t, const float* __restrict__ pw, int op, float a, long long n)
+{
+    GRID_STRIDE(i, n) out[i] = pw_loss(op, x[i], t[i], pw ? pw[i] : 1.0f, a);
+}
+
+// doc: gradients of pointwise_loss_fwd: dx[i] = dy[i] * d loss/dx, dt[i] = dy[i] * d loss/dt (dx or dt may be 0 = not wanted); bce's dx is (x - t) / max(x (1 - x), 1e-12) and its dt log(1-x) - log(x) with both logs clamped at -100, as PyTorch. Any 1-D grid/block.
+extern "C" __global__ void pointwise_loss_bwd(float* __restrict__ dx, float* __restrict__ dt, const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ t, const float* __restrict__ pw, int op, float a, long long n)
+{
+    GRID_STRIDE(i, n) {
+        const float xi = x[i], ti = t[i], g = dy[i];
+        float gx, gt;
+        switch (op) {
+        case 0: { const float d = xi - ti; gx = d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : (d == 0.0f ? 0.0f : d)); gt = -gx; break; }
+        case 1: { const float d = xi - ti; gx = d < -a ? -1.0f : (d > a ? 1.0f : d / a); gt = -gx; break; }
+        case 2: { const float d = xi - ti; gx = d < -a ? -a : (d > a ? a : d); gt = -gx; break; }
+        case 3:
+            gx = (xi - ti) / fmaxf((1.0f - xi) * xi, 1e-12f);
+            gt = fmaxf(log1pf(-xi), -100.0f) - fmaxf(logf(xi), -100.0f);
+            break;
+        case 4: {
+            // d/dx = (1 - t) - lw * sigmoid(-x); d/dt = (pw - 1) * log(1 + exp(-x)) - x
+            const float e = expf(-fabsf(xi));
+            const float sneg = xi >= 0.0f ? e / (1.0f + e) : 1.0f / (1.0f + e);   // sigmoid(-x)
+            const float w = pw ? pw[i] : 1.0f;
+            const float lw = fmaf(w - 1.0f, ti, 1.0f);
+            gx = (1.0f - ti) - lw * sneg;
+            gt = fmaf(w - 1.0f, fmaxf(-xi, 0.0f) + log1pf(e), -xi);
+            break;
+        }
+        case 5: gx = -ti; gt = logf(ti) + 1.0f - xi; break;
+        default: { const float et = expf(ti); gx = -et; gt = et * (ti - xi + 1.0f); break; }
+        }
+        if (dx) dx[i] = g * gx;
+        if (dt) dt[i] = g * gt;
+    }
+}
+
+// ---------------------------------------------------------------- nll_loss on [N, C, inner] log-probabilities
+
+// doc: per-element nll: for r in [0, N*inner) with n = r / inner, k = r % inner, t = target[r]: loss[r] = -weight[t] * x[(n*C + t)*inner + k] (weight 0 = every weight 1); 0 when t == ignore_index, NaN when t is out of [0, C). Reduce with cross_entropy_ws_reduce (rows = N*inner). Any 1-D grid/block.
+extern "C" __global__ void nll_fwd(float* __restrict__ loss, const float* __restrict__ x, const long long* __restrict__ target, const float* __restrict__ weight, long long rows, int C, long long inner, long long ignore_index)
+{
+    GRID_STRIDE(r, rows) {
+        const long long t = target[r];
+        float v;
+        if (t == ignore_index) v = 0.0f;
+        else if (t < 0 || t >= C) v = __int_as_float(0x7fffffff);
+        else {
+            const long long n = r / inner, k = r - n * inner;
+            v = -(weight ? weight[t] : 1.0f) * x[(n * C + t) * inner + k];
+        }
+        loss[r] = v;
+    }
+}
+
+// doc: backward of nll_fwd over x[N, C, inner] (n_elems = N*C*inner): dx[(n*C + c)*inner + k] = -weight[t] * g_r where c == t = target[r], r = n*inner + k, else 0 (0 too when t == ignore_index). g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; 0 when denom is 0). Any 1-D grid/block.
+extern "C" __global__ void nll_bwd(float* __restrict__ dx, const float* __restrict__ grad, const float* __restrict__ denom, const long long* __restrict__ target, const float* __restrict__ weight, long long n_elems, int C, long long inner, long long ignore_index, int reduction)
+{
+    GRID_STRIDE(i, n_elems) {
+        const long long k = i % inner, nc = i / inner, c = nc % C, n = nc / C, r = n * inner + k;
+        const long long t = target[r];
+        float v = 0.0f;
+        if (t == c && t != ignore_index) {
+            float g = (reduction == 0) ? grad[r] : grad[0];
+            if (reduction == 2) {
+                const float d = denom[0];
+                g = (d != 0.0f) ? g / d : 0.0f;
+            }
+            v = -(weight ? weight[t] : 1.0f) * g;
+        }
+        dx[i] = v;
+    }
+}

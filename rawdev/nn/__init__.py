@@ -13,3 +13,12 @@ from .layers import (GELU, CrossEntropyLoss, Dropout, Flatten, Identity, LeakyRe
 
 __all__ += ["functional", "init", "Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
             "Dropout", "Flatten", "Unflatten", "Identity", "CrossEntropyLoss", "MSELoss", "NLLLoss"]
+from .layers import (CELU, ELU, GLU, SELU, AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
+                     Dropout1d, Dropout2d, FeatureAlphaDropout, Hardsigmoid, Hardswish, Hardtanh, HuberLoss,
+                     KLDivLoss, L1Loss, LogSigmoid, MarginRankingLoss, Mish, PReLU, ReLU6, SiLU, SmoothL1Loss, Softmin,
+                     Softplus, Softsign, Tanhshrink, TripletMarginLoss)
+
+__all__ += ["SiLU", "Mish", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "ReLU6", "Hardswish", "Hardsigmoid",
+            "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU", "Dropout1d", "Dropout2d",
+            "AlphaDropout", "FeatureAlphaDropout", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+            "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss"]

@@ -1,11 +1,18 @@
-"""Softmax, log_softmax and dropout (row-wise kernels on cuda; Philox masks for dropout)."""
+"""Softmax, log_softmax, softmin, prelu, glu and the dropouts (row-wise kernels on cuda; Philox masks for
+dropout: the channel-wise and alpha variants draw their masks with the same dropout_fwd kernel)."""
+import math
+
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
-from .binary import mul
+from .binary import add, mul, neg, sub
+from .dispatch import backend_of
 from .registry import declare
-from .shape import reshape
+from .shape import narrow, reshape
+from .unary import relu, sigmoid
+
 
 # ------------------------------------------------------------------ softmax
 class _Softmax(Function):
@@ -45,6 +52,50 @@ def log_softmax(input, dim=None, dtype=None):  # noqa: A002
 
 
 
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    """softmax(-x) along dim."""
+    if dtype is not None:
+        input = input.to(dtype=_dt.as_dtype(dtype))  # noqa: A001
+    return _softmax(neg(input), dim, False, None)
+
+
+# ------------------------------------------------------------------ prelu, glu
+def prelu(input, weight):  # noqa: A002
+    """x where x > 0, weight * x elsewhere; weight is one value or one per channel (dim 1; dim 0 of a 1-D
+    input). relu(x) + weight * (x - relu(x)): exact in float32 (one of the two terms is 0)."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu(): argument 'weight' (position 2) must be Tensor, not {type(weight).__name__}")
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+    if weight.numel() != 1:
+        if input.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+    w = weight
+    if input.ndim >= 2:
+        shape = [1] * input.ndim
+        shape[1] = weight.numel()
+        w = reshape(weight, shape)
+    elif weight.ndim == 1 and input.ndim == 0:
+        w = reshape(weight, ())
+    r = relu(input)
+    return add(r, mul(w, sub(input, r)))
+
+
+def glu(input, dim=-1):  # noqa: A002
+    """a * sigmoid(b) with a, b the two halves of input along dim."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = input._wrap_dim(dim)
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    return mul(narrow(input, d, 0, n // 2), sigmoid(narrow(input, d, n // 2, n // 2)))
+
+
 # ------------------------------------------------------------------ dropout
 class _Dropout(Function):
     node_name = "NativeDropoutBackward0"
@@ -75,7 +126,130 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa
     return _Dropout.apply(input, float(p), generator or _random.default_generator)
 
 
+def _keep(shape, p, scale, like, generator=None):
+    """A tensor of shape on like's device and dtype: scale where an element is kept (probability 1 - p), 0
+    elsewhere. cpu: drawn from rawdev's host generator; cuda: the dropout_fwd kernel (Philox, seed drawn from
+    the generator) run over ones."""
+    from .. import random as _random
+    gen = generator or _random.default_generator
+    shape = tuple(shape)
+    if like.device.type == "cpu":
+        from .cpu import _vdt, wrap
+        dtp = _vdt(like.dtype)
+        keep = gen.np.random(shape) >= p
+        return wrap(keep.astype(dtp) * np.asarray(scale, dtp), like.dtype)
+    from . import cuda as _cuda
+    _cuda._f32("dropout", like)
+    ones = _cuda.full(shape, 1.0, like.dtype, like.device, "dropout ones")
+    y = _cuda.empty(shape, like.dtype, like.device, "dropout mask")
+    n = y.numel()
+    seed = int(gen.np.integers(0, 2 ** 63))
+    _cuda._ew(_cuda._rdev(like), "dropout_fwd", [y.data_ptr(), 0, ones.data_ptr(), n, float(p), float(scale), seed, 0],
+              n, "dropout")
+    return y
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _in_place(fn, input, args):  # noqa: A002
+    from .inplace import apply_inplace
+    return apply_inplace(input, fn, fn.__name__ + "_", args, {})
+
+
+def _feature_dropout(input, p, training, generator=None):  # noqa: A002
+    """PyTorch's feature dropout: one mask value per (batch, channel), broadcast over the rest."""
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return mul(input, 0.0)
+    noise_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return mul(input, _keep(noise_shape, p, 1.0 / (1.0 - p), input, generator))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of (N, C, L) or (C, L) inputs with probability p, scale the rest by 1/(1-p)."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           f"channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return _in_place(dropout1d, input, (p, training))
+    if input.ndim == 3:
+        return _feature_dropout(input, p, training)
+    return reshape(_feature_dropout(reshape(input, (1,) + tuple(input.shape)), p, training), tuple(input.shape))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of (N, C, H, W) or (C, H, W) inputs with probability p, scale the rest by 1/(1-p)."""
+    import warnings
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      f"in an error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      f"inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", UserWarning, stacklevel=2)
+    if inplace and training:
+        return _in_place(dropout2d, input, (p, training))
+    return _feature_dropout(input, p, training)
+
+
+_SELU_ALPHA_PRIME = 1.7580993408473766   # -scale * alpha of selu
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False, generator=None):  # noqa: A002
+    """Dropout that keeps a self-normalizing (selu) activation's mean and variance: dropped elements become
+    -alpha', then everything is scaled by a and shifted by b (PyTorch's formula)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return _in_place(alpha_dropout, input, (p, training))
+    if p == 1.0:
+        return mul(input, 0.0)
+    return _alpha(input, p, tuple(input.shape), generator)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    """alpha_dropout with one mask value per (batch, channel)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return _in_place(feature_alpha_dropout, input, (p, training))
+    if p == 1.0:
+        return mul(input, 0.0)
+    return _alpha(input, p, tuple(input.shape[:2]) + (1,) * (input.ndim - 2))
+
+
+def _alpha(input, p, noise_shape, generator=None):  # noqa: A002
+    alpha = _SELU_ALPHA_PRIME
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = _keep(noise_shape, p, 1.0, input, generator)          # 0/1
+    b = add(mul(keep, alpha * a), -alpha * a + alpha * a * p)   # (keep - 1) * alpha * a + alpha * a * p
+    return add(mul(input, mul(keep, a)), b)
+
+
 
 declare("softmax", softmax, family="activation", functional=True)
 declare("log_softmax", log_softmax, family="activation", functional=True)
 declare("dropout", dropout, family="activation", functional=True, torch=False, method=False)
+declare("softmin", softmin, family="activation", functional=True, torch=False, method=False)
+declare("prelu", prelu, family="activation", functional=True)
+declare("glu", glu, family="activation", functional=True, torch=False, method=False)
+declare("dropout1d", dropout1d, family="activation", functional=True, torch=False, method=False)
+declare("dropout2d", dropout2d, family="activation", functional=True, torch=False, method=False)
+declare("alpha_dropout", alpha_dropout, family="activation", functional=True, method=False)
+declare("feature_alpha_dropout", feature_alpha_dropout, family="activation", functional=True, method=False)

@@ -147,6 +147,55 @@ _gelu_tanh_op = unary("gelu_tanh", _gelu_tanh, _gelu_tanh_grad, "x", ("gelu_tanh
                       node="GeluBackward0", public=False)
 
 
+# activations (F.<name>; the parameters of elu/celu/softplus/hardtanh are the kernels' float a, b)
+_SELU_A, _SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _softplus1(x):   # log(1 + e^x) without overflow
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _mish_grad(g, x, y):
+    t = np.tanh(_softplus1(x))
+    return g * (t + x * _sig(x) * (1 - t * t))
+
+
+_silu = unary("silu", lambda x: x * _sig(x), lambda g, x, y: g * _sig(x) * (1 + x * (1 - _sig(x))), "x",
+              ("silu_fwd", "silu_bwd"), public=False)
+_mish = unary("mish", lambda x: x * np.tanh(_softplus1(x)), _mish_grad, "x", ("mish_fwd", "mish_bwd"), public=False)
+_elu = unary("elu", lambda x, a: np.where(x > 0, x, a * np.expm1(x)),
+             lambda g, x, y, a: np.where(x > 0, g, g * a * np.exp(x)), "x", ("elu_fwd", "elu_bwd"), public=False)
+_selu = unary("selu", lambda x: _SELU_S * np.where(x > 0, x, _SELU_A * np.expm1(x)),
+              lambda g, x, y: np.where(x > 0, g * _SELU_S, g * _SELU_S * _SELU_A * np.exp(x)), "x",
+              ("selu_fwd", "selu_bwd"), public=False)
+_celu = unary("celu", lambda x, a: np.where(x > 0, x, a * np.expm1(x / a)),
+              lambda g, x, y, a: np.where(x > 0, g, g * np.exp(x / a)), "x", ("celu_fwd", "celu_bwd"), public=False)
+_softplus = unary("softplus", lambda x, b, t: np.where(x * b > t, x, np.log1p(np.exp(x * b)) / b),
+                  lambda g, x, y, b, t: np.where(x * b > t, g, g * _sig(x * b)), "x", ("softplus_fwd", "softplus_bwd"),
+                  public=False)
+_hardtanh = unary("hardtanh", lambda x, lo, hi: np.where(x < lo, lo, np.where(x > hi, hi, x)),
+                  lambda g, x, y, lo, hi: np.where((x <= lo) | (x >= hi), 0, g), "x", ("hardtanh_fwd", "hardtanh_bwd"),
+                  public=False)
+_relu6 = unary("relu6", lambda x: np.minimum(np.maximum(x, 0), 6), lambda g, x, y: np.where((x <= 0) | (x >= 6), 0, g),
+               "x", ("relu6_fwd", "relu6_bwd"), node="HardtanhBackward0", public=False)
+_hardswish = unary("hardswish", lambda x: np.where(x <= -3, 0, np.where(x >= 3, x, x * (x + 3) / 6)),
+                   lambda g, x, y: np.where(x < -3, 0, np.where(x <= 3, g * (x / 3 + 0.5), g)), "x",
+                   ("hardswish_fwd", "hardswish_bwd"), public=False)
+_hardsigmoid = unary("hardsigmoid", lambda x: np.where(x <= -3, 0, np.where(x >= 3, 1, x / 6 + 0.5)),
+                     lambda g, x, y: np.where((x > -3) & (x < 3), g / 6, 0), "x",
+                     ("hardsigmoid_fwd", "hardsigmoid_bwd"), public=False)
+_logsigmoid = unary("logsigmoid", lambda x: -_softplus1(-x), lambda g, x, y: g * _sig(-x), "x",
+                    ("logsigmoid_fwd", "logsigmoid_bwd"), node="LogSigmoidBackward0", public=False)
+_softsign = unary("softsign", lambda x: x / (1 + np.abs(x)), lambda g, x, y: g / (1 + np.abs(x)) ** 2, "x",
+                  ("softsign_fwd", "softsign_bwd"), public=False)
+_tanhshrink = unary("tanhshrink", lambda x: x - np.tanh(x), lambda g, x, y: g * np.tanh(x) ** 2, "x",
+                    ("tanhshrink_fwd", "tanhshrink_bwd"), public=False)
+
+
 # Ops whose public signature has more than the input (or keeps integer dtypes).
 def relu(input, inplace=False):  # noqa: A002
     """max(x, 0) (integers stay integers)."""
@@ -171,7 +220,100 @@ def gelu(input, approximate="none"):  # noqa: A002
     return apply(_gelu_erf if approximate == "none" else _gelu_tanh_op, input)
 
 
+
+
+def _act(op, input, p=(), inplace=False, name=None):  # noqa: A002
+    if inplace:
+        return inplace_form(get(name or op.name))(input, *p)
+    return apply(op, input, tuple(float(v) for v in p))
+
+
+def silu(input, inplace=False):  # noqa: A002
+    """x * sigmoid(x)."""
+    return _act(_silu, input, inplace=inplace)
+
+
+def mish(input, inplace=False):  # noqa: A002
+    """x * tanh(softplus(x))."""
+    return _act(_mish, input, inplace=inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    return _act(_elu, input, (alpha,), inplace)
+
+
+def selu(input, inplace=False):  # noqa: A002
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+    return _act(_selu, input, inplace=inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    """x for x > 0, alpha * (exp(x / alpha) - 1) otherwise."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _act(_celu, input, (alpha,), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    """log(1 + exp(beta * x)) / beta, and x where beta * x > threshold."""
+    return _act(_softplus, input, (beta, threshold))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    """x clamped to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _act(_hardtanh, input, (min_val, max_val), inplace)
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    """min(max(x, 0), 6) (PyTorch's hardtanh(x, 0, 6))."""
+    if inplace:
+        return inplace_form(get("hardtanh"))(input, 0.0, 6.0)
+    return apply(_relu6, input)
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    """x * relu6(x + 3) / 6."""
+    return _act(_hardswish, input, inplace=inplace)
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    """relu6(x + 3) / 6."""
+    return _act(_hardsigmoid, input, inplace=inplace)
+
+
+def logsigmoid(input):  # noqa: A002
+    """log(sigmoid(x)) = -softplus(-x)."""
+    return apply(_logsigmoid, input)
+
+
+def softsign(input):  # noqa: A002
+    """x / (1 + |x|)."""
+    return apply(_softsign, input)
+
+
+def tanhshrink(input):  # noqa: A002
+    """x - tanh(x)."""
+    return apply(_tanhshrink, input)
+
+
 declare("relu", relu, family="unary", functional=True, inplace=True)
 declare("abs", abs, family="unary", inplace=True, aliases=("absolute",))
 declare("leaky_relu", leaky_relu, family="unary", functional=True, inplace=True, torch=False, method=False)
 declare("gelu", gelu, family="unary", functional=True, torch=False, method=False)
+_F = dict(family="unary", functional=True, torch=False, method=False)
+declare("silu", silu, **_F)
+declare("mish", mish, **_F)
+declare("elu", elu, inplace=True, **_F)
+declare("selu", selu, family="unary", functional=True, inplace=True, method=False)
+declare("celu", celu, family="unary", functional=True, inplace=True, method=False)
+declare("softplus", softplus, **_F)
+declare("hardtanh", hardtanh, inplace=True, **_F)
+declare("relu6", relu6, **_F)
+declare("hardswish", hardswish, **_F)
+declare("hardsigmoid", hardsigmoid, **_F)
+declare("logsigmoid", logsigmoid, **_F)
+declare("softsign", softsign, **_F)
+declare("tanhshrink", tanhshrink, **_F)

@@ -1,12 +1,20 @@
 """rawdev.nn layers and losses (the ops layer's modules)."""
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from .dropout import Dropout
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
+                         LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign,
+                         Tanh, Tanhshrink)
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, FeatureAlphaDropout
 from .flatten import Flatten, Identity, Unflatten
 from .linear import Linear
-from .loss import CrossEntropyLoss, MSELoss, NLLLoss
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                   MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss, TripletMarginLoss)
 
 __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout",
-           "Flatten", "Unflatten", "Identity", "CrossEntropyLoss", "MSELoss", "NLLLoss", "tag_modules"]
+           "Flatten", "Unflatten", "Identity", "CrossEntropyLoss", "MSELoss", "NLLLoss", "tag_modules",
+           "SiLU", "Mish", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "ReLU6", "Hardswish", "Hardsigmoid",
+           "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU",
+           "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
+           "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
+           "CosineEmbeddingLoss", "TripletMarginLoss"]
 
 
 def tag_modules(model):
