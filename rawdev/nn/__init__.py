@@ -8,6 +8,7 @@ __all__ = ["Module", "Parameter", "Buffer", "Sequential", "ModuleList", "ModuleD
 
 # --- layers, losses, functional, init ---
 from . import functional, init  # noqa: E402
+from . import utils  # noqa: E402,F401
 from .layers import (GELU, CrossEntropyLoss, Dropout, Flatten, Identity, LeakyReLU, Linear, LogSoftmax,  # noqa: E402
                      MSELoss, NLLLoss, ReLU, Sigmoid, Softmax, Tanh, Unflatten)
 

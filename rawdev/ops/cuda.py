@@ -778,6 +778,73 @@ def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weigh
         p._bump_version()
 
 
+def _launch_groups(kname, op, params, grads, states, args_of, keys=None):
+    """One launch of optim kernel kname per arena group (params, grads and each state list laid out alike),
+    else one per parameter. keys[i] (e.g. the step count) must agree inside a launch: parameters at different
+    keys go one launch each. args_of(key, n) gives the scalars after the pointers and n."""
+    _f32(op, *params, *grads)
+    rdev = _rdev(params[0])
+    k = _kernel(rdev, kname, op)
+    if keys is not None and len(set(keys)) > 1:
+        for i in range(len(params)):
+            _launch_groups(kname, op, [params[i]], [grads[i]], [None if s is None else [s[i]] for s in states],
+                           args_of, [keys[i]])
+        return
+    key = keys[0] if keys else None
+    for ptrs, n in _groups(params, grads, *states):
+        if n:
+            k.launch(min((n + 255) // 256, 65535), 256, [x or 0 for x in ptrs] + [n] + args_of(key, n))
+    for p in params:
+        p._bump_version()
+
+
+def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+    _launch_groups("rmsprop_step", "RMSprop", params, grads,
+                   [sqs, bufs if momentum > 0 else None, gas if centered else None],
+                   lambda key, n: [float(lr), float(alpha), 1.0 - alpha, float(eps), float(weight_decay),
+                                   float(momentum), int(bool(centered)), int(bool(maximize))])
+
+
+def adagrad_group(params, grads, sums, steps, lr, lr_decay, eps, weight_decay, maximize):
+    _launch_groups("adagrad_step", "Adagrad", params, grads, [sums],
+                   lambda step, n: [lr / (1 + (step - 1) * lr_decay), float(eps), float(weight_decay),
+                                    int(bool(maximize))], steps)
+
+
+def adadelta_group(params, grads, sqs, accs, lr, rho, eps, weight_decay, maximize):
+    _launch_groups("adadelta_step", "Adadelta", params, grads, [sqs, accs],
+                   lambda key, n: [float(lr), float(rho), 1.0 - rho, float(eps), float(weight_decay),
+                                   int(bool(maximize))])
+
+
+def adamax_group(params, grads, ms, us, steps, lr, beta1, beta2, eps, weight_decay, maximize):
+    _launch_groups("adamax_step", "Adamax", params, grads, [ms, us],
+                   lambda step, n: [1.0 - beta1, float(beta2), float(eps), float(weight_decay),
+                                    lr / (1 - beta1 ** step), int(bool(maximize))], steps)
+
+
+def nadam_group(params, grads, ms, vs, steps, mu_products, lr, beta1, beta2, eps, weight_decay, momentum_decay,
+                decoupled, maximize):
+    def args(key, n):
+        step, prod = key
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        return [1.0 - beta1, float(beta2), 1.0 - beta2, float(eps), float(weight_decay), 1.0 - lr * weight_decay,
+                1 - beta2 ** step, lr * (1.0 - mu) / (1.0 - prod), lr * mu_next / (1.0 - prod * mu_next),
+                int(bool(maximize)), int(bool(decoupled and weight_decay))]
+    _launch_groups("nadam_step", "NAdam", params, grads, [ms, vs], args, list(zip(steps, mu_products)))
+
+
+def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
+    from .cpu import radam_rect
+
+    def args(step, n):
+        rectified, rect = radam_rect(beta2, step)
+        return [1.0 - beta1, float(beta2), 1.0 - beta2, float(eps), float(weight_decay), 1.0 - lr * weight_decay,
+                float(lr), 1 - beta1 ** step, math.sqrt(1 - beta2 ** step), rect, int(rectified),
+                int(bool(maximize)), int(bool(decoupled and weight_decay))]
+    _launch_groups("radam_step", "RAdam", params, grads, [ms, vs], args, steps)
+
 # ------------------------------------------------------------------ misc
 def cross_device_note():
     return "cuda ops take float32 tensors on one device"

@@ -24,6 +24,8 @@ required = _RequiredParameter()
 
 
 class Optimizer:
+    _host_state = ()
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self.state = defaultdict(dict)
@@ -131,10 +133,11 @@ class Optimizer:
         self._after_load()
 
     def _cast_state(self, p, key, value):
-        """State tensors go to the parameter's device (floats also to its dtype); `step` stays as saved."""
+        """State tensors go to the parameter's device (floats also to its dtype); host scalars (`step`, and what a
+        subclass lists in _host_state, e.g. NAdam's mu_product) stay as saved."""
         if not isinstance(value, Tensor):
             return copy.deepcopy(value)
-        if key == "step":
+        if key == "step" or key in self._host_state:
             return value.detach().clone()
         with no_grad():
             out = self._alloc_state(p, key)
@@ -167,3 +170,29 @@ class Optimizer:
 
     def _step_group(self, group, backend, params):
         raise NotImplementedError
+
+    def _lazy_state(self, B, params, keys, scalars=None):
+        """PyTorch's lazy state init: parameters with no state get zeroed state tensors `keys` (on cuda one
+        arena per key when the params share one) and host scalar tensors {name: initial value}; a key switched
+        on later (a loaded state_dict, a changed option) is added where missing. Returns the states in order."""
+        from ..tensor.factory import tensor
+        new = [p for p in params if len(self.state[p]) == 0]
+        if new:
+            allocs = {k: B.alloc_states(new, k) for k in keys}
+            for i, p in enumerate(new):
+                self.state[p].update({name: tensor(float(v)) for name, v in (scalars or {}).items()})
+                self.state[p].update({k: allocs[k][i] for k in keys})
+        for k in keys:
+            need = [p for p in params if k not in self.state[p]]
+            for p, b in zip(need, B.alloc_states(need, k) if need else ()):
+                self.state[p][k] = b
+        return [self.state[p] for p in params]
+
+    @staticmethod
+    def _count_step(states):
+        """step += 1 in each state (PyTorch's default keeps the count in a host tensor); the new counts."""
+        out = []
+        for s in states:
+            s["step"].fill_(s["step"].item() + 1)
+            out.append(int(s["step"].item()))
+        return out
