@@ -1495,7 +1495,8 @@ def cuPointerGetAttributes(numAttributes, attributes, ptr):
 # ==================================================================================== test helpers
 def reset():
     """Power-cycle the simulated GPU: memory, pools, streams, events, modules, pinned memory, sticky
-    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment. cuInit is needed again."""
+    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment and CUDA_LAUNCH_BLOCKING. cuInit is
+    needed again."""
     global _S
     with _lock:
         _graveyard.update({a: b for a, (b, _) in _S.host.items()})
