@@ -15,7 +15,14 @@ class CudaError(RuntimeError):
             msg += f" — while {context}"
         if detail:
             msg += f"\n{detail}"
+        hint = self._hint()
+        if hint:
+            msg += f"\n{hint}"
         super().__init__(msg)
+
+    def _hint(self):
+        """A line for the user after the detail, or None (subclasses say more)."""
+        return None
 
 
 class OutOfMemoryError(CudaError):
@@ -24,6 +31,18 @@ class OutOfMemoryError(CudaError):
 
 class IllegalAddressError(CudaError):
     """CUDA_ERROR_ILLEGAL_ADDRESS: a kernel touched memory outside every allocation (sticky)."""
+
+
+class DeviceAssertError(CudaError):
+    """CUDA_ERROR_ASSERT: a kernel's device-side assert() failed, e.g. on a target or index out of range
+    (sticky: the context runs nothing more). Reported by the call that synchronized, not the launch."""
+
+    def _hint(self):
+        return ("CUDA kernel errors are reported asynchronously: the assert failed in a kernel launched earlier "
+                "(by this call at the latest) and surfaced at the next synchronizing call, so the traceback may "
+                "point past the op that launched it. For debugging consider passing CUDA_LAUNCH_BLOCKING=1 "
+                "(each launch then waits for its kernel and reports its error). The CUDA context is unusable from "
+                "now on: every later call fails the same way (restart the process).")
 
 
 class NoDriverError(CudaError):

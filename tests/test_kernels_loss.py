@@ -1,7 +1,9 @@
 """loss.ptx: softmax / log-softmax fwd+bwd, fused cross-entropy with class weights and label smoothing
-(int64 targets, ignore_index, none/sum/mean) fwd/reduce/bwd. Includes logits of +-1e4 and C = 1."""
+(int64 targets, ignore_index, none/sum/mean) fwd/reduce/bwd. Includes logits of +-1e4 and C = 1, and the
+device-side assert on a target out of range."""
 import numpy as np
 import pytest
+from rawdev.errors import DeviceAssertError
 
 from test_kernels_util import Gpu, cdiv, relerr
 
@@ -198,13 +200,33 @@ def test_cross_entropy_ws_every_target_ignored(dev, weighted):
         assert (dx == 0).all()
 
 
-def test_cross_entropy_ws_target_out_of_range_is_nan(dev):
+@pytest.mark.parametrize("kernel", ["fwd", "bwd"])
+@pytest.mark.parametrize("bad", [3, -1])
+def test_cross_entropy_ws_target_out_of_range_is_a_device_side_assert(driver, dev, kernel, bad):
+    # PyTorch's assert(t >= 0 && t < n_classes): CUDA_ERROR_ASSERT at the next synchronize, never a NaN
+    if driver != "sim":
+        pytest.skip("a device-side assert leaves a real context unusable for the rest of the process "
+                    "(test_device_assert.py runs the GPU case in a subprocess)")
     g = Gpu(dev)
-    x = logits(2, 3)
-    t = np.array([1, 3], np.int64)
-    got_rows, _, out, _, _ = run_ce_ws(g, x, t, rng.uniform(0.1, 3, 3).astype(np.float32), 0.1, IGNORE, 1,
-                                       np.ones(1, np.float32))
-    assert np.isfinite(got_rows[0]) and np.isnan(got_rows[1]) and np.isnan(out)
+    rows, C = 2, 3
+    x = logits(rows, C)
+    bt = g.put(np.array([1, bad], np.int64))
+    w = g.put(rng.uniform(0.1, 3, C).astype(np.float32))
+    if kernel == "fwd":
+        g.run("cross_entropy_ws_fwd", 1, 256, [g.poisoned(rows), g.poisoned(rows), g.put(x), bt, w, rows, C,
+                                               IGNORE, 0.1])
+        failing = "thread: [32,0,0]"                               # lane 0 of row 1's warp
+    else:
+        g.run("cross_entropy_ws_bwd", 1, 256, [g.poisoned((rows, C)), g.put(x), g.put(lse(x) - x.max(1)), bt, w,
+                                               g.put(np.ones(rows, np.float32)), g.poisoned(1), rows, C, IGNORE,
+                                               0.1, 0])
+        failing = "thread: [32,0,0] Assertion `t >= 0 && t < n_classes` failed. (31 more"   # every lane of the row
+    with pytest.raises(DeviceAssertError) as e:
+        dev.synchronize()
+    msg = str(e.value)
+    assert e.value.code == 710 and "device-side assert triggered" in msg
+    assert f"cross_entropy_ws_{kernel}" in msg and "block: [0,0,0], " + failing in msg
+    assert "Assertion `t >= 0 && t < n_classes` failed." in msg
 
 
 @pytest.mark.parametrize("weighted", [False, True])

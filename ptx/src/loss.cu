@@ -2,6 +2,9 @@
 // per block, grid (ceil(rows/8), 1, 1); lanes stride over the C columns, reductions by shuffles.
 // Everything subtracts the row max first, so logits of +-1e4 and C = 1 stay finite.
 // Reduction codes: 0 none, 1 sum, 2 mean.
+// A class-index target out of range (and not ignore_index) fails assert(t >= 0 && t < n_classes), PyTorch's
+// condition: NVRTC's built-in assert calls __assertfail, which prints it and stops the kernel with
+// CUDA_ERROR_ASSERT ("device-side assert triggered"), sticky for the context (the simulator does the same).
 
 #define DEVI __device__ __forceinline__
 #define GRID_STRIDE(i, n)                                                                           \
@@ -113,7 +116,7 @@ DEVI void finish_loss_reduce(float s, float k, float* out, float* count, int red
     }
 }
 
-// doc: class-weighted, label-smoothed fused log-softmax + cross-entropy per row (PyTorch's semantics for class-index targets) for logits[rows, C], int64 target[rows], weight[C] (0 = every weight 1) and smoothing e in [0, 1]: with lp = log_softmax(logits[r, :]) and t = target[r], loss[r] = (1 - e) * w[t] * -lp[t] + (e / C) * sum_c w[c] * -lp[c], 0 when t == ignore_index, NaN when t is out of [0, C); ls[r] = log(sum_c exp(logits[r, c] - max_c logits[r, :])) (the logsumexp less the row max, which backward recomputes: p stays exact for near-tied logits of +-1e4). Reduce with cross_entropy_ws_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+// doc: class-weighted, label-smoothed fused log-softmax + cross-entropy per row (PyTorch's semantics for class-index targets) for logits[rows, C], int64 target[rows], weight[C] (0 = every weight 1) and smoothing e in [0, 1]: with lp = log_softmax(logits[r, :]) and t = target[r], loss[r] = (1 - e) * w[t] * -lp[t] + (e / C) * sum_c w[c] * -lp[c], 0 when t == ignore_index; a t out of [0, C) otherwise fails the device-side assert `t >= 0 && t < n_classes` (CUDA_ERROR_ASSERT, as PyTorch's); ls[r] = log(sum_c exp(logits[r, c] - max_c logits[r, :])) (the logsumexp less the row max, which backward recomputes: p stays exact for near-tied logits of +-1e4). Reduce with cross_entropy_ws_reduce. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
 extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float* __restrict__ lsr, const float* __restrict__ logits, const long long* __restrict__ target, const float* __restrict__ weight, int rows, int C, long long ignore_index, float smoothing)
 {
     long long r;
@@ -146,8 +149,9 @@ extern "C" __global__ void cross_entropy_ws_fwd(float* __restrict__ loss, float*
         const long long t = target[r];
         float v;
         if (t == ignore_index) v = 0.0f;
-        else if (t < 0 || t >= C) v = __int_as_float(0x7fffffff);
         else {
+            const int n_classes = C;
+            assert(t >= 0 && t < n_classes);
             v = (weight ? weight[t] : 1.0f) * ((m - xr[t]) + ls);
             if (smooth) v = fmaf(smoothing / (float)C, fmaf(ws, ls, a), (1.0f - smoothing) * v);
         }
@@ -168,7 +172,7 @@ extern "C" __global__ void cross_entropy_ws_reduce(float* __restrict__ out, floa
     finish_loss_reduce(s, k, out, denom, reduction);
 }
 
-// doc: backward of cross_entropy_ws_fwd (ls = its second output): with p[c] = exp((logits[r, c] - max_r) - ls[r]) = softmax(logits[r, :])[c], t = target[r], W = sum_c weight[c] (C when weight = 0): dlogits[r, c] = ((1 - e) * w[t] * (p[c] - (c == t)) + (e / C) * (W * p[c] - w[c])) * g_r, rows with t == ignore_index get 0. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; denom from cross_entropy_ws_reduce; 0 when denom is 0). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+// doc: backward of cross_entropy_ws_fwd (ls = its second output): with p[c] = exp((logits[r, c] - max_r) - ls[r]) = softmax(logits[r, :])[c], t = target[r], W = sum_c weight[c] (C when weight = 0): dlogits[r, c] = ((1 - e) * w[t] * (p[c] - (c == t)) + (e / C) * (W * p[c] - w[c])) * g_r, rows with t == ignore_index get 0; any other t out of [0, C) fails the device-side assert `t >= 0 && t < n_classes` in every lane of its row. g_r = grad[r] (reduction 0), grad[0] (1), grad[0] / denom[0] (2; denom from cross_entropy_ws_reduce; 0 when denom is 0). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
 extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, const float* __restrict__ logits, const float* __restrict__ lsr, const long long* __restrict__ target, const float* __restrict__ weight, const float* __restrict__ grad, const float* __restrict__ denom, int rows, int C, long long ignore_index, float smoothing, int reduction)
 {
     long long r;
@@ -181,7 +185,11 @@ extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, con
         g = (d != 0.0f) ? g / d : 0.0f;
     }
     const bool skip = t == ignore_index;
-    const float wt = skip ? 0.0f : (t < 0 || t >= C) ? __int_as_float(0x7fffffff) : (weight ? weight[t] : 1.0f);
+    if (!skip) {
+        const int n_classes = C;
+        assert(t >= 0 && t < n_classes);
+    }
+    const float wt = skip ? 0.0f : (weight ? weight[t] : 1.0f);
     const float e = smoothing / (float)C;
     float W = (float)C;
     if (weight && smoothing != 0.0f) {

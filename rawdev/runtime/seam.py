@@ -9,7 +9,7 @@ import os
 import threading
 import time
 
-from ..errors import CudaError, IllegalAddressError, NoDeviceError, NoDriverError, OutOfMemoryError
+from ..errors import CudaError, DeviceAssertError, IllegalAddressError, NoDeviceError, NoDriverError, OutOfMemoryError
 
 CHOICES = ("cuda", "sim", "auto")
 _lock = threading.Lock()
@@ -132,7 +132,8 @@ def _error(drv, call_name, err, ctx):
     detail_fn = getattr(drv, "last_error_detail", None)   # the simulator can say which thread and address
     detail = detail_fn() if detail_fn else None
     cls = {"CUDA_ERROR_OUT_OF_MEMORY": OutOfMemoryError,
-           "CUDA_ERROR_ILLEGAL_ADDRESS": IllegalAddressError}.get(name, CudaError)
+           "CUDA_ERROR_ILLEGAL_ADDRESS": IllegalAddressError,
+           "CUDA_ERROR_ASSERT": DeviceAssertError}.get(name, CudaError)
     return cls(call_name, err, name, desc, ctx, detail)
 
 

@@ -20,7 +20,9 @@ Model (see docs/INTERNALS.md, "Sim driver ↔ runtime"):
 * A fault while running (kernel out of bounds, a copy into memory freed in the meantime) is sticky,
   as on a GPU: the call that ran it returns the code, queued work is dropped, and every later call
   returns the same code until :func:`reset`. Codes: out of bounds → CUDA_ERROR_ILLEGAL_ADDRESS,
-  misaligned → CUDA_ERROR_MISALIGNED_ADDRESS, divergent barrier or anything else the interpreter
+  misaligned → CUDA_ERROR_MISALIGNED_ADDRESS, a failed device-side assert() (a call of __assertfail)
+  → CUDA_ERROR_ASSERT (its "file:line: function: block: [..], thread: [..] Assertion `cond` failed."
+  line per failing thread goes to stderr, as the driver prints it), divergent barrier or anything else the interpreter
   raises (including NotImplementedError for an opcode it does not know) → CUDA_ERROR_LAUNCH_FAILED.
   The human detail (kernel, thread, address, nearest allocation) is in :func:`last_error_detail`.
 * Pools own *segments*: ranges mapped from the device's address space (a 64 GiB window per pool),
@@ -72,7 +74,9 @@ Choices where the simulator had to pick (each follows the real driver where its 
 Environment (read at import and at every reset()): RAWDEV_SIM_DEVICES (1), RAWDEV_SIM_MEMORY
 (bytes, K/M/G suffixes; 4G), RAWDEV_SIM_DRIVER_VERSION (12080), RAWDEV_SIM_CC ("7.5"),
 RAWDEV_SIM_FRESH (0xff: the byte new pool blocks are filled with, so reading memory nothing wrote gives
-NaN/-1 as it gives garbage on a GPU; "zero" for zero-filled blocks). Module globals start at zero, as in CUDA.
+NaN/-1 as it gives garbage on a GPU; "zero" for zero-filled blocks), and the driver's own
+CUDA_LAUNCH_BLOCKING (1: cuLaunchKernel runs the kernel's stream before it returns, and returns the kernel's
+fault). Module globals start at zero, as in CUDA.
 """
 
 from __future__ import annotations
@@ -135,6 +139,7 @@ def _config():
                 memory=_parse_bytes(os.environ.get("RAWDEV_SIM_MEMORY", "4G")),
                 version=int(os.environ.get("RAWDEV_SIM_DRIVER_VERSION", "12080")),
                 fresh=_parse_fill(os.environ.get("RAWDEV_SIM_FRESH", "0xff")),
+                launch_blocking=os.environ.get("CUDA_LAUNCH_BLOCKING", "0").strip() == "1",
                 cc=(int(cc[0]), int(cc[1]) if len(cc) > 1 else 0))
 
 
@@ -169,7 +174,7 @@ _ERROR_STRINGS = {
     400: "invalid resource handle", 401: "the operation cannot be performed in the present state",
     500: "named symbol not found", 600: "device not ready",
     700: "an illegal memory access was encountered", 701: "too many resources requested for launch",
-    702: "the launch timed out and was terminated", 715: "an illegal instruction was encountered",
+    702: "the launch timed out and was terminated", 710: "device-side assert triggered", 715: "an illegal instruction was encountered",
     716: "misaligned address", 719: "unspecified launch failure", 800: "operation not permitted",
     801: "operation not supported", 913: "function not loaded", 999: "unknown error",
 }
@@ -1403,6 +1408,8 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
         _S.kernels[fn.name] += 1
 
     _enqueue(s, run, label)
+    if _S.cfg["launch_blocking"]:   # CUDA_LAUNCH_BLOCKING=1: the launch returns once the kernel ran, with its error
+        _run([(s, float("inf"))])
 
 
 def _fault_code(e):
@@ -1488,7 +1495,8 @@ def cuPointerGetAttributes(numAttributes, attributes, ptr):
 # ==================================================================================== test helpers
 def reset():
     """Power-cycle the simulated GPU: memory, pools, streams, events, modules, pinned memory, sticky
-    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment. cuInit is needed again."""
+    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment and CUDA_LAUNCH_BLOCKING. cuInit is
+    needed again."""
     global _S
     with _lock:
         _graveyard.update({a: b for a, (b, _) in _S.host.items()})

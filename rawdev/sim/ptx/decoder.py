@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ops
-from .parser import Addr, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, TYPE_SIZES, Vec, VarDecl
+from .parser import Addr, Args, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, TYPE_SIZES, Vec, VarDecl
 
 STORE = {
     "pred": np.bool_, "b8": np.uint8, "u8": np.uint8, "s8": np.int8,
@@ -50,6 +50,7 @@ SPECIALS = {
     "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
     "%dynamic_smem_size", "%total_smem_size",
 }
+CALL_PARAM = "$param."   # register slots of call arguments: "$param.param0"
 SBASE = "$sbase"   # pseudo-register: byte offset of the thread's block in the shared-memory array
 LBASE = "$lbase"   # pseudo-register: byte offset of the thread's frame in the local-memory array
 
@@ -63,7 +64,7 @@ _IMPLEMENTED = {
     "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "setp", "set", "selp", "slct", "cvt", "cvta", "mov",
     "ld", "ldu", "st", "atom", "red", "bar", "barrier", "membar", "fence", "shfl", "vote", "activemask",
     "bra", "ret", "exit", "trap", "nanosleep", "mul24", "mad24", "sad", "prefetch", "prefetchu", "brkpt",
-    "pmevent",
+    "pmevent", "call",
 }
 
 
@@ -451,6 +452,17 @@ class Decoder:
                     local_off = _align(local_off, st.align)
                     code.local_syms[st.name] = local_off
                     local_off += st.size
+                elif st.space == "param":
+                    # a call's argument (NVRTC declares them in a { callseq } scope and reuses the names):
+                    # held per thread as the raw bits of one register, written by st.param, read by call
+                    if st.count != 1:
+                        raise DecodeError(f".param {st.name}: array (by-value aggregate) call arguments are not "
+                                          f"supported (line {st.line})")
+                    name = CALL_PARAM + st.name
+                    if name not in self.slots:
+                        self.slots[name] = len(code.slot_names)
+                        code.slot_names.append(name)
+                        code.slot_dtypes.append(np.dtype(np.uint64))
                 else:
                     raise DecodeError(f".{st.space} variable inside a function is not supported (line {st.line})")
         dyn_align = max([16] + [v.align for v in extern_shared])
@@ -1236,6 +1248,12 @@ class Decoder:
     def _op_st(self, g, inst, mods, iid):
         space, vec, t = self._mem_parse(inst, mods)
         a, v = self._ops(inst, 2)
+        if space == "param" and isinstance(a, Addr) and isinstance(a.base, Sym) \
+                and CALL_PARAM + a.base.name in self.slots:
+            if vec != 1 or a.offset or a.base.offset:
+                _err(inst, "only whole scalar call arguments are supported")
+            e, k = self.src(g, v, t, inst)
+            return self.dst(g, Reg(CALL_PARAM + a.base.name), t, e, k, inst, self.guard_expr(g, inst))
         base, off, space = self._addr(g, inst, a, space)
         guard = self.guard_expr(g, inst)
         if space in ("param", "const"):
@@ -1313,6 +1331,37 @@ class Decoder:
     def _op_trap(self, g, inst, mods, iid):
         m = self.guard_expr(g, inst) or "None"
         g.emit(f"X.trap(n, {iid}, {m})")
+
+    # extern functions the driver provides, and the types of their arguments
+    EXTERN_FUNCS = {"__assertfail": ("u64", "u64", "u32", "u64", "u64")}
+
+    def _op_call(self, g, inst, mods, iid):
+        """``call.uni __assertfail, (param0, ..., param4);``: the only call NVRTC emits into rawdev's kernels
+        (assert()). The driver's __assertfail prints the message and stops the kernel with
+        CUDA_ERROR_ASSERT; X.assertfail does the same for the lanes that reach it."""
+        ops_ = inst.operands
+        if ops_ and isinstance(ops_[0], Args):
+            _err(inst, "calls with a return value are not supported")
+        if len(ops_) != 2 or not isinstance(ops_[0], Sym) or not isinstance(ops_[1], Args):
+            _err(inst, "expected call f, (args)")
+        name, args = ops_[0].name, ops_[1].names
+        if name in self.mod.functions:
+            _err(inst, f"call of device function {name}: device functions are not supported by the simulator")
+        if name not in self.mod.declared:
+            _err(inst, f"call of undeclared function {name}")
+        sig = self.EXTERN_FUNCS.get(name)
+        if sig is None:
+            _err(inst, f"call of extern function {name}: the simulator implements only "
+                       f"{', '.join(self.EXTERN_FUNCS)}")
+        if len(args) != len(sig) or len(self.mod.declared[name].params) != len(sig):
+            _err(inst, f"{name} takes {len(sig)} arguments")
+        vals = []
+        for a, t in zip(args, sig):
+            if CALL_PARAM + a not in self.slots:
+                _err(inst, f"call argument {a} is not a declared .param")
+            vals.append(self.src(g, Reg(CALL_PARAM + a), t, inst)[0])
+        m = self.guard_expr(g, inst) or "None"
+        g.emit(f"X.assertfail(n, {iid}, {m}, {', '.join(vals[:4])})")
 
     # ----------------------------------------------------------------- warp-wide instructions
     def _warp_op(self, inst):

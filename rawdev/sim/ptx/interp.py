@@ -12,6 +12,7 @@ at a barrier is a :class:`BarrierError` too.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -29,17 +30,19 @@ LCWIN = 0x0000_5000_0000_0000     # generic-address window of local memory
 CWIN = 0x0000_6000_0000_0000      # generic-address window of the constant bank
 PWIN = 0x0000_7000_0000_0000      # generic-address window of kernel parameters
 GLOBAL_MIN = 0x0001_0000_0000_0000
+ASSERT_LINES = 256                # stderr lines printed for the threads that failed a device-side assert
 
 
 class KernelFault(SimIllegalAddress):
-    """A kernel thread touched memory it may not (out of bounds, misaligned, or trap).
+    """A kernel thread touched memory it may not (out of bounds, misaligned), trapped, or failed an assert().
 
     Subclass of :class:`SimIllegalAddress`; ``code_name`` is CUDA_ERROR_ILLEGAL_ADDRESS or
-    CUDA_ERROR_MISALIGNED_ADDRESS (or CUDA_ERROR_LAUNCH_FAILED for trap).
+    CUDA_ERROR_MISALIGNED_ADDRESS (CUDA_ERROR_LAUNCH_FAILED for trap, CUDA_ERROR_ASSERT for a call of
+    __assertfail, with ``space`` "assert" and the condition text in ``assertion``).
     """
 
     def __init__(self, message, *, kernel, thread, block, address, line, ptx, nearest, code_name,
-                 lane_index=None, space="global"):
+                 lane_index=None, space="global", assertion=None):
         super().__init__(lane_index, address if address is not None else 0, message)
         # .address is a device (global) address or None; shared/local/const faults carry .offset instead
         self.offset = None
@@ -48,6 +51,7 @@ class KernelFault(SimIllegalAddress):
         self.kernel, self.thread, self.block = kernel, thread, block
         self.line, self.ptx, self.nearest, self.space = line, ptx, nearest, space
         self.code_name = self.code = code_name   # the CUresult name the driver should report
+        self.assertion = assertion               # the failed assert()'s condition text (space "assert")
 
 
 class BarrierError(RuntimeError):
@@ -63,6 +67,15 @@ class BarrierError(RuntimeError):
 class _LaneFault(Exception):
     def __init__(self, iid, pos, err, space):
         self.iid, self.pos, self.err, self.space = iid, pos, err, space
+
+
+@dataclass
+class _Assertion:
+    message: str
+    file: str
+    line: int
+    function: str
+    positions: np.ndarray   # every lane of the group that reached __assertfail
 
 
 @dataclass
@@ -349,6 +362,32 @@ class _Ctx:
         lanes = np.flatnonzero(m) if m is not None else np.arange(n)
         if lanes.shape[0]:
             raise _LaneFault(iid, int(lanes[0]), None, "trap")
+
+    def _cstring(self, addr, iid, pos):
+        """The NUL-terminated string at device address ``addr`` (the driver reads it from the module's
+        global data); a pointer into no allocation, or no NUL before its end, faults as a load would."""
+        hit = self.mem.find(addr)
+        raw = self.mem.read(addr, hit[0] + hit[1] - addr) if hit else b""
+        if b"\0" not in raw:
+            end = addr + len(raw)
+            raise _LaneFault(iid, pos, SimIllegalAddress(None, end, self.mem._describe_oob(end, 1)), "global")
+        return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+    def assertfail(self, n, iid, m, message, file, line, function):
+        """__assertfail(message, file, line, function, charSize) in the lanes ``m`` (all when None): every
+        such thread fails the assertion; the kernel stops (CUDA_ERROR_ASSERT), reported for the first."""
+        lanes = np.flatnonzero(m) if m is not None else np.arange(n)
+        if not lanes.shape[0]:
+            return
+        k = int(lanes[0])
+
+        def at(v):
+            v = np.asarray(v)
+            return int(v if v.ndim == 0 else v[k])
+
+        info = _Assertion(self._cstring(at(message), iid, k), self._cstring(at(file), iid, k), at(line),
+                          self._cstring(at(function), iid, k), lanes)
+        raise _LaneFault(iid, k, info, "assert")
 
 
 # ============================================================================== module
@@ -657,6 +696,23 @@ class PtxModule:
         line, text = code.insts[f.iid]
         where = (f"in kernel {code.name}, thread ({tid[0]},{tid[1]},{tid[2]}) of block ({bid[0]},{bid[1]},{bid[2]}), "
                  f"at PTX line {line} `{text}`")
+        if f.space == "assert":
+            a, nfail = f.err, len(f.err.positions)
+            lines = []
+            for pos in a.positions[:ASSERT_LINES]:
+                ln = int(pos if lanes is None else lanes[pos])
+                t, b = self._tid(ln % X.T, block), self._bid(ln // X.T + b0, grid)
+                lines.append(f"{a.file}:{a.line}: {a.function}: block: [{b[0]},{b[1]},{b[2]}], "
+                             f"thread: [{t[0]},{t[1]},{t[2]}] Assertion `{a.message}` failed.")
+            # what the driver prints to stderr, a line per failing thread, when the host next synchronizes (its
+            # buffer is bounded too: the simulator prints the first ASSERT_LINES and counts the rest)
+            rest = [f"[rawdev.sim] ... {nfail - len(lines)} more thread(s) failed the assertion"] \
+                if nfail > len(lines) else []
+            sys.stderr.write("".join(s + "\n" for s in lines + rest))
+            more = f" ({nfail - 1} more thread(s) failed it too)" if nfail > 1 else ""
+            raise KernelFault(f"device-side assert {where}: {lines[0]}{more}", kernel=code.name, thread=tid,
+                              block=bid, address=None, line=line, ptx=text, nearest=None,
+                              code_name="CUDA_ERROR_ASSERT", space="assert", assertion=a.message) from None
         if f.err is None:
             raise KernelFault(f"trap {where}", kernel=code.name, thread=tid, block=bid, address=None, line=line,
                               ptx=text, nearest=None, code_name="CUDA_ERROR_LAUNCH_FAILED", space="trap") from None

@@ -53,6 +53,11 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class Args:            # (param0, param1) of a call: the .param variables passed or returned
+    names: tuple
+
+
+@dataclass(frozen=True)
 class Pipe:            # %r25|%p7
     first: Reg
     second: Reg
@@ -112,7 +117,7 @@ class FunctionAST:
     name: str
     kind: str             # 'entry' or 'func'
     params: list
-    body: list = field(default_factory=list)
+    body: list | None = field(default_factory=list)   # None: a prototype (no body)
     line: int = 0
     visible: bool = True
 
@@ -124,6 +129,7 @@ class ModuleAST:
     address_size: int = 64
     variables: list = field(default_factory=list)
     functions: dict = field(default_factory=dict)
+    declared: dict = field(default_factory=dict)     # name -> FunctionAST of a prototype (.extern .func f(...);)
     lines: list = field(default_factory=list)
 
 
@@ -372,7 +378,9 @@ class _Parser:
         t = self.peek()
         if t.value in (".entry", ".func"):
             f = self._function(visible=".visible" in linkage)
-            if f is not None:
+            if f.body is None:
+                mod.declared[f.name] = f
+            else:
                 mod.functions[f.name] = f
             return
         var = self._var_decl(extern=".extern" in linkage)
@@ -454,7 +462,8 @@ class _Parser:
                 self.err("missing function body", kw)
             if t.kind == "punct" and t.value == ";":  # declaration only (prototype)
                 self.next()
-                return None
+                f.body = None
+                return f
             if t.kind == "punct" and t.value == "{":
                 break
             if t.kind == "ident" and t.value in (".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm",
@@ -540,7 +549,7 @@ class _Parser:
                 if v == ".reg":
                     body.append(self._reg_decl())
                     continue
-                if v in (".shared", ".local", ".global", ".const"):
+                if v in (".shared", ".local", ".global", ".const", ".param"):
                     body.append(self._var_decl())
                     continue
                 if v == ".extern":
@@ -611,7 +620,9 @@ class _Parser:
                 if self.accept(";"):
                     break
                 self.expect(",")
-        text = " ".join(self.lines[line - 1].split()) if 0 < line <= len(self.lines) else op.value
+        last = self.toks[self.i - 1].line   # a call spans lines: its text is all of them
+        text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", " ".join(" ".join(
+            ln.split("//")[0] for ln in self.lines[line - 1:last]).split()))) if 0 < line <= len(self.lines) else op.value
         return Inst(op.value, operands, pred, neg, line, text)
 
     def _operand(self):
@@ -637,6 +648,19 @@ class _Parser:
                         break
                     self.expect(",")
                 return Vec(tuple(items))
+            if t.value == "(":
+                self.next()
+                names = []
+                if not self.accept(")"):
+                    while True:
+                        it = self.next()
+                        if it.kind != "ident" or it.value.startswith("%"):
+                            self.err("expected a .param name in a call's argument list", it)
+                        names.append(it.value)
+                        if self.accept(")"):
+                            break
+                        self.expect(",")
+                return Args(tuple(names))
             if t.value == "!":
                 self.next()
                 return NegPred(self.next().value)
