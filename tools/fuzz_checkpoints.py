@@ -236,7 +236,7 @@ def mutate(data, r, kinds=None):
     for kind in kinds:
         try:
             new, sp = MUTATIONS[kind](data, r)
-        except (ValueError, KeyError, IndexError, TypeError, struct.error, UnicodeDecodeError, AttributeError):
+        except Exception:   # a header an earlier mutation left unparseable (bad JSON, too deep, ...)
             continue
         data, done = new, done + [kind]
         if sp is not None:
