@@ -74,7 +74,7 @@ def test_memory_summary_after_a_sticky_fault(simdev):
     dev = simdev
     x = rawdev.tensor(np.ones(10, np.float32)).to("cuda")
     b = DeviceBuffer.alloc(dev, 64, owner="victim")
-    kernels.get_kernel(dev, "fill").launch(4, 256, [b.ptr, 1.0, 10_000])   # writes far past the block
+    kernels.get_kernel(dev, "scale").launch(4, 256, [b.ptr, b.ptr, 2.0, 10_000])   # runs far past the block
     with pytest.raises(CudaError):
         dev.synchronize()
     assert sim.sticky_error() is not None

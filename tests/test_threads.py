@@ -11,7 +11,7 @@ import pytest
 import rawdev
 from rawdev import nn, optim
 from rawdev.runtime import get_device, kernels
-from rawdev.runtime.memory import DeviceBuffer, copy_dtoh
+from rawdev.runtime.memory import DeviceBuffer, copy_dtoh, copy_htod
 
 
 @pytest.fixture
@@ -43,13 +43,15 @@ def run_threads(fn, n):
 
 
 def test_two_threads_launching_one_kernel_keep_their_arguments(dev, fast_switching):
-    fill = kernels.get_kernel(dev, "fill")
-    slots, width = 300, 64                      # each launch fills one 64-float slot of its thread's buffer
+    scale = kernels.get_kernel(dev, "scale")   # y = a * x
+    slots, width = 300, 64                      # each launch writes one 64-float slot of its thread's buffer
     bufs = [DeviceBuffer.alloc(dev, slots * width * 4, owner=f"thread {t}") for t in range(2)]
+    ones = DeviceBuffer.alloc(dev, width * 4, owner="ones")
+    copy_htod(ones.ptr, np.ones(width, np.float32), width * 4)
 
     def work(t):
         for i in range(slots):
-            fill.launch(1, 64, [bufs[t].ptr + i * width * 4, float(t * 1000 + i), width])
+            scale.launch(1, 64, [bufs[t].ptr + i * width * 4, ones.ptr, float(t * 1000 + i), width])
 
     run_threads(work, 2)
     dev.synchronize()
@@ -63,16 +65,16 @@ def test_two_threads_launching_one_kernel_keep_their_arguments(dev, fast_switchi
 
 
 def test_argument_buffers_are_per_thread(dev):
-    k = kernels.get_kernel(dev, "fill")
-    k.launch(1, 32, [0, 1.0, 0])
+    k = kernels.get_kernel(dev, "scale")
+    k.launch(1, 32, [0, 0, 1.0, 0])
     mine = k._local.bufs
     seen = []
-    t = threading.Thread(target=lambda: (get_device(0).activate(), k.launch(1, 32, [0, 2.0, 0]),
+    t = threading.Thread(target=lambda: (get_device(0).activate(), k.launch(1, 32, [0, 0, 2.0, 0]),
                                          seen.append(k._local.bufs)))
     t.start()
     t.join()
     assert seen and seen[0][0] is not mine[0] and seen[0][1] != mine[1]
-    assert struct.unpack_from("<f", mine[0], 8)[0] == 1.0   # this thread's arguments are untouched
+    assert struct.unpack_from("<f", mine[0], 16)[0] == 1.0   # this thread's arguments are untouched
 
 
 def test_module_cache_loads_each_file_once_from_many_threads(dev, fast_switching):

@@ -195,16 +195,20 @@ class Device:
 
 
 _count = None   # cuDeviceGetCount's answer: it cannot change while the process runs (is_available() asks per op)
+_reinit = False  # rawdev.sim.reset() happened: cuInit again before the next use
 
 
 def device_count():
-    global _count
+    global _count, _reinit
     n = _count
     if n is None:
         drv = seam.driver()
         if drv is None:
             return 0
         _watch_sim(drv)
+        if _reinit and seam._name == "sim":
+            call("cuInit", 0, ctx="initializing the simulated GPU again after rawdev.sim.reset()")
+        _reinit = False
         n = _count = call("cuDeviceGetCount", ctx="counting CUDA devices")
     return n
 
@@ -218,13 +222,13 @@ def _watch_sim(drv):
 
 def _on_sim_reset():
     """rawdev.sim.reset() power-cycled the simulated GPU: forget the devices and kernel modules opened on
-    it and initialize the driver again, so rawdev works at once. Tensors and modules made before the
-    reset keep addresses from the old GPU: the simulator refuses them by name (they must be made again)."""
+    it; the next use initializes the driver again (cuInit), so rawdev works at once. Tensors and modules
+    made before the reset keep addresses from the old GPU: the simulator refuses them by name."""
+    global _reinit
     from . import kernels
     _forget_devices()
     kernels._forget_modules()
-    if seam._name == "sim" and seam._drv is not None:
-        call("cuInit", 0, ctx="initializing the simulated GPU again after rawdev.sim.reset()")
+    _reinit = True
 
 
 def get_device(index=0):

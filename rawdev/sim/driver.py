@@ -336,6 +336,7 @@ _generations = itertools.count(1)
 _ids = itertools.count(1)           # never restarts: a stale handle from before a reset() stays invalid
 _graveyard = {}                     # pinned buffers of earlier resets: runtime objects may still view them
 _retired = []                       # sorted (start, end) of the device blocks that were live at earlier resets
+_retired_handles = set()            # contexts, streams, events, pools, modules of earlier resets
 _reset_hooks = []                   # callables run after every reset() (the runtime re-initializes itself)
 _lock = threading.RLock()
 _tls = threading.local()
@@ -459,7 +460,7 @@ def _stream(h):
         return _current_device().legacy
     s = _S.streams.get(hv)
     if s is None or s.destroyed:
-        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, f"0x{hv:x} is not a live stream")
+        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, _stale_handle(hv, "stream"))
     return s
 
 
@@ -467,7 +468,7 @@ def _event(h):
     hv = _int(h, "hEvent")
     e = _S.events.get(hv)
     if e is None:
-        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, f"0x{hv:x} is not a live event")
+        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, _stale_handle(hv, "event"))
     return e
 
 
@@ -475,7 +476,7 @@ def _pool(h):
     hv = _int(h, "pool")
     p = _S.pools.get(hv)
     if p is None or p.destroyed:
-        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"0x{hv:x} is not a live memory pool")
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, _stale_handle(hv, "memory pool"))
     return p
 
 
@@ -494,6 +495,14 @@ def _from_before_reset(addr):
         return (f"0x{addr:x} was allocated before rawdev.sim.reset(): the reset gave back all device memory, so "
                 f"tensors, buffers and modules made before it cannot be used after it (create them again)")
     return None
+
+
+def _stale_handle(hv, what):
+    """The detail for an unknown handle: says so when it is one from before a reset()."""
+    if hv in _retired_handles:
+        return (f"{what} 0x{hv:x} was created before rawdev.sim.reset(): the reset destroyed it, and everything "
+                f"made on the old GPU (tensors, modules, streams) must be made again")
+    return f"0x{hv:x} is not a live {what}"
 
 
 def _dev_range(addr, n, what):
@@ -696,7 +705,7 @@ def cuCtxSetCurrent(ctx):
         if d.ctx == h and d.refcount > 0:
             _tls.ctx = (_S.gen, d.ordinal)
             return
-    raise _Err(R.CUDA_ERROR_INVALID_CONTEXT, f"0x{h:x} is not a live context")
+    raise _Err(R.CUDA_ERROR_INVALID_CONTEXT, _stale_handle(h, "context"))
 
 
 @_api(nout=1, ctx=False)
@@ -1518,6 +1527,7 @@ def reset():
     with _lock:
         _graveyard.update({a: b for a, (b, _) in _S.host.items()})
         _retired.extend((a, a + n) for p in _S.pools.values() for a, n in p.allocs.items())
+        _retired_handles.update([d.ctx for d in _S.devices], _S.streams, _S.events, _S.pools, _S.modules)
         _S = _State()
         # the address window of the new generation may be one used 4096 resets ago: forget blocks there
         _retired[:] = sorted(r for r in _retired if not _S.base <= r[0] < _S.base + GEN_SPAN)
