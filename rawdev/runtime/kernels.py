@@ -139,7 +139,6 @@ class Kernel:
         args = ctypes.create_string_buffer(self._size)
         base = ctypes.addressof(args)
         argv = (ctypes.c_void_p * max(len(self._offsets), 1))(*[base + o for o in self._offsets])
-        argv._args = args
         self._local.bufs = bufs = (args, ctypes.addressof(argv), argv)
         return bufs
 
