@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import serialization
 from rawdev.serialization import CheckpointError, load, save

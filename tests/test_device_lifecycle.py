@@ -3,7 +3,6 @@ back everything it took, and rawdev.sim.reset() alone leaves rawdev usable while
 reset are refused by name instead of running on addresses that are gone."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn, optim, sim
 from rawdev.errors import CudaError

@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import sim
 from rawdev.errors import CudaError

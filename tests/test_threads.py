@@ -7,7 +7,6 @@ import threading
 
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev import nn, optim
 from rawdev.runtime import get_device, kernels

@@ -41,7 +41,6 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("RAWDEV_DRIVER", "sim")
 
 import numpy as np  # noqa: E402
-
 import rawdev  # noqa: E402
 from rawdev import nn, optim, sim  # noqa: E402
 from rawdev.errors import CudaError  # noqa: E402
@@ -276,7 +275,8 @@ def run_case(op, fn, nth, good_after, kept=(0, 0, 0)):
             return outcome, detail
         base_mem = tuple(a + k for a, k in zip(base_mem, kept))   # what a successful run keeps (moved model)
     elif not isinstance(err, CudaError):
-        return "foreign", f"{type(err).__module__}.{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        first = str(err).splitlines()[0][:200] if str(err) else ""
+        return "foreign", f"{type(err).__module__}.{type(err).__name__}: {first}"
     elif not err.context or err.call != fn:
         return "no context", f"{err.call}: {str(err).splitlines()[0][:200]}"
     else:

@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +49,6 @@ WEIRD_DTYPES = ["", "f32", "float32", "F128", "X" * 300, 7, None, ["F32"], {"F32
 def base_models():
     """name -> zero-argument constructor of a module whose state_dict is a base checkpoint."""
     import numpy as np
-
     import rawdev
     from rawdev import dtypes, nn
 
@@ -314,44 +312,61 @@ def worker(seed, start, stop, tmpdir):
                           "detail": detail, "s": round(time.perf_counter() - t0, 4)}), flush=True)
 
 
+def _lines(p, timeout):
+    """Yield the worker's stdout lines; None when no full line came for `timeout` seconds."""
+    fd, buf = p.stdout.fileno(), b""
+    while True:
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield line.decode()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            yield None
+            return
+        chunk = os.read(fd, 65536)
+        if not chunk:   # the worker exited
+            return
+        buf += chunk
+
+
 def run_campaign(n, seed, timeout, chunk=2000, progress=True):
     results, i = [], 0
     with tempfile.TemporaryDirectory(prefix="rawdev-fuzz-") as tmpdir:
         while i < n:
             stop = min(n, i + chunk)
             cmd = [sys.executable, __file__, "--worker", str(seed), str(i), str(stop), tmpdir]
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-            current, buf = None, ""
-            while True:
-                ready, _, _ = select.select([p.stdout], [], [], timeout)
-                if not ready:   # no line for `timeout` seconds: the current case hangs
-                    p.kill()
-                    p.wait()
-                    if current is None:
-                        raise SystemExit(f"the fuzz worker did not start within {timeout}s: {p.stderr.read()[-2000:]}")
-                    results.append({"case": current, "outcome": "hang", "detail": f"no answer in {timeout}s"})
-                    i = current + 1
-                    break
-                line = p.stdout.readline()
-                if not line:    # the worker exited
-                    rc = p.wait()
-                    if current is not None:
-                        results.append({"case": current, "outcome": "crash",
-                                        "detail": f"worker exit {rc}: {p.stderr.read()[-500:]}"})
-                        i = current + 1
-                    elif rc != 0:
-                        raise SystemExit(f"the fuzz worker failed (exit {rc}):\n{p.stderr.read()[-3000:]}")
+            with tempfile.TemporaryFile() as err:   # a file, not a pipe: a chatty worker cannot block on it
+                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
+                current, hung = None, False
+                for line in _lines(p, timeout):
+                    if line is None:   # no line for `timeout` seconds: the current case hangs
+                        hung = True
+                        break
+                    msg = json.loads(line)
+                    if "start" in msg:
+                        current = msg["start"]
                     else:
-                        i = stop
-                    break
-                msg = json.loads(line)
-                if "start" in msg:
-                    current = msg["start"]
-                else:
-                    results.append(msg)
-                    current = None
-                    if progress and len(results) % 1000 == 0:
-                        print(f"  {len(results)} cases", file=sys.stderr, flush=True)
+                        results.append(msg)
+                        current = None
+                        if progress and len(results) % 1000 == 0:
+                            print(f"  {len(results)} cases", file=sys.stderr, flush=True)
+                if hung:
+                    p.kill()
+                rc = p.wait()
+                err.seek(0)
+                tail = err.read()[-3000:].decode(errors="replace")
+            if hung and current is None:
+                raise SystemExit(f"the fuzz worker did not start a case within {timeout}s: {tail}")
+            if hung:
+                results.append({"case": current, "outcome": "hang", "detail": f"no answer in {timeout}s"})
+                i = current + 1
+            elif current is not None:
+                results.append({"case": current, "outcome": "crash", "detail": f"worker exit {rc}: {tail[-500:]}"})
+                i = current + 1
+            elif rc != 0:
+                raise SystemExit(f"the fuzz worker failed (exit {rc}):\n{tail}")
+            else:
+                i = stop
     return results
 
 
