@@ -86,8 +86,9 @@ def test_module_cache_loads_each_file_once_from_many_threads(dev, fast_switching
     assert sim.stats()["calls"].get("cuModuleLoadDataEx", 0) - before == 1
 
 
-def test_allocation_table_consistent_under_threads(dev, fast_switching):
+def test_allocation_table_and_memory_tool_consistent_under_threads(dev, fast_switching):
     a = dev.allocator
+    stats0 = rawdev.cuda.memory_stats()          # the memory tool's accounting listens to every thread's events
     base_alloc, base_count = a.stats["allocated"], len(a.live)
 
     def work(t):
@@ -97,12 +98,17 @@ def test_allocation_table_consistent_under_threads(dev, fast_switching):
                 b.free()
             else:
                 del b      # freed through the finalizer queue, flushed by some thread's next allocation
+            if i % 25 == 0:
+                rawdev.cuda.memory_stats()
 
     run_threads(work, 3)
     dev.synchronize()
     a.flush()
     assert a.stats["allocated"] == base_alloc and len(a.live) == base_count
     assert a.stats["allocated"] == sum(b.nbytes for b in a.live.values())
+    st = rawdev.cuda.memory_stats()
+    assert st["requested_bytes.all.current"] == stats0["requested_bytes.all.current"]
+    assert st["allocated_bytes.all.current"] == stats0["allocated_bytes.all.current"]
 
 
 def _make_model(seed):

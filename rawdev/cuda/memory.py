@@ -13,10 +13,12 @@ sum of `align(t.nbytes, 256)` over its tensors (the last one padded too).
 """
 import atexit
 import collections
+import functools
 import json
 import os
 import re
 import sys
+import threading
 import time
 import weakref
 import zlib
@@ -199,6 +201,15 @@ _QUEUED_MAX = 100_000
 _Freed = collections.namedtuple("_Freed", "ptr nbytes")
 
 
+def _locked(method):
+    """Run under the object's lock: allocator events arrive from every thread that allocates or frees."""
+    @functools.wraps(method)
+    def run(self, *args):
+        with self.lock:
+            return method(self, *args)
+    return run
+
+
 class _Accounting:
     """What rawdev's allocation table does not count itself: requested bytes (peak, totals) and the frees queued
     on a stream (cuMemFreeAsync) whose stream has not run them yet. Fed by allocator events.
@@ -208,6 +219,7 @@ class _Accounting:
     blocks that are arenas by then and the ones allocated since the last event."""
 
     def __init__(self, alloc):
+        self.lock = threading.RLock()
         self.running = 0          # requested bytes of the live blocks, as last counted
         self.counted = {}         # ptr -> (Block, requested bytes counted for it) for blocks still watched
         self.fixed = {}           # ptr -> requested bytes of a block that is not an arena (never changes)
@@ -222,6 +234,7 @@ class _Accounting:
             self.running += requested_bytes(b)
         self.peak = self.running
 
+    @_locked
     def settle(self):
         """Recount the watched blocks (arenas and blocks allocated since the last event) and update the peak."""
         for ptr, (b, r) in list(self.counted.items()):
@@ -235,6 +248,7 @@ class _Accounting:
                 self.fixed[ptr] = now
         self.peak = max(self.peak, self.running)
 
+    @_locked
     def on_event(self, kind, block):
         if kind == "alloc":
             self.settle()
@@ -255,6 +269,7 @@ class _Accounting:
             self.freed += r
             self.queued.append((_Freed(block.ptr, block.nbytes), block.nbytes))
 
+    @_locked
     def figures(self, live):
         """(current, peak, allocated, freed) requested bytes: current counted from the table now."""
         self.settle()
@@ -262,14 +277,17 @@ class _Accounting:
         self.peak = max(self.peak, current)
         return current, self.peak, current + self.freed - self.base, self.freed
 
+    @_locked
     def reset_peak(self, live):
         self.settle()
         self.peak = sum(requested_bytes(b) for b in live)
 
+    @_locked
     def reset_accumulated(self, live):
         self.freed = 0
         self.base = sum(requested_bytes(b) for b in live)
 
+    @_locked
     def queued_frees(self, pool_used, allocated):
         """([(block, nbytes)], exact) of the frees still queued on a stream. The pool counts them as used until
         they run, so they are the newest frees that make up pool used - allocated; older ones have run. `exact`
@@ -289,11 +307,17 @@ class _Accounting:
 _accounts = weakref.WeakKeyDictionary()
 
 
+_accounts_lock = threading.Lock()
+
+
 def _acct(alloc):
     acct = _accounts.get(alloc)
     if acct is None:
-        acct = _accounts[alloc] = _Accounting(alloc)
-        alloc.listeners.append(acct.on_event)
+        with _accounts_lock:   # two threads asking first must attach one accounting, not two
+            acct = _accounts.get(alloc)
+            if acct is None:
+                acct = _accounts[alloc] = _Accounting(alloc)
+                alloc.listeners.append(acct.on_event)
     return acct
 
 

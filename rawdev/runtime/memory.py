@@ -67,7 +67,7 @@ class Allocator:
         self.kept = []                  # (event, objects) alive until the event completes
         self.listeners = []             # callables(kind, block) for history: kind in alloc/free/oom
         self.record_stacks = False
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # re-entered: a listener may read the figures (and flush) inside an event
         self.reset_stats()
         for hook in ALLOCATOR_HOOKS:
             hook(self)
@@ -107,24 +107,28 @@ class Allocator:
         return block
 
     def free(self, ptr, stream_handle):
-        """cuMemFreeAsync, then take the block out of the table: on failure the block stays, marked."""
-        block = self.live.get(ptr)
-        try:
-            call("cuMemFreeAsync", ptr, stream_handle, ctx=lambda: f"freeing {fmt_bytes(block.nbytes) if block else ''} "
-                 f"of {block.owner if block else 'memory'} on {self.device}",
-                 nbytes=block.nbytes if block else None, stream=stream_handle, owner=block.owner if block else None)
-        except CudaError as e:
-            if block is not None:
-                block.free_error = f"{e.name}: {e.description}"
-            raise
+        """cuMemFreeAsync, then take the block out of the table: on failure the block stays, marked.
+
+        The lock is held across the call: once the driver has the free, another thread's allocation may be
+        handed the same address, and its entry must go into the table after this one has left it."""
         with self.lock:
-            block = self.live.pop(ptr, None)
+            block = self.live.get(ptr)
+            try:
+                call("cuMemFreeAsync", ptr, stream_handle,
+                     ctx=lambda: f"freeing {fmt_bytes(block.nbytes) if block else ''} "
+                     f"of {block.owner if block else 'memory'} on {self.device}",
+                     nbytes=block.nbytes if block else None, stream=stream_handle,
+                     owner=block.owner if block else None)
+            except CudaError as e:
+                if block is not None:
+                    block.free_error = f"{e.name}: {e.description}"
+                raise
             if block is not None:
+                del self.live[ptr]
                 self.stats["allocated"] -= block.nbytes
                 self.stats["freed_total"] += block.nbytes
                 self.stats["free_count"] += 1
-        if block is not None:
-            self._notify("free", block)
+                self._notify("free", block)
 
     def failed_frees(self):
         """The live blocks whose last cuMemFreeAsync failed (still held by the pool), by address."""
