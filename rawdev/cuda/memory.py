@@ -13,10 +13,12 @@ sum of `align(t.nbytes, 256)` over its tensors (the last one padded too).
 """
 import atexit
 import collections
+import functools
 import json
 import os
 import re
 import sys
+import threading
 import time
 import weakref
 import zlib
@@ -47,9 +49,30 @@ def _opened_devices():
 
 
 def _alloc(device=None):
+    """The device's allocation table, after running queued frees. A driver that cannot take calls any more
+    (a sticky fault) leaves the table as it is: it is rawdev's own record and still worth reading."""
+    from ..errors import CudaError
     a = _device(device).allocator
-    a.flush()
+    try:
+        a.flush()
+    except CudaError:
+        pass
     return a
+
+
+def _driver_figures(dev):
+    """The pool's and the device's own figures, or Nones and the error when the driver refuses (a sticky fault
+    poisons the context: every later call fails, but rawdev's table is still there to show)."""
+    from ..errors import CudaError
+    try:
+        figs = dict(used=dev.pool_attribute("used"), used_high=dev.pool_attribute("used_high"),
+                    reserved=dev.pool_attribute("reserved"), reserved_high=dev.pool_attribute("reserved_high"))
+        figs["free"], figs["total"] = _rm.mem_get_info(dev)
+        figs["error"] = None
+    except CudaError as e:
+        figs = dict.fromkeys(("used", "used_high", "reserved", "reserved_high", "free", "total"))
+        figs["error"] = f"{e.call} failed with {e.name}"
+    return figs
 
 
 def _stream_name(stream):
@@ -178,6 +201,15 @@ _QUEUED_MAX = 100_000
 _Freed = collections.namedtuple("_Freed", "ptr nbytes")
 
 
+def _locked(method):
+    """Run under the object's lock: allocator events arrive from every thread that allocates or frees."""
+    @functools.wraps(method)
+    def run(self, *args):
+        with self.lock:
+            return method(self, *args)
+    return run
+
+
 class _Accounting:
     """What rawdev's allocation table does not count itself: requested bytes (peak, totals) and the frees queued
     on a stream (cuMemFreeAsync) whose stream has not run them yet. Fed by allocator events.
@@ -187,6 +219,7 @@ class _Accounting:
     blocks that are arenas by then and the ones allocated since the last event."""
 
     def __init__(self, alloc):
+        self.lock = threading.RLock()
         self.running = 0          # requested bytes of the live blocks, as last counted
         self.counted = {}         # ptr -> (Block, requested bytes counted for it) for blocks still watched
         self.fixed = {}           # ptr -> requested bytes of a block that is not an arena (never changes)
@@ -201,6 +234,7 @@ class _Accounting:
             self.running += requested_bytes(b)
         self.peak = self.running
 
+    @_locked
     def settle(self):
         """Recount the watched blocks (arenas and blocks allocated since the last event) and update the peak."""
         for ptr, (b, r) in list(self.counted.items()):
@@ -214,6 +248,7 @@ class _Accounting:
                 self.fixed[ptr] = now
         self.peak = max(self.peak, self.running)
 
+    @_locked
     def on_event(self, kind, block):
         if kind == "alloc":
             self.settle()
@@ -234,6 +269,7 @@ class _Accounting:
             self.freed += r
             self.queued.append((_Freed(block.ptr, block.nbytes), block.nbytes))
 
+    @_locked
     def figures(self, live):
         """(current, peak, allocated, freed) requested bytes: current counted from the table now."""
         self.settle()
@@ -241,14 +277,17 @@ class _Accounting:
         self.peak = max(self.peak, current)
         return current, self.peak, current + self.freed - self.base, self.freed
 
+    @_locked
     def reset_peak(self, live):
         self.settle()
         self.peak = sum(requested_bytes(b) for b in live)
 
+    @_locked
     def reset_accumulated(self, live):
         self.freed = 0
         self.base = sum(requested_bytes(b) for b in live)
 
+    @_locked
     def queued_frees(self, pool_used, allocated):
         """([(block, nbytes)], exact) of the frees still queued on a stream. The pool counts them as used until
         they run, so they are the newest frees that make up pool used - allocated; older ones have run. `exact`
@@ -268,11 +307,17 @@ class _Accounting:
 _accounts = weakref.WeakKeyDictionary()
 
 
+_accounts_lock = threading.Lock()
+
+
 def _acct(alloc):
     acct = _accounts.get(alloc)
     if acct is None:
-        acct = _accounts[alloc] = _Accounting(alloc)
-        alloc.listeners.append(acct.on_event)
+        with _accounts_lock:   # two threads asking first must attach one accounting, not two
+            acct = _accounts.get(alloc)
+            if acct is None:
+                acct = _accounts[alloc] = _Accounting(alloc)
+                alloc.listeners.append(acct.on_event)
     return acct
 
 
@@ -297,10 +342,10 @@ def memory_stats(device=None):
         s = dict(a.stats)
         live = list(a.live.values())
         req = acct.figures(live)
-    used, used_hi = dev.pool_attribute("used"), dev.pool_attribute("used_high")
-    res, res_hi = dev.pool_attribute("reserved"), dev.pool_attribute("reserved_high")
-    queued, exact = acct.queued_frees(used, s["allocated"])
-    free, total = _rm.mem_get_info(dev)
+    figs = _driver_figures(dev)
+    used, used_hi, res, res_hi = figs["used"], figs["used_high"], figs["reserved"], figs["reserved_high"]
+    queued, exact = acct.queued_frees(used, s["allocated"]) if used is not None else ([], False)
+    free, total = figs["free"], figs["total"]
     queued_bytes = sum(n for _, n in queued)
     out = collections.OrderedDict()
 
@@ -316,7 +361,7 @@ def memory_stats(device=None):
     active = s["allocated"] + queued_bytes
     put("allocated_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"])
     put("requested_bytes", *req)
-    put("active_bytes", active, max(used_hi, active, s["peak"]), s["allocated_total"],
+    put("active_bytes", active, max(used_hi or 0, active, s["peak"]), s["allocated_total"],
         max(0, s["freed_total"] - queued_bytes))
     put("reserved_bytes", res, res_hi)
     put("inactive_split_bytes", sum(gaps), None)
@@ -329,13 +374,17 @@ def memory_stats(device=None):
     out["num_device_alloc"] = s["alloc_count"]
     out["num_device_free"] = s["free_count"]
     out["num_sync_all_streams"] = 0
-    out["cached_bytes.all.current"] = max(0, res - active)
+    out["cached_bytes.all.current"] = max(0, res - active) if res is not None else None
     out["rawdev.pool_used"] = used
     out["rawdev.queued_free_bytes"] = queued_bytes
     out["rawdev.queued_frees"] = len(queued)
     out["rawdev.queued_frees_exact"] = exact
     out["rawdev.device_free"] = free
     out["rawdev.device_total"] = total
+    failed = a.failed_frees()
+    out["rawdev.failed_free_blocks"] = len(failed)
+    out["rawdev.failed_free_bytes"] = sum(x.nbytes for x in failed)
+    out["rawdev.driver_error"] = figs["error"]
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -454,8 +503,18 @@ def memory_summary(device=None, abbreviated=False, top=10):
         alloc, req = st["allocated_bytes.all.current"], st["requested_bytes.all.current"]
         lines.append(f"allocated - requested = {b(alloc - req)}: padding that starts each tensor of an arena at a "
                      f"multiple of {ARENA_ALIGN} bytes")
-        lines.append(f"segments: runs of the pool's 2 MiB granules holding active blocks; device free "
-                     f"{b(st['rawdev.device_free'])} of {b(st['rawdev.device_total'])}")
+        if "rawdev.device_free" in st:
+            lines.append(f"segments: runs of the pool's 2 MiB granules holding active blocks; device free "
+                         f"{b(st['rawdev.device_free'])} of {b(st['rawdev.device_total'])}")
+        if st.get("rawdev.driver_error"):
+            lines.append(f"driver figures unavailable ({st['rawdev.driver_error']}: the context has a sticky error); "
+                         f"the rows from rawdev's own table are current, the pool's show 0")
+        failed = dev.allocator.failed_frees()
+        if failed:
+            lines.append(f"Failed frees: {len(failed)} block(s), {b(sum(x.nbytes for x in failed))} still held by the "
+                         f"pool (cuMemFreeAsync failed; a queued free is retried at the next flush):")
+            for x in failed[:top]:
+                lines.append(f"  {fmt_bytes(x.nbytes):>10} at 0x{x.ptr:x}  {x.owner}: {x.free_error}")
     if abbreviated or not st:
         return "\n".join(lines)
     rows = owner_table(dev)
@@ -488,6 +547,8 @@ def _block_dict(b, stream=True):
     d = dict(address=b.ptr, size=b.nbytes, requested_size=b.nbytes, state="active_allocated", owner=b.owner,
              stream=_stream_name(b.stream) if stream else None, time=b.time,
              parts=[dict(offset=o, size=n, owner=w) for o, n, w in _parts(b)] if b.parts else [])
+    if b.free_error:
+        d["free_error"] = b.free_error
     if b.stack:
         d["frames"] = _frames(b.stack)
     return d
@@ -887,7 +948,8 @@ def leak_report(device=None):
             names = ", ".join(w for _, _, w in _parts(b)) if b.parts else b.owner
             by = sorted(set(held.get(b.ptr, [])))
             lines.append(f"  {fmt_bytes(b.nbytes):>10} at 0x{b.ptr:x}  {names}" +
-                         (f"  (held by global {', '.join(by)} of __main__)" if by else ""))
+                         (f"  (held by global {', '.join(by)} of __main__)" if by else "") +
+                         (f"  (free failed: {b.free_error})" if b.free_error else ""))
             fr = _frames(b.stack)
             user = [f for f in fr if not _in_rawdev(f["filename"])] or fr
             for f in user[:4]:

@@ -112,10 +112,43 @@ class Device:
     """One GPU: its primary context, a compute and a copy stream, and rawdev's memory pool on it."""
 
     def __init__(self, index):
-        from .memory import Allocator
         self.index = index
+        self.pool = self.compute_stream = self.copy_stream = None
         self.handle = call("cuDeviceGet", index, ctx=f"opening cuda:{index}")
         self.context = call("cuDevicePrimaryCtxRetain", self.handle, ctx=f"retaining the primary context of cuda:{index}")
+        try:
+            self._open()
+        except BaseException:
+            self._undo_open()
+            raise
+
+    def _undo_open(self):
+        """A failed open gives back what it took (streams, pool, the primary context's retain), so that
+        opening again starts from nothing. Best effort: the driver may be in no state to answer."""
+        from ..errors import CudaError
+        for s in (self.copy_stream, self.compute_stream):
+            if s is not None:
+                try:
+                    call("cuStreamDestroy", s.handle, ctx=f"closing the {s.label} stream after a failed open")
+                except CudaError:
+                    pass
+                seam.stream_names.pop(s._int, None)
+        if self.pool is not None:
+            try:
+                call("cuMemPoolDestroy", self.pool, ctx=f"destroying the pool of cuda:{self.index} after a failed open")
+            except CudaError:
+                pass
+        try:
+            call("cuDevicePrimaryCtxRelease", self.handle, ctx=f"releasing the primary context of cuda:{self.index}")
+        except CudaError:
+            pass
+        if getattr(_tls, "ctx", None) is self:
+            _tls.ctx = None
+        self.pool = self.compute_stream = self.copy_stream = None
+
+    def _open(self):
+        from .memory import Allocator
+        index = self.index
         self.activate()
         self.name = call("cuDeviceGetName", 256, self.handle).split(b"\0", 1)[0].decode()
         A = CUdevice_attribute
@@ -134,6 +167,7 @@ class Device:
         props.location.type = CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         props.location.id = self.index
         pool = call("cuMemPoolCreate", props, ctx=f"creating rawdev's memory pool on cuda:{self.index}")
+        self.pool = pool   # from here on a failed open destroys it
         # Keep freed memory reserved (as PyTorch's caching allocator does); empty_cache() trims it.
         call("cuMemPoolSetAttribute", pool, CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
              cuuint64_t(2**64 - 1), ctx="setting the pool's release threshold")
@@ -160,9 +194,41 @@ class Device:
         return f"cuda:{self.index}"
 
 
+_count = None   # cuDeviceGetCount's answer: it cannot change while the process runs (is_available() asks per op)
+_reinit = False  # rawdev.sim.reset() happened: cuInit again before the next use
+
+
 def device_count():
-    drv = seam.driver()
-    return call("cuDeviceGetCount") if drv else 0
+    global _count, _reinit
+    n = _count
+    if n is None:
+        drv = seam.driver()
+        if drv is None:
+            return 0
+        _watch_sim(drv)
+        if _reinit and seam._name == "sim":
+            call("cuInit", 0, ctx="initializing the simulated GPU again after rawdev.sim.reset()")
+        _reinit = False
+        n = _count = call("cuDeviceGetCount", ctx="counting CUDA devices")
+    return n
+
+
+def _watch_sim(drv):
+    """With the simulator, have rawdev.sim.reset() re-initialize the runtime (see _on_sim_reset)."""
+    on_reset = getattr(drv, "on_reset", None)
+    if on_reset is not None:
+        on_reset(_on_sim_reset)
+
+
+def _on_sim_reset():
+    """rawdev.sim.reset() power-cycled the simulated GPU: forget the devices and kernel modules opened on
+    it; the next use initializes the driver again (cuInit), so rawdev works at once. Tensors and modules
+    made before the reset keep addresses from the old GPU: the simulator refuses them by name."""
+    global _reinit
+    from . import kernels
+    _forget_devices()
+    kernels._forget_modules()
+    _reinit = True
 
 
 def get_device(index=0):
@@ -181,6 +247,8 @@ def get_device(index=0):
 
 def _forget_devices():
     """Drop every opened Device (after rawdev.sim.reset(); tests only)."""
+    global _count
+    _count = None
     _devices.clear()
     _tls.__dict__.clear()
     seam.stream_names.clear()

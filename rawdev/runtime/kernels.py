@@ -1,14 +1,18 @@
 """Loading the shipped PTX and launching its kernels.
 
 The manifest (ptx/manifest.json, built by tools/build_ptx.py) lists every entry point with its
-`.param` types. A Kernel turns that list into one `struct` format and one `void*[n]` array pointing
-into one argument buffer, made once; a launch is then a single `pack_into` and one cuLaunchKernel.
+`.param` types. A Kernel turns that list into one `struct` format, made once. Each thread packs into
+its own argument buffer (with its `void*[n]` array pointing into it), made on the thread's first launch
+of that kernel; a launch is then a single `pack_into` and one cuLaunchKernel. The driver reads the
+arguments before cuLaunchKernel returns, so a buffer per thread is enough: two threads launching the
+same kernel never see each other's arguments.
 """
 import ctypes
 import json
 import numbers
 import re
 import struct
+import threading
 from importlib import resources
 from pathlib import Path
 
@@ -103,7 +107,10 @@ class KernelModule:
     def get(self, name, params):
         k = self.kernels.get(name)
         if k is None:
-            k = self.kernels[name] = Kernel(self, name, params)
+            with _modules_lock:
+                k = self.kernels.get(name)
+                if k is None:
+                    k = self.kernels[name] = Kernel(self, name, params)
         return k
 
 
@@ -123,11 +130,17 @@ class Kernel:
             offsets.append(off + pad)
             off += pad + size
         self._struct = struct.Struct(fmt)
-        self._args = ctypes.create_string_buffer(max(off, 1))
-        base = ctypes.addressof(self._args)
-        self._argv = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
-        self._argv_addr = ctypes.addressof(self._argv)
+        self._size, self._offsets = max(off, 1), offsets
+        self._local = threading.local()   # .bufs = (argument buffer, void*[n] address) of one thread
         self._fn = self.handle
+
+    def _new_buffers(self):
+        """This thread's argument buffer and the void*[n] array pointing into it (kept alive together)."""
+        args = ctypes.create_string_buffer(self._size)
+        base = ctypes.addressof(args)
+        argv = (ctypes.c_void_p * max(len(self._offsets), 1))(*[base + o for o in self._offsets])
+        self._local.bufs = bufs = (args, ctypes.addressof(argv), argv)
+        return bufs
 
     @property
     def signature(self):
@@ -155,15 +168,19 @@ class Kernel:
                                            f"(bytes, bytearray or memoryview), not {type(a).__name__}"
                                            + (f" of {len(a)}" if isinstance(a, (bytes, bytearray, memoryview)) else ""))
         try:
-            self._struct.pack_into(self._args, 0, *args)
+            buf, argv_addr, _ = self._local.bufs
+        except AttributeError:
+            buf, argv_addr, _ = self._new_buffers()
+        try:
+            self._struct.pack_into(buf, 0, *args)
         except struct.error:
             args = self._coerce(args)
-            self._struct.pack_into(self._args, 0, *args)
+            self._struct.pack_into(buf, 0, *args)
         gx, gy, gz = _dim3(grid)
         bx, by, bz = _dim3(block)
         s = stream or self.module.device.compute_stream
         s.device.activate()
-        call("cuLaunchKernel", self._fn, gx, gy, gz, bx, by, bz, shared_mem, s.handle, self._argv_addr, 0,
+        call("cuLaunchKernel", self._fn, gx, gy, gz, bx, by, bz, shared_mem, s.handle, argv_addr, 0,
              ctx=lambda: f"launching {self.name} grid={grid} block={block}", stream=s.handle, owner=self.name)
 
     def _coerce(self, args):
@@ -209,6 +226,7 @@ def _dim3(d):
 
 _modules = {}   # (device index, file name) -> KernelModule
 _images = {}    # (context handle, file name, hash of the PTX) -> (CUmodule, JIT info log): what a context has loaded
+_modules_lock = threading.RLock()
 
 
 def get_kernel(device, name):
@@ -219,11 +237,15 @@ def get_kernel(device, name):
         raise KeyError(f"no shipped kernel named {name!r} (see `rawdev kernels`)") from None
     key = (device.index, fname)
     mod = _modules.get(key)
-    if mod is None:
-        mod = _modules[key] = KernelModule(device, (ptx_files() / fname).read_text(), fname)
-    k = mod.kernels.get(name)
+    k = mod.kernels.get(name) if mod is not None else None
     if k is None:
-        k = mod.kernels[name] = Kernel(mod, name, params, doc)
+        with _modules_lock:   # several threads asking at once load the file and find the entry once
+            mod = _modules.get(key)
+            if mod is None:
+                mod = _modules[key] = KernelModule(device, (ptx_files() / fname).read_text(), fname)
+            k = mod.kernels.get(name)
+            if k is None:
+                k = mod.kernels[name] = Kernel(mod, name, params, doc)
     return k
 
 
@@ -231,6 +253,7 @@ def _forget_modules(contexts_survive=False):
     """Forget the KernelModule objects (they point at Device objects about to be dropped). The loaded modules
     themselves are remembered while the contexts they live in survive (the real driver's primary contexts are
     never released by rawdev), so reopening a device does not JIT its PTX again."""
-    _modules.clear()
-    if not contexts_survive:
-        _images.clear()
+    with _modules_lock:
+        _modules.clear()
+        if not contexts_survive:
+            _images.clear()

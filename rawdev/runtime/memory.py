@@ -5,7 +5,10 @@ tag (and named parts for arenas), optionally the Python stack that made it. The 
 this table; the pool's own attributes are the driver's view of the same memory.
 
 Frees follow numba's rule: a finalizer never calls the driver, it queues the free; the queue is
-flushed at safe points (the next allocation, a synchronize).
+flushed at safe points (the next allocation, a synchronize). The table changes only when the driver
+call succeeded: a block whose cuMemFreeAsync failed stays in the table (with its owner) marked with the
+error, so memory_allocated() and the memory tool still show it; a queued free that failed is retried at
+the next flush, an explicit DeviceBuffer.free() that failed raises and leaves the buffer freeable.
 """
 import ctypes
 import os
@@ -13,11 +16,12 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 import weakref
 
 import numpy as np
 
-from ..errors import OutOfMemoryError
+from ..errors import CudaError, OutOfMemoryError
 from . import seam
 from .seam import call
 from .trace import fmt_bytes
@@ -41,11 +45,12 @@ def user_site():
 
 class Block:
     """One live device allocation, as the allocation table sees it."""
-    __slots__ = ("ptr", "nbytes", "stream", "owner", "parts", "stack", "time")
+    __slots__ = ("ptr", "nbytes", "stream", "owner", "parts", "stack", "time", "free_error")
 
     def __init__(self, ptr, nbytes, stream, owner, stack):
         self.ptr, self.nbytes, self.stream, self.owner = ptr, nbytes, stream, owner
         self.parts, self.stack, self.time = [], stack, time.time()
+        self.free_error = None   # "CUDA_ERROR_…: …" when a cuMemFreeAsync of this block failed (it is still held)
 
     def owners(self):
         """[(offset, nbytes, owner)]: the named parts of an arena, or the whole block."""
@@ -62,7 +67,7 @@ class Allocator:
         self.kept = []                  # (event, objects) alive until the event completes
         self.listeners = []             # callables(kind, block) for history: kind in alloc/free/oom
         self.record_stacks = False
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # re-entered: a listener may read the figures (and flush) inside an event
         self.reset_stats()
         for hook in ALLOCATOR_HOOKS:
             hook(self)
@@ -102,25 +107,60 @@ class Allocator:
         return block
 
     def free(self, ptr, stream_handle):
+        """cuMemFreeAsync, then take the block out of the table: on failure the block stays, marked.
+
+        The lock is held across the call: once the driver has the free, another thread's allocation may be
+        handed the same address, and its entry must go into the table after this one has left it."""
         with self.lock:
-            block = self.live.pop(ptr, None)
+            block = self.live.get(ptr)
+            try:
+                call("cuMemFreeAsync", ptr, stream_handle,
+                     ctx=lambda: f"freeing {fmt_bytes(block.nbytes) if block else ''} "
+                     f"of {block.owner if block else 'memory'} on {self.device}",
+                     nbytes=block.nbytes if block else None, stream=stream_handle,
+                     owner=block.owner if block else None)
+            except CudaError as e:
+                if block is not None:
+                    block.free_error = f"{e.name}: {e.description}"
+                raise
             if block is not None:
+                del self.live[ptr]
                 self.stats["allocated"] -= block.nbytes
                 self.stats["freed_total"] += block.nbytes
                 self.stats["free_count"] += 1
-        if block is not None:
-            self._notify("free", block)
-        call("cuMemFreeAsync", ptr, stream_handle, ctx=lambda: f"freeing {fmt_bytes(block.nbytes) if block else ''} "
-             f"of {block.owner if block else 'memory'} on {self.device}",
-             nbytes=block.nbytes if block else None, stream=stream_handle, owner=block.owner if block else None)
+                self._notify("free", block)
+
+    def failed_frees(self):
+        """The live blocks whose last cuMemFreeAsync failed (still held by the pool), by address."""
+        return sorted((b for b in list(self.live.values()) if b.free_error), key=lambda b: b.ptr)
 
     def flush(self):
-        """Free what finalizers queued and release objects whose copies are done. Called at safe points."""
+        """Free what finalizers queued and release objects whose copies are done. Called at safe points.
+
+        A queued free that fails stays queued (its block stays in the table, marked) and is tried again
+        at the next flush; the first failure of a block is reported as a RuntimeWarning, not raised into
+        whatever unrelated allocation happened to flush the queue."""
         if self.kept:   # first, so buffers whose last holder was a finished copy are freed in this pass
-            self.kept = [(ev, objs) for ev, objs in self.kept if not ev.query()]
-        while self.pending_frees:
-            ptr, stream_handle = self.pending_frees.pop()
-            self.free(ptr, stream_handle)
+            with self.lock:   # keep_alive() appends concurrently: prune only the entries seen here
+                n = len(self.kept)
+                self.kept[:n] = [(ev, objs) for ev, objs in self.kept[:n] if not ev.query()]
+        failed = []
+        while True:
+            try:
+                ptr, stream_handle = self.pending_frees.pop()
+            except IndexError:   # another thread emptied the queue
+                break
+            block = self.live.get(ptr)
+            first = block is None or block.free_error is None
+            try:
+                self.free(ptr, stream_handle)
+            except CudaError as e:
+                failed.append((ptr, stream_handle))
+                if first:
+                    warnings.warn(f"rawdev: a queued free failed and will be retried at the next flush; the block "
+                                  f"stays in the allocation table: {e}", RuntimeWarning, stacklevel=2)
+        if failed:
+            self.pending_frees.extend(failed)
 
     def segments(self, granule=SEGMENT_GRANULE):
         """The live blocks grouped by address into segments (see segments_of)."""
@@ -211,9 +251,15 @@ class DeviceBuffer:
         self.block.parts.append((offset, nbytes, owner))
 
     def free(self, stream=None):
-        """Free now, in order on `stream` (default: the stream it was allocated on)."""
+        """Free now, in order on `stream` (default: the stream it was allocated on). If the driver refuses,
+        the CudaError propagates and the buffer stays allocated and freeable (again, or by its finalizer)."""
         if self._finalizer is not None and self._finalizer.detach():
-            self.device.allocator.free(self.ptr, (stream or self.block.stream).handle)
+            try:
+                self.device.allocator.free(self.ptr, (stream or self.block.stream).handle)
+            except BaseException:
+                self._finalizer = weakref.finalize(self, self.device.allocator.pending_frees.append,
+                                                   (self.block.ptr, self.block.stream.handle))
+                raise
 
     def __repr__(self):
         return f"<DeviceBuffer {fmt_bytes(self.nbytes)} at 0x{self.ptr:x} on {self.device} owner={self.owner!r}>"

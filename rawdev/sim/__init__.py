@@ -7,16 +7,16 @@
 AttributeError instead of silently reaching for the real driver.
 
 Test helpers: :func:`reset`, :func:`inject_fault`, :func:`clear_faults`, :func:`last_error_detail`,
-:func:`sticky_error`, :func:`stats`, :func:`peek`, :func:`device_memory`.
+:func:`sticky_error`, :func:`stats`, :func:`peek`, :func:`device_memory`, :func:`on_reset`.
 """
 
 from . import driver as _driver
 from .driver import *  # noqa: F401,F403  (every cu* function)
 from .driver import (clear_faults, describe, device_memory, inject_fault, last_error_detail, max_ptx_version,
-                     peek, reset, stats, sticky_error)
+                     on_reset, peek, reset, stats, sticky_error)
 
 __all__ = list(_driver.__all__) + ["reset", "inject_fault", "clear_faults", "last_error_detail", "sticky_error",
-                                   "stats", "peek", "device_memory", "describe", "max_ptx_version"]
+                                   "stats", "peek", "device_memory", "describe", "max_ptx_version", "on_reset"]
 
 
 def __getattr__(name):

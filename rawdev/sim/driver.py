@@ -340,6 +340,9 @@ class _State:
 _generations = itertools.count(1)
 _ids = itertools.count(1)           # never restarts: a stale handle from before a reset() stays invalid
 _graveyard = {}                     # pinned buffers of earlier resets: runtime objects may still view them
+_retired = []                       # sorted (start, end) of the device blocks that were live at earlier resets
+_retired_handles = set()            # contexts, streams, events, pools, modules of earlier resets
+_reset_hooks = []                   # callables run after every reset() (the runtime re-initializes itself)
 _lock = threading.RLock()
 _tls = threading.local()
 _S = _State()
@@ -462,7 +465,7 @@ def _stream(h):
         return _current_device().legacy
     s = _S.streams.get(hv)
     if s is None or s.destroyed:
-        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, f"0x{hv:x} is not a live stream")
+        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, _stale_handle(hv, "stream"))
     return s
 
 
@@ -470,7 +473,7 @@ def _event(h):
     hv = _int(h, "hEvent")
     e = _S.events.get(hv)
     if e is None:
-        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, f"0x{hv:x} is not a live event")
+        raise _Err(R.CUDA_ERROR_INVALID_HANDLE, _stale_handle(hv, "event"))
     return e
 
 
@@ -478,7 +481,7 @@ def _pool(h):
     hv = _int(h, "pool")
     p = _S.pools.get(hv)
     if p is None or p.destroyed:
-        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"0x{hv:x} is not a live memory pool")
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, _stale_handle(hv, "memory pool"))
     return p
 
 
@@ -488,12 +491,34 @@ def _dev_of(addr):
     return _S.devices[i] if 0 <= i < len(_S.devices) else None
 
 
+def _from_before_reset(addr):
+    """A message when ``addr`` lies in a device block that was live when the GPU was reset, else None."""
+    if not _retired:
+        return None
+    i = bisect.bisect_right(_retired, (addr, U64_MAX)) - 1
+    if i >= 0 and _retired[i][0] <= addr < _retired[i][1]:
+        return (f"0x{addr:x} was allocated before rawdev.sim.reset(): the reset gave back all device memory, so "
+                f"tensors, buffers and modules made before it cannot be used after it (create them again)")
+    return None
+
+
+def _stale_handle(hv, what):
+    """The detail for an unknown handle: says so when it is one from before a reset()."""
+    if hv in _retired_handles:
+        return (f"{what} 0x{hv:x} was created before rawdev.sim.reset(): the reset destroyed it, and everything "
+                f"made on the old GPU (tensors, modules, streams) must be made again")
+    return f"0x{hv:x} is not a live {what}"
+
+
 def _dev_range(addr, n, what):
     """Check that [addr, addr+n) lies inside one live device allocation; return its device."""
     addr = _int(addr, what)
     dev = _dev_of(addr)
     hit = dev and dev.mem.find(addr)
     if not hit or addr + n > hit[0] + hit[1]:
+        stale = _from_before_reset(addr)
+        if stale:
+            raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{what}: {stale}")
         near = dev.mem.nearest(addr, max(n, 1)) if dev else f"0x{addr:x} is not a device address"
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{what}: {n} bytes at 0x{addr:x} is not inside one device allocation: {near}")
     return dev
@@ -685,7 +710,7 @@ def cuCtxSetCurrent(ctx):
         if d.ctx == h and d.refcount > 0:
             _tls.ctx = (_S.gen, d.ordinal)
             return
-    raise _Err(R.CUDA_ERROR_INVALID_CONTEXT, f"0x{h:x} is not a live context")
+    raise _Err(R.CUDA_ERROR_INVALID_CONTEXT, _stale_handle(h, "context"))
 
 
 @_api(nout=1, ctx=False)
@@ -1398,6 +1423,12 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
     if extra not in (None, 0) and not (isinstance(extra, (list, tuple)) and not extra):
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "the simulator does not support `extra` launch parameters")
     params, ptx, mem = _pack_params(fn, kernelParams), fn.module.ptx, s.dev.mem
+    if _retired:   # a pointer argument from before a reset would fault mid-kernel: refuse the launch instead
+        for i, (size, off) in enumerate(fn.info["params"]):
+            if size == 8:
+                stale = _from_before_reset(int.from_bytes(params[off:off + 8], "little"))
+                if stale:
+                    raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{fn.name}: argument {i}: {stale}")
     label = f"kernel {fn.name} grid={grid} block={block} shared={shmem} stream={s!r}"
 
     def run():
@@ -1495,12 +1526,27 @@ def cuPointerGetAttributes(numAttributes, attributes, ptr):
 # ==================================================================================== test helpers
 def reset():
     """Power-cycle the simulated GPU: memory, pools, streams, events, modules, pinned memory, sticky
-    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment and CUDA_LAUNCH_BLOCKING. cuInit is
-    needed again."""
+    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment and CUDA_LAUNCH_BLOCKING. cuInit is needed again (the
+    runtime registers a hook here that does it and forgets its devices, so rawdev is usable at once).
+    Device blocks live at the reset are remembered: a launch or copy that names one later is refused
+    (CUDA_ERROR_INVALID_VALUE, saying so) instead of faulting on an address that is gone."""
     global _S
     with _lock:
         _graveyard.update({a: b for a, (b, _) in _S.host.items()})
+        _retired.extend((a, a + n) for p in _S.pools.values() for a, n in p.allocs.items())
+        _retired_handles.update([d.ctx for d in _S.devices], _S.streams, _S.events, _S.pools, _S.modules)
         _S = _State()
+        # the address window of the new generation may be one used 4096 resets ago: forget blocks there
+        _retired[:] = sorted(r for r in _retired if not _S.base <= r[0] < _S.base + GEN_SPAN)
+    for hook in list(_reset_hooks):
+        hook()
+
+
+def on_reset(fn):
+    """Run ``fn()`` after every reset() (once per function, however often it is registered)."""
+    with _lock:
+        if fn not in _reset_hooks:
+            _reset_hooks.append(fn)
 
 
 def inject_fault(func_name, code, nth=1):
