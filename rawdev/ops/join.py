@@ -64,8 +64,8 @@ class _Cat(Function):
 
     @staticmethod
     def forward(ctx, dim, shape, dt, *tensors):
-        ctx.dim, ctx.sizes = dim, [t.shape[dim] if t.ndim else 0 for t in tensors]
         ctx.skipped = [t.ndim == 1 and t.shape[0] == 0 and len(shape) != 1 for t in tensors]
+        ctx.dim, ctx.sizes = dim, [0 if skip else t.shape[dim] for t, skip in zip(tensors, ctx.skipped)]
         out = _new(shape, dt, check_same_device("cat", *tensors), "cat output")
         off = 0
         for t, skip in zip(tensors, ctx.skipped):
