@@ -174,7 +174,7 @@ class finfo:
         else:
             fi = np.finfo(d.storage)
             self.bits, self.eps, self.max = _builtins.int(fi.bits), _builtins.float(fi.eps), _builtins.float(fi.max)
-            self.tiny, self.resolution = _builtins.float(fi.smallest_normal), _builtins.float(fi.resolution)
+            self.tiny, self.resolution = _builtins.float(fi.smallest_normal), 10.0 ** -fi.precision
         self.min = -self.max
         self.smallest_normal = self.tiny
         self.dtype = d.name

@@ -247,7 +247,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dt, dev = _options(dtype, device, layout)
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    half = steps // 2
+    half = steps // 2 if steps > 1 else steps
     if _on_cuda(dev):
         if not dt.is_floating_point:
             t = _ramp(steps, _dt.float32, dev, start, end, step, half)
