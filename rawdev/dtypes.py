@@ -157,7 +157,6 @@ def convert_storage(arr, src, dst):
 
 import builtins as _builtins  # noqa: E402  (int, float and bool are dtypes in this module)
 
-
 # -- finfo / iinfo (PyTorch's fields) ---------------------------------------------------------------
 
 class finfo:
@@ -190,11 +189,13 @@ class iinfo:
     def __init__(self, type):  # noqa: A002
         d = as_dtype(type)
         if d.is_floating_point:
-            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{d!r}'")
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                            f"'{d!r}'")
         if d is bool:
             raise TypeError("torch.bool is not supported by torch.iinfo")
         ii = np.iinfo(d.storage)
-        self.bits, self.min, self.max, self.dtype = _builtins.int(ii.bits), _builtins.int(ii.min), _builtins.int(ii.max), d.name
+        self.bits, self.min, self.max = _builtins.int(ii.bits), _builtins.int(ii.min), _builtins.int(ii.max)
+        self.dtype = d.name
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -4,10 +4,10 @@ new_* methods, tensor/as_tensor/from_numpy for every dtype; and the dtype conven
 (__format__, item, tolist, numpy() errors, finfo/iinfo)."""
 import numpy as np
 import pytest
-from test_autograd import gradcheck
-
 import rawdev
 from rawdev.ops import cuda as cuda_ops
+
+from test_autograd import gradcheck
 
 RNG = np.random.default_rng(5)
 DEVICES = ["cpu", "cuda"]
@@ -46,7 +46,8 @@ CASES = {
     "linspace_int": (lambda d: rawdev.linspace(0, 10, 5, dtype=rawdev.int64, device=d),
                      lambda: np.trunc(np.linspace(0, 10, 5)), 0),
     "logspace": (lambda d: rawdev.logspace(-1, 2, 4, device=d), lambda: np.logspace(-1, 2, 4), 1e-5),
-    "logspace_base2": (lambda d: rawdev.logspace(0, 4, 5, base=2, device=d), lambda: np.logspace(0, 4, 5, base=2), 1e-5),
+    "logspace_base2": (lambda d: rawdev.logspace(0, 4, 5, base=2, device=d),
+                       lambda: np.logspace(0, 4, 5, base=2), 1e-5),
     "eye": (lambda d: rawdev.eye(3, device=d), lambda: np.eye(3), 0),
     "eye_rect": (lambda d: rawdev.eye(2, 4, dtype=rawdev.int64, device=d), lambda: np.eye(2, 4), 0),
     "eye_empty": (lambda d: rawdev.eye(0, 3, device=d), lambda: np.eye(0, 3), 0),
@@ -61,16 +62,18 @@ CASES = {
     "zeros_like_dt": (lambda d: rawdev.zeros_like(rawdev.ones(2, device=d), dtype=rawdev.int64),
                       lambda: np.zeros(2, np.int64), 0),
     "full_like": (lambda d: rawdev.full_like(rawdev.zeros(2, 2, device=d), -3.0), lambda: np.full((2, 2), -3.0), 0),
-    "new_zeros": (lambda d: rawdev.ones(2, dtype=rawdev.float64, device=d).new_zeros(3, 2), lambda: np.zeros((3, 2)), 0),
+    "new_zeros": (lambda d: rawdev.ones(2, dtype=rawdev.float64, device=d).new_zeros(3, 2),
+                  lambda: np.zeros((3, 2)), 0),
     "new_ones": (lambda d: rawdev.zeros(1, device=d).new_ones((2,)), lambda: np.ones(2), 0),
     "new_full": (lambda d: rawdev.zeros(1, dtype=rawdev.int32, device=d).new_full((2, 2), 4),
                  lambda: np.full((2, 2), 4), 0),
-    "new_tensor": (lambda d: rawdev.zeros(1, device=d).new_tensor([[1, 2], [3, 4]]), lambda: np.array([[1, 2], [3, 4]]), 0),
+    "new_tensor": (lambda d: rawdev.zeros(1, device=d).new_tensor([[1, 2], [3, 4]]),
+                   lambda: np.array([[1, 2], [3, 4]]), 0),
 }
 
 # expected dtypes (PyTorch's inference)
-DTYPES = {"arange_int": rawdev.int64, "arange_float": rawdev.float32, "arange_neg": rawdev.int32, "full": rawdev.float32,
-          "full_int": rawdev.int64, "full_bool": rawdev.bool, "full_bf16": rawdev.bfloat16, "ones": rawdev.float16,
+DTYPES = {"arange_int": rawdev.int64, "arange_float": rawdev.float32, "arange_neg": rawdev.int32,
+          "full": rawdev.float32, "full_int": rawdev.int64, "full_bool": rawdev.bool, "full_bf16": rawdev.bfloat16, "ones": rawdev.float16,
           "new_zeros": rawdev.float64, "new_full": rawdev.int32, "new_tensor": rawdev.float32,
           "zeros_like_dt": rawdev.int64, "linspace_int": rawdev.int64, "eye_rect": rawdev.int64}
 

@@ -3,10 +3,10 @@ on the cpu and on the simulator (poisoned outputs) at random shapes with size-0/
 inputs; gradients by finite differences (cpu, float64) and cuda-vs-cpu gradients; PyTorch's error wording."""
 import numpy as np
 import pytest
-from test_autograd import gradcheck
-
 import rawdev
 from rawdev.ops import cuda as cuda_ops
+
+from test_autograd import gradcheck
 
 RNG = np.random.default_rng(11)
 

@@ -3,7 +3,6 @@ on the device), moments within statistical bounds, integer ranges, permutations,
 without replacement (never a repeat without), the in-place fills on views, and the seeding API."""
 import numpy as np
 import pytest
-
 import rawdev
 import rawdev.cuda
 from rawdev.ops import cuda as cuda_ops
@@ -176,7 +175,8 @@ def test_multinomial_without_replacement(device):
 
 def test_multinomial_errors():
     w = rawdev.tensor([0.5, 0.5])
-    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size\\(-1\\) samples without replacement"):
+    with pytest.raises(RuntimeError,
+                       match="cannot sample n_sample > prob_dist.size\\(-1\\) samples without replacement"):
         rawdev.multinomial(w, 3)
     with pytest.raises(RuntimeError, match="cannot sample n_sample <= 0 samples"):
         rawdev.multinomial(w, 0)

@@ -19,7 +19,7 @@ from ..tensor import strided as _strided
 from ..tensor.core import Tensor
 from .dispatch import check_same_device
 from .registry import declare
-from .shape import expand, make_view, narrow, reshape, unsqueeze, wrap_dim, _narrow
+from .shape import _narrow, expand, make_view, narrow, reshape, unsqueeze, wrap_dim
 
 __all__ = ["cat", "stack", "hstack", "vstack", "dstack", "split", "chunk", "tensor_split", "repeat", "tile",
            "repeat_interleave", "roll", "flip", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d"]

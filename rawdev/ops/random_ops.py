@@ -210,8 +210,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
                 keys = np.where(w > 0, np.log(u) / np.where(w > 0, w, 1.0), -np.inf)
             idx = np.argsort(-keys, axis=1, kind="stable")[:, :S]
         return Tensor._make_cpu(np.ascontiguousarray(idx.reshape(out_shape), np.int64), _dt.int64)
-    from . import cuda
     from ..tensor import cuda_io
+    from . import cuda
     w = _f._device_cast(input.detach(), _dt.float32) if input.dtype is not _dt.float32 else cuda.dense(input.detach())
     out = cuda.empty(out_shape, _dt.int64, input.device, "multinomial output")
     if replacement:

@@ -1,9 +1,30 @@
 """rawdev.tensor: the Tensor class, its constructors and rawdev.Size."""
 
 from .core import Tensor
-from .factory import (arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
-                      ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like, randperm, tensor,
-                      zeros, zeros_like)
+from .factory import (
+    arange,
+    as_tensor,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from .size import Size
 
 
