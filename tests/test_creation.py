@@ -73,7 +73,8 @@ CASES = {
 
 # expected dtypes (PyTorch's inference)
 DTYPES = {"arange_int": rawdev.int64, "arange_float": rawdev.float32, "arange_neg": rawdev.int32,
-          "full": rawdev.float32, "full_int": rawdev.int64, "full_bool": rawdev.bool, "full_bf16": rawdev.bfloat16, "ones": rawdev.float16,
+          "full": rawdev.float32, "full_int": rawdev.int64, "full_bool": rawdev.bool, "full_bf16": rawdev.bfloat16,
+          "ones": rawdev.float16,
           "new_zeros": rawdev.float64, "new_full": rawdev.int32, "new_tensor": rawdev.float32,
           "zeros_like_dt": rawdev.int64, "linspace_int": rawdev.int64, "eye_rect": rawdev.int64}
 
