@@ -11,7 +11,7 @@ import numpy as np
 # below stay in rawdev.dtypes).
 __all__ = [
     "dtype", "float32", "float", "float16", "half", "bfloat16", "float64", "double",
-    "int64", "long", "int32", "int", "uint8", "bool", "get_default_dtype", "set_default_dtype",
+    "int64", "long", "int32", "int", "uint8", "bool", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
 ]
 
 
@@ -153,3 +153,49 @@ def convert_storage(arr, src, dst):
     if src is dst:
         return np.array(arr, copy=True, order="C")
     return to_storage(to_values(arr, src), dst)
+
+
+import builtins as _builtins  # noqa: E402  (int, float and bool are dtypes in this module)
+
+# -- finfo / iinfo (PyTorch's fields) ---------------------------------------------------------------
+
+class finfo:
+    """Machine limits of a floating dtype: bits, eps, max, min, tiny (= smallest_normal), resolution, dtype."""
+
+    def __init__(self, type=None):  # noqa: A002 (PyTorch's argument name)
+        d = as_dtype(type) if type is not None else get_default_dtype()
+        if not d.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            f"'torch.finfo' (got {d!r})")
+        if d is bfloat16:
+            self.bits, self.eps, self.max, self.tiny, self.resolution = 16, 2.0 ** -7, 3.3895313892515355e38, \
+                2.0 ** -126, 0.01
+        else:
+            fi = np.finfo(d.storage)
+            self.bits, self.eps, self.max = _builtins.int(fi.bits), _builtins.float(fi.eps), _builtins.float(fi.max)
+            self.tiny, self.resolution = _builtins.float(fi.smallest_normal), 10.0 ** -fi.precision
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype: bits, min, max, dtype."""
+
+    def __init__(self, type):  # noqa: A002
+        d = as_dtype(type)
+        if d.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                            f"'{d!r}'")
+        if d is bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        ii = np.iinfo(d.storage)
+        self.bits, self.min, self.max = _builtins.int(ii.bits), _builtins.int(ii.min), _builtins.int(ii.max)
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

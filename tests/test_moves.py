@@ -288,7 +288,7 @@ def test_constructors_on_cuda(dev):
     random.manual_seed(3)
     a = randn(3, 4, device="cuda")
     random.manual_seed(3)
-    assert np.array_equal(a.cpu().numpy(), randn(3, 4).numpy())
+    assert np.array_equal(a.cpu().numpy(), randn(3, 4, device="cuda").cpu().numpy())
     assert np.array_equal(zeros(2, 3, device="cuda").cpu().numpy(), np.zeros((2, 3), np.float32))
     assert np.array_equal(ones(2, device="cuda", dtype=dtypes.int32).cpu().numpy(), [1, 1])
     assert np.array_equal(arange(5, device="cuda").cpu().numpy(), np.arange(5))

@@ -91,8 +91,10 @@ def test_from_numpy_shares_memory_both_ways():
     assert (a[1] == 7).all()
     assert t.data_ptr() == a.ctypes.data
     assert np.shares_memory(np.asarray(t), a)
-    with pytest.raises(ValueError, match="C-contiguous"):
-        from_numpy(a.T)
+    tt = from_numpy(a.T)   # a strided array is shared with its strides, as PyTorch's from_numpy
+    assert tt.stride() == (1, 3) and np.shares_memory(np.asarray(tt), a)
+    with pytest.raises(ValueError, match="negative"):
+        from_numpy(a[:, ::-1])
 
 
 def test_views_share_storage_and_version():

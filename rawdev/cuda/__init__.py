@@ -67,3 +67,44 @@ from .memory import (  # noqa: E402,F401
     reset_max_memory_allocated,
     reset_peak_memory_stats,
 )
+
+
+# Random state: one Philox generator per device (rawdev.random).
+def manual_seed(seed):
+    """Seed the current cuda device's generator."""
+    from .. import random
+    random.manual_seed_cuda(seed)
+
+
+def manual_seed_all(seed):
+    """Seed every cuda device's generator."""
+    from .. import random
+    random.manual_seed_all(seed)
+
+
+def seed():
+    from .. import random
+    return random.cuda_generator().seed()
+
+
+def seed_all():
+    from .. import random
+    s = random.cuda_generator().seed()
+    random.manual_seed_all(s)
+
+
+def initial_seed():
+    from .. import random
+    return random.cuda_generator().initial_seed()
+
+
+def get_rng_state(device="cuda"):
+    from .. import random
+    from ..device import as_device
+    return random.cuda_generator(as_device(device).index or 0).get_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    from .. import random
+    from ..device import as_device
+    random.cuda_generator(as_device(device).index or 0).set_state(new_state)

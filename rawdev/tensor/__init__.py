@@ -1,8 +1,30 @@
 """rawdev.tensor: the Tensor class, its constructors and rawdev.Size."""
 
 from .core import Tensor
-from .factory import (arange, as_tensor, empty, empty_like, from_numpy, full, full_like, ones, ones_like, rand,
-                      rand_like, randint, randn, randn_like, tensor, zeros, zeros_like)
+from .factory import (
+    arange,
+    as_tensor,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from .size import Size
 
 
@@ -10,6 +32,6 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-__all__ = ["Tensor", "Size", "is_tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
-           "randn", "rand", "randint", "arange", "zeros_like", "ones_like", "empty_like", "full_like",
-           "randn_like", "rand_like"]
+__all__ = ["Tensor", "Size", "is_tensor", "tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty",
+           "full", "randn", "rand", "randint", "randperm", "arange", "linspace", "eye", "zeros_like", "ones_like",
+           "empty_like", "full_like", "randn_like", "rand_like", "randint_like"]

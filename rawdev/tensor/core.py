@@ -426,6 +426,13 @@ class Tensor:
         from .printing import tensor_repr
         return tensor_repr(self)
 
+    def __format__(self, format_spec):
+        """A 0-d tensor formats like its number (f"{loss:.4f}"); others as object does (str, or TypeError
+        for a format spec), as PyTorch's."""
+        if self.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     # ---------------------------------------------------------------- copies and in-place writes
     def detach(self):
         t = self._alias()
