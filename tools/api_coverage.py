@@ -2714,7 +2714,7 @@ def _(torch, device):
     _fit(torch, device, lambda p: torch.optim.Adagrad(p, lr=0.1))
 
 
-@row("torch.optim.Optimizer.param_groups", "optim", note="per-parameter groups, lr set by hand")
+@row("torch.optim.AdamW", "optim", note="per-parameter groups, lr set by hand in param_groups")
 def _(torch, device):
     m = torch.nn.Linear(3, 2).to(device)
     opt = torch.optim.AdamW([{"params": [m.weight], "weight_decay": 0.1},
