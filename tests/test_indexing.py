@@ -3,7 +3,6 @@ tensor, list or 1-D mask (the embedding lookup C[X] of a character model), and x
 cpu and on the simulator (index.ptx: gathers, scatters, atomic adds), with gradients."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev.ops import cuda as cuda_ops
 
