@@ -437,12 +437,13 @@ def test_transfer_moves_plain_bytes_with_one_copy_each_way(dev):
     (arr, ev, pinned), = transfer.download_ranges(ranges[1:], "a", non_blocking=True)
     ev.synchronize()
     assert np.array_equal(arr, a[2:7]) and isinstance(pinned, memory.PinnedBuffer)
+    # a part already on the device is copied device to device into the new arena (load_state_dict's staging)
     with trace() as t:
-        transfer.write_ranges(dev, [(arena, 0, np.full(10, 7, np.uint8), "a"),
-                                    (arena, offsets[1], np.full(24, 9, np.uint8), "b")], "refill")
-    assert [(c.fn, c.owner) for c in t if c.fn.startswith("cuMemcpy")] == [("cuMemcpyHtoDAsync", "refill")]
-    back = transfer.download_ranges([(arena, 0, arena.nbytes, "all")], "all")[0][0]
-    assert (back[:10] == 7).all() and (back[offsets[1]:offsets[1] + 24] == 9).all()
+        arena2, offs2 = transfer.upload_arena(dev, [("a", np.full(10, 7, np.uint8)),
+                                                    ("b", transfer.DeviceSource(arena.ptr + offsets[1], 24))], "mixed")
+    assert [c.fn for c in t if c.fn.startswith("cuMemcpy")] == ["cuMemcpyHtoDAsync", "cuMemcpyDtoDAsync"]
+    back = transfer.download_ranges([(arena2, 0, arena2.nbytes, "all")], "all")[0][0]
+    assert (back[:10] == 7).all() and np.array_equal(back[offs2[1]:offs2[1] + 24], b)
 
 
 def test_failed_upload_frees_what_it_made_and_says_what_it_was_doing(dev):

@@ -635,32 +635,60 @@ class _RemovableHandle:
 
 
 def _apply_load_plan(plan):
-    """Copy checked (module, name, target, source, key, assign) entries; cuda targets in batched copies
-    (rawdev.tensor.moves.load_into_device). Not a graph op, as PyTorch's _load_from_state_dict."""
+    """Load checked (module, name, target, source, key, assign) entries, all or nothing.
+
+    First every fallible step: cuda sources of cpu targets are read back (one batched copy), and the sources
+    of cuda targets are staged in one new arena per device (rawdev.tensor.moves.stage_load). Only when all
+    of that has succeeded do the targets change: cpu targets by a numpy copy, cuda targets by switching to
+    their staged storage. A failure before that point frees what was staged and leaves the model as it was.
+    Not a graph op, as PyTorch's _load_from_state_dict.
+    """
     from ..autograd.grad_mode import no_grad
     from ..tensor import moves
     last = {}
     for entry in plan:  # a tied weight under two keys: the last key wins, as with PyTorch's copies
         last[id(entry[2])] = entry
-    cuda_targets = []
+    assigns, cpu_entries, by_dev = [], [], {}
+    for entry in last.values():
+        module, name, target, src, key, assign = entry
+        if assign:
+            assigns.append(entry)
+        elif target.is_cuda:
+            by_dev.setdefault(target.device, []).append((target, src, key))
+        else:
+            cpu_entries.append((target, src, key))
     with no_grad():
-        for module, name, target, src, key, assign in last.values():
-            if assign:
-                if isinstance(target, Parameter):
-                    if not isinstance(src, Parameter):
-                        src = Parameter(src, requires_grad=target.requires_grad)
-                    else:
-                        src.requires_grad_(target.requires_grad)
-                setattr(module, name, src)
-            elif target.is_cuda:
-                cuda_targets.append((target, src, key))
-            else:
-                target.copy_(src)
-        by_dev = {}
-        for entry in cuda_targets:
-            by_dev.setdefault(entry[0].device, []).append(entry)
-        for dev, entries in by_dev.items():
-            moves.load_into_device(dev, entries)
+        cuda_src = [(key, src) for _, src, key in cpu_entries if src.is_cuda]
+        host = dict(zip((id(s) for _, s in cuda_src), (a for _, a in moves.to_host_arrays(cuda_src))))
+        commits = []
+        try:
+            for dev, entries in by_dev.items():
+                commits.append(moves.stage_load(dev, entries))
+        except BaseException:
+            for commit in commits:
+                commit.abort()
+            raise
+        for target, src, _ in cpu_entries:
+            if id(src) in host:
+                src = _host_tensor(host[id(src)], src)
+            target.copy_(src)
+        for commit in commits:
+            commit()
+        for module, name, target, src, key, assign in assigns:
+            if isinstance(target, Parameter):
+                if not isinstance(src, Parameter):
+                    src = Parameter(src, requires_grad=target.requires_grad)
+                else:
+                    src.requires_grad_(target.requires_grad)
+            setattr(module, name, src)
+
+
+def _host_tensor(arr, like):
+    """A cpu tensor over host storage array arr read back from the cuda tensor like."""
+    t = Tensor.__new__(Tensor)
+    t._set_cpu(arr.reshape(tuple(like.shape)), like.dtype)
+    t._vc, t._base, t._requires_grad, t._grad, t.grad_fn = [0], None, False, None, None
+    return t
 
 
 def _from_tensor_like(x):

@@ -11,8 +11,6 @@ nbytes, name) ranges, and a description of each part for error messages.
                      it frees what it made and raises with what it was doing.
 - `download_ranges`: ranges of device buffers back to the host: nearby ranges of one buffer merged, one
                      cuMemcpyDtoHAsync per merged span into one pinned buffer per device.
-- `write_ranges`   : host bytes into existing device buffers: one staging buffer, one HtoD per run of
-                     adjacent targets.
 
 Lifetimes: the staging buffer, the source arrays and the source device buffers are handed to
 memory.keep_alive on the copy stream, so they live until the copy is known complete; that is what
@@ -28,8 +26,8 @@ from ..errors import CudaError, IllegalAddressError, OutOfMemoryError
 from . import memory
 from .trace import fmt_bytes
 
-__all__ = ["upload_arena", "download_ranges", "write_ranges", "release_staging", "move_context", "reraise",
-           "STAGING_CACHE_MAX"]
+__all__ = ["upload_arena", "DeviceSource", "download_ranges", "release_staging", "move_context",
+           "reraise", "STAGING_CACHE_MAX"]
 
 # Device->host copies of ranges of one buffer are merged when the gap between them is below this:
 # copying a little unused memory is cheaper than another driver call.
@@ -107,16 +105,27 @@ def reraise(e, context):
 
 
 # ----------------------------------------------------------------------------- host -> new device arena
+class DeviceSource:
+    """A part of an arena upload whose bytes are already on the arena's device: copied device to device."""
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self, ptr, nbytes):
+        self.ptr, self.nbytes = int(ptr), int(nbytes)
+
+
 def upload_arena(rdev, parts, owner, describe=None, context=None):
     """Place host bytes in one new device arena on rdev: one staging buffer, one allocation, one copy.
 
-    parts: [(name, host uint8 array)]; each part is tagged `name` in the arena (the memory tool's owner).
+    parts: [(name, host uint8 array or DeviceSource)]; each part is tagged `name` in the arena (the memory
+    tool's owner). Host parts go through the staging buffer in one HtoD copy (over the span up to the last
+    host part); DeviceSource parts are then copied device to device on the compute stream.
     owner: the arena's owner tag and the copy's owner in traces. describe(i) / context(indices, step): see
     move_context (default: moving {owner} to {rdev}). Returns (arena DeviceBuffer, [byte offset of each part]).
     The copy is ordered before later work on rdev's compute stream. Nothing outside this function sees the
     arena until it returns; on failure it frees what it made and raises with the step it was at.
     """
     sizes = [data.nbytes for _, data in parts]
+    on_device = [isinstance(data, DeviceSource) for _, data in parts]
     describe = _describer(describe, [n for n, _ in parts], sizes)
     if context is None:
         context = move_context(owner, rdev, sizes, describe)
@@ -125,16 +134,19 @@ def upload_arena(rdev, parts, owner, describe=None, context=None):
         offsets.append(off)
         off += memory.align(n)
     total = off
+    host_end = total if not any(on_device) else \
+        max([offsets[i] + sizes[i] for i in range(len(parts)) if not on_device[i]], default=0)
     staging = arena = None
     copied = False
     packing = None   # the part being packed, described only if something fails
     step = "allocating the pinned staging buffer"
     try:
-        staging = _acquire_staging(rdev, total, f"staging for {owner}")
+        if host_end:
+            staging = _acquire_staging(rdev, host_end, f"staging for {owner}")
         step = "packing the staging buffer"
-        arr = staging.array
         for i, (_, data) in enumerate(parts):
-            if sizes[i]:
+            if sizes[i] and not on_device[i]:
+                arr = staging.array
                 packing = i
                 arr[offsets[i]:offsets[i] + sizes[i]] = data
         packing = None
@@ -146,20 +158,29 @@ def upload_arena(rdev, parts, owner, describe=None, context=None):
             arena.tag(o, n, name)
         step = "ordering the copy after the arena's allocation"
         rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
-        if total:
+        if host_end:
             step = "copying the staging buffer to the device arena"
-            memory.copy_htod(arena.ptr, staging.ptr, total, stream=rdev.copy_stream, owner=owner)
+            memory.copy_htod(arena.ptr, staging.ptr, host_end, stream=rdev.copy_stream, owner=owner)
             copied = True
         step = "ordering the compute stream after the copy"
         copied_ev = rdev.copy_stream.record_event()
         rdev.compute_stream.wait_event(copied_ev)
-        memory.keep_alive(rdev.copy_stream, staging, *[data for _, data in parts], event=copied_ev)
-        _offer_staging(rdev, staging, copied_ev)
+        for i, (name, data) in enumerate(parts):
+            if on_device[i] and sizes[i]:
+                packing = i
+                step = "copying device to device into the arena"
+                memory.copy_dtod(arena.ptr + offsets[i], data.ptr, sizes[i], stream=rdev.compute_stream, owner=name)
+        packing = None
+        if staging is not None:
+            memory.keep_alive(rdev.copy_stream, staging, *[d for d, dev in zip((d for _, d in parts), on_device)
+                                                           if not dev], event=copied_ev)
+            _offer_staging(rdev, staging, copied_ev)
         return arena, offsets
     except BaseException as e:
         _undo_upload(rdev, staging, arena, copied)
         if packing is not None:
-            step = f"packing {describe(packing)} into the staging buffer"
+            step = (f"copying {describe(packing)} device to device into the arena" if on_device[packing]
+                    else f"packing {describe(packing)} into the staging buffer")
         reraise(e, context(range(len(parts)), step))
 
 
@@ -270,38 +291,3 @@ def _download_one_device(rdev, ranges, idx, owner, non_blocking, describe, conte
 
 
 # ----------------------------------------------------------------------------- host -> existing device buffers
-def write_ranges(rdev, writes, owner):
-    """Write host bytes into existing device buffers on rdev: one pinned staging buffer, one HtoD per run of
-    adjacent targets (targets in one buffer whose gaps are only alignment padding: one copy in all for an
-    arena), on the copy stream after the work queued so far on the compute stream, which waits for it.
-
-    writes: [(DeviceBuffer, byte offset, host uint8 array, name)]; name is the copy's owner in traces when
-    a run holds one write (else `owner`).
-    """
-    ws = sorted(writes, key=lambda w: (id(w[0]), w[1]))
-    runs = []  # [buf, lo, hi, writes]
-    for w in ws:
-        buf, off, data, _ = w
-        if runs and runs[-1][0] is buf and runs[-1][2] <= off <= memory.align(runs[-1][2]):
-            runs[-1][2] = off + data.nbytes
-            runs[-1][3].append(w)
-        else:
-            runs.append([buf, off, off + data.nbytes, [w]])
-    if not runs:
-        return
-    total = sum(memory.align(r[2] - r[1]) for r in runs)
-    staging = _acquire_staging(rdev, total, f"staging for {owner}")
-    rdev.copy_stream.wait_event(rdev.compute_stream.record_event())  # kernels using the old values first
-    soff = 0
-    for buf, lo, hi, run in runs:
-        for _, off, data, _ in run:
-            start = soff + off - lo
-            staging.array[start:start + data.nbytes] = data
-        if hi > lo:
-            memory.copy_htod(buf.ptr + lo, staging.ptr + soff, hi - lo, stream=rdev.copy_stream,
-                             owner=run[0][3] if len(run) == 1 else owner)
-        soff += memory.align(hi - lo)
-    copied_ev = rdev.copy_stream.record_event()
-    rdev.compute_stream.wait_event(copied_ev)
-    memory.keep_alive(rdev.copy_stream, staging, event=copied_ev)
-    _offer_staging(rdev, staging, copied_ev)

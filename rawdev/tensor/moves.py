@@ -26,7 +26,7 @@ from ..runtime.trace import fmt_bytes
 from .core import Tensor
 
 __all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays",
-           "cuda_available", "NO_GPU_HINT", "load_into_device"]
+           "cuda_available", "NO_GPU_HINT", "stage_load"]
 
 NO_GPU_HINT = ("model.cuda(): no CUDA GPU is available, so the model stays on the cpu. To run on rawdev's "
                "simulated GPU, set RAWDEV_DRIVER=sim (or call rawdev.use_driver('sim') before the first CUDA "
@@ -203,27 +203,86 @@ def to_host_arrays(named):
 
 
 # ----------------------------------------------------------------------------- load_state_dict
-def load_into_device(dev, entries):
-    """Write sources into existing cuda storage: [(target tensor, source tensor, key)]. Sources on the host,
-    on another device or of another dtype go through rawdev.runtime.transfer.write_ranges (one pinned
-    staging buffer, one HtoD per run of adjacent targets: one in all for a model moved here as an arena);
-    sources already on the target's device in its dtype are copied on the device."""
+def stage_load(dev, entries):
+    """Stage load_state_dict's incoming tensors for cuda targets on dev: [(target, source, key)].
+
+    Every source is placed, in the target's dtype, in one new arena on dev (host sources through one pinned
+    staging buffer and one HtoD copy; sources already on dev in the target's dtype by device-to-device
+    copies into the arena). Nothing a caller can see changes here; on failure the arena is freed and the
+    error names the step and the tensor. Returns commit(): switches every target to its staged bytes
+    (Parameter objects keep living; the old storage is freed when nothing else holds it); commit.abort()
+    frees the staged arena instead.
+    """
     rdev = _rdev(dev)
-    direct, host_entries, writes = [], [], []
-    for entry in entries:
-        target, src, _ = entry
-        if src.is_cuda and src.device == target.device and src.dtype is target.dtype:
-            direct.append(entry)  # already on the device: a device-side copy
-        else:
-            host_entries.append(entry)
-    named = [(key, src) for _, src, key in host_entries]
-    for (target, src, key), (_, arr) in zip(host_entries, to_host_arrays(named)):
+    host_named = [(key, src) for target, src, key in entries if not _same_place(target, src)]
+    host_arrays = dict(zip((id(src) for _, src in host_named), (a for _, a in to_host_arrays(host_named))))
+    parts = []
+    for target, src, key in entries:
+        if _same_place(target, src):
+            src = src if src.is_contiguous() else src._contiguous_copy(f"{key} (contiguous copy)")
+            parts.append((key, transfer.DeviceSource(src.data_ptr(), target.nbytes), src))
+            continue
+        arr = host_arrays[id(src)]
         if src.dtype is not target.dtype:
             arr = _dt.convert_storage(arr, src.dtype, target.dtype)
-        writes.append((target._buf, target._offset, np.ascontiguousarray(arr).reshape(-1).view(np.uint8), key))
-    transfer.write_ranges(rdev, writes, "load_state_dict")
-    for target, src, key in direct:
-        if target.nbytes:
-            memory.copy_dtod(target.data_ptr(), src.data_ptr(), target.nbytes, stream=rdev.compute_stream, owner=key)
-    for target, _, _ in entries:
-        target._bump_version()
+        parts.append((key, np.ascontiguousarray(arr).reshape(-1).view(np.uint8), src))
+
+    def describe(i):
+        t = entries[i][0]
+        return f"'{entries[i][2]}' ({'x'.join(map(str, t.shape)) or 'scalar'} {t.dtype.name}, {fmt_bytes(t.nbytes)})"
+    context = transfer.move_context("load_state_dict", dev, [t.nbytes for t, _, _ in entries], describe)
+    arena, offsets = transfer.upload_arena(rdev, [(k, d) for k, d, _ in parts], "load_state_dict",
+                                           describe=describe, context=context)
+
+    def swap(target, off):
+        target._set_cuda(arena, off, target.shape, target.dtype, dev)
+
+    def commit():
+        # In place, as PyTorch's copy_ (pointers a captured graph or a view holds stay valid): one device copy
+        # per run of targets laid out as they were staged (one in all for a model moved here as an arena).
+        runs, in_place = _copy_runs(entries, offsets), set()
+        try:
+            for dst, src_off, nbytes, members in runs:
+                memory.copy_dtod(dst, arena.ptr + src_off, nbytes, stream=rdev.compute_stream,
+                                 owner=members[0][2] if len(members) == 1 else "load_state_dict")
+                in_place.update(id(m[0]) for m in members)
+        except Exception as e:   # the targets not yet written switch to their staged bytes: the load completes
+            import warnings
+            warnings.warn(f"load_state_dict: copying into the model's storage failed ({e}); the tensors not yet "
+                          f"written now use the staged copy (their data_ptr changes)", RuntimeWarning, stacklevel=3)
+        for (target, _, _), off in zip(entries, offsets):
+            if id(target) not in in_place:
+                swap(target, off)
+            target._bump_version()
+        if len(in_place) == len(entries):
+            try:
+                arena.free(stream=rdev.compute_stream)   # after the copies, in stream order
+            except Exception:
+                pass   # stays owned by its finalizer
+
+    def abort():
+        arena.free()
+    commit.abort = abort
+    return commit
+
+
+def _copy_runs(entries, offsets):
+    """[(device pointer, staged byte offset, nbytes, members)]: contiguous targets grouped into runs whose
+    spacing in their buffer equals their spacing in the staging arena, so each run is one copy."""
+    order = sorted(((t, off, key) for (t, _, key), off in zip(entries, offsets) if t.is_contiguous() and t.nbytes),
+                   key=lambda e: (id(e[0]._buf), e[0].data_ptr()))
+    runs = []
+    for t, off, key in order:
+        ptr = t.data_ptr()
+        if runs:
+            dst, soff, n, members = runs[-1]
+            last = members[-1][0]
+            if last._buf is t._buf and ptr - dst == off - soff and ptr >= dst + n:
+                runs[-1] = (dst, soff, ptr + t.nbytes - dst, members + [(t, off, key)])
+                continue
+        runs.append((ptr, off, t.nbytes, [(t, off, key)]))
+    return runs
+
+
+def _same_place(target, src):
+    return src.is_cuda and src.device == target.device and src.dtype is target.dtype
