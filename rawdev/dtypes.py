@@ -11,7 +11,8 @@ import numpy as np
 # below stay in rawdev.dtypes).
 __all__ = [
     "dtype", "float32", "float", "float16", "half", "bfloat16", "float64", "double",
-    "int64", "long", "int32", "int", "uint8", "bool", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
+    "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
+    "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
 ]
 
 
@@ -47,6 +48,8 @@ bfloat16 = dtype("bfloat16", np.uint16, True, True, "BF16", "BFloat16Tensor")
 float64 = dtype("float64", np.float64, True, True, "F64", "DoubleTensor")
 int64 = dtype("int64", np.int64, False, True, "I64", "LongTensor")
 int32 = dtype("int32", np.int32, False, True, "I32", "IntTensor")
+int16 = dtype("int16", np.int16, False, True, "I16", "ShortTensor")
+int8 = dtype("int8", np.int8, False, True, "I8", "CharTensor")
 uint8 = dtype("uint8", np.uint8, False, False, "U8", "ByteTensor")
 bool = dtype("bool", np.bool_, False, False, "BOOL", "BoolTensor")  # noqa: A001 (PyTorch's name)
 
@@ -56,8 +59,9 @@ half = float16
 double = float64
 long = int64
 int = int32  # noqa: A001
+short = int16
 
-ALL = (float32, float16, bfloat16, float64, int64, int32, uint8, bool)
+ALL = (float32, float16, bfloat16, float64, int64, int32, int16, int8, uint8, bool)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_ST = {d.st_name: d for d in ALL}
 _BY_NUMPY = {d.storage: d for d in ALL if d is not bfloat16}
@@ -101,7 +105,7 @@ def from_numpy_dtype(np_dtype):
     except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{nd.name}. The only supported types are: "
-            "float64, float32, float16, int64, int32, uint8, and bool.") from None
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
 
 
 def as_dtype(d):

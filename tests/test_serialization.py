@@ -103,9 +103,9 @@ def test_truncated_or_garbage_file_is_a_clear_error(tmp_path):
 
 
 def test_unsupported_dtype_in_file(tmp_path):
-    save_file({"x": np.zeros(2, np.int16)}, str(tmp_path / "i16"))
-    with pytest.raises(RuntimeError, match="'x' .* has dtype I16, which rawdev tensors cannot hold"):
-        load(tmp_path / "i16")
+    save_file({"x": np.zeros(2, np.uint16)}, str(tmp_path / "u16"))
+    with pytest.raises(RuntimeError, match="'x' .* has dtype U16, which rawdev tensors cannot hold"):
+        load(tmp_path / "u16")
 
 
 # ------------------------------------------------------------------------------------------- on the device

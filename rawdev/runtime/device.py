@@ -1,7 +1,7 @@
 """Devices (primary context, default streams, memory pool), streams and events."""
 import threading
 
-from cuda.bindings.driver import (CUdevice_attribute, CUevent_flags, CUmemAllocationType, CUmemLocationType,
+from cuda.bindings.driver import (CUstream, CUdevice_attribute, CUevent_flags, CUmemAllocationType, CUmemLocationType,
                                   CUmemPool_attribute, CUmemPoolProps, CUstream_flags, cuuint64_t)
 
 from ..errors import NoDeviceError
@@ -57,6 +57,14 @@ class Stream:
 
     def __repr__(self):
         return f"<Stream {self.label} of {self.device}>"
+
+
+def wait_foreign_stream(device, handle, event):
+    """Make a stream rawdev does not own (another library's, by its int handle; 0 = the legacy default
+    stream) wait for `event`: how a DLPack export orders the consumer after rawdev's work."""
+    device.activate()
+    call("cuStreamWaitEvent", CUstream(int(handle)), event.handle, 0,
+         ctx=f"ordering another library's stream 0x{int(handle):x} after rawdev's work on {device}")
 
 
 class Event:

@@ -265,6 +265,30 @@ class DeviceBuffer:
         return f"<DeviceBuffer {fmt_bytes(self.nbytes)} at 0x{self.ptr:x} on {self.device} owner={self.owner!r}>"
 
 
+
+class ExternalBuffer:
+    """Device memory another library owns (a DLPack import): used like a DeviceBuffer, never freed by rawdev
+    and not in its allocation table; `release` (the producer's deleter) runs when the last user is gone."""
+    __slots__ = ("device", "block", "ptr", "nbytes", "_finalizer", "__weakref__")
+
+    def __init__(self, device, ptr, nbytes, release, owner="external"):
+        self.device, self.ptr, self.nbytes = device, int(ptr), int(nbytes)
+        self.block = Block(self.ptr, self.nbytes, device.compute_stream, owner, None)
+        self._finalizer = weakref.finalize(self, release)
+
+    @property
+    def owner(self):
+        return self.block.owner
+
+    def tag(self, offset, nbytes, owner):
+        self.block.parts.append((offset, nbytes, owner))
+
+    def free(self, stream=None):
+        self._finalizer()
+
+    def __repr__(self):
+        return f"<ExternalBuffer {fmt_bytes(self.nbytes)} at 0x{self.ptr:x} on {self.device} owner={self.owner!r}>"
+
 class PinnedBuffer:
     """Page-locked host memory from cuMemHostAlloc, viewed as a numpy uint8 array. Freed by finalizer."""
 

@@ -1,6 +1,7 @@
 """rawdev.tensor: the Tensor class, its constructors and rawdev.Size."""
 
 from .core import Tensor
+from .dlpack import from_dlpack
 from .factory import (
     arange,
     as_tensor,
@@ -32,6 +33,6 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-__all__ = ["Tensor", "Size", "is_tensor", "tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty",
+__all__ = ["Tensor", "Size", "is_tensor", "from_dlpack", "tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty",
            "full", "randn", "rand", "randint", "randperm", "arange", "linspace", "eye", "zeros_like", "ones_like",
            "empty_like", "full_like", "randn_like", "rand_like", "randint_like"]

@@ -388,6 +388,16 @@ class Tensor:
                 "strides": None if self.is_contiguous() else tuple(st * self.itemsize for st in self._strides),
                 "stream": handle if handle else 1}  # 0 is not allowed by the spec: 1 = legacy default
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this tensor, shared (rawdev.tensor.dlpack). stream: the consumer's stream handle,
+        made to wait for rawdev's queued work."""
+        from .dlpack import to_dlpack
+        return to_dlpack(self, stream)
+
+    def __dlpack_device__(self):
+        from .dlpack import dlpack_device
+        return dlpack_device(self)
+
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")

@@ -1,4 +1,4 @@
 """rawdev.utils: data loading (utils.data) and activation checkpointing (utils.checkpoint)."""
-from . import checkpoint, data
+from . import checkpoint, data, dlpack
 
-__all__ = ["data", "checkpoint"]
+__all__ = ["data", "checkpoint", "dlpack"]
