@@ -44,7 +44,7 @@ def _load_cuda():
     try:
         from cuda.bindings import driver as drv
     except ImportError as e:
-        raise NoDriverError(f"cuda-python is not importable ({e}): pip install 'cuda-python' — or {SIM_HINT}") from None
+        raise NoDriverError(f"cuda-bindings is not importable ({e}): pip install 'cuda-bindings' — or {SIM_HINT}") from None
     try:
         err, = drv.cuInit(0)
     except RuntimeError as e:   # no libcuda.so on this machine: cuda.pathfinder's DynamicLibNotFoundError
