@@ -11,7 +11,7 @@ import time
 
 from ..errors import CudaError, DeviceAssertError, IllegalAddressError, NoDeviceError, NoDriverError, OutOfMemoryError
 
-CHOICES = ("cuda", "sim", "auto")
+CHOICES = ("cuda", "sim", "auto", "none")   # none: CUDA turned off (as CUDA_VISIBLE_DEVICES="")
 _lock = threading.Lock()
 _requested = None          # set by use_driver() before first use
 _drv = None                # the chosen module, once chosen
@@ -80,7 +80,10 @@ def driver():
             choice = _requested or os.environ.get("RAWDEV_DRIVER", "auto").strip().lower() or "auto"
             if choice not in CHOICES:
                 raise ValueError(f"RAWDEV_DRIVER={choice!r}: expected one of {', '.join(CHOICES)}")
-            if choice == "sim":
+            if choice == "none":
+                _name, _why_none = "none", NoDeviceError("RAWDEV_DRIVER=none: CUDA is turned off for this "
+                                                         "process; unset it to use the GPU or set it to sim")
+            elif choice == "sim":
                 _drv, _name = _load_sim(), "sim"
             elif choice == "cuda":
                 _drv, _name = _load_cuda(), "cuda"

@@ -1,0 +1,72 @@
+"""PyTorch programs run unchanged but for the import line (tests/programs/): each on the cpu, and on the
+simulated GPU (marked slow: `pytest -m slow`, which CI runs), and on a real GPU when there is one. Each
+program prints a RESULT line; the checks are on what it learned, not on its exact numbers."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import real_gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "tests" / "programs"
+
+
+def _lower(a, b):
+    return lambda r: r[b] < r[a]
+
+
+CHECKS = {
+    "quickstart.py": lambda r: r["accuracy"] > 0.3,
+    "mnist_cnn.py": lambda r: r["last_loss"] < r["first_loss"] and abs(r["lr"] - 0.49) < 1e-6,
+    "makemore_mlp.py": _lower("first_loss", "val_loss"),
+    "char_gpt.py": _lower("first_loss", "val_loss"),
+    "vae.py": _lower("first_loss", "last_loss"),
+    "lstm_classifier.py": _lower("first_loss", "last_loss"),
+    "general_checkpoint.py": lambda r: r["same"] == 1 and r["epoch"] == 3,
+}
+
+
+def run_program(name, driver, tmp_path, timeout=900):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAWDEV_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    if driver == "cpu":
+        env["RAWDEV_DRIVER"] = "none"
+    else:
+        env["RAWDEV_DRIVER"] = driver
+    proc = subprocess.run([sys.executable, str(PROGRAMS / name)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{name} on {driver} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    m = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
+    assert m, proc.stdout[-2000:]
+    result = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+    return proc.stdout, result
+
+
+def test_every_program_has_a_check():
+    assert sorted(p.name for p in PROGRAMS.glob("*.py")) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_program_on_cpu(name, tmp_path):
+    out, result = run_program(name, "cpu", tmp_path)
+    assert "cuda" not in re.findall(r"[Uu]sing (?:device: )?(\w+)", out)
+    assert CHECKS[name](result), (result, out[-2000:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_program_on_the_simulated_gpu(name, tmp_path):
+    out, result = run_program(name, "sim", tmp_path)
+    assert CHECKS[name](result), (result, out[-2000:])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_program_on_the_gpu(name, tmp_path):
+    if real_gpu():
+        pytest.skip(f"needs a real GPU: {real_gpu().split(': install')[0]}")
+    out, result = run_program(name, "cuda", tmp_path)
+    assert CHECKS[name](result), (result, out[-2000:])
