@@ -173,6 +173,28 @@ def _ckpt_run(s):
     nn.CrossEntropyLoss()(out, s["y"]).backward()
 
 
+def _graph_setup():
+    model = make_model().to("cuda")
+    x, _ = batch()
+    model(x)   # warm: the kernels are loaded before the capture
+    return {"model": model, "x": x}
+
+
+def _graph_run(s):
+    g = rawdev.cuda.CUDAGraph()
+    with rawdev.no_grad(), rawdev.cuda.graph(g, pool_size=1 << 20):
+        out = s["model"](s["x"])
+    g.replay()
+    res = out.cpu().numpy().copy()
+    g.reset()
+    return res
+
+
+def _graph_verify(s, res):
+    with rawdev.no_grad():
+        return np.allclose(res, s["model"](s["x"]).cpu().numpy(), rtol=1e-5, atol=1e-6)
+
+
 OPERATIONS = {
     "tensor_to_cuda": Operation("tensor_to_cuda", _tensor_to_cuda, lambda s: s["t"].to("cuda"), "t",
                                 verify=lambda s, r: np.array_equal(r.cpu().numpy(), s["t"].numpy())),
@@ -193,6 +215,7 @@ OPERATIONS = {
                            check="step"),
     "device_loader": Operation("device_loader", _loader_setup, _loader_run, None, verify=_loader_verify),
     "checkpoint": Operation("checkpoint", _ckpt_setup, _ckpt_run, "model", check="step"),
+    "graph_capture": Operation("graph_capture", _graph_setup, _graph_run, "model", verify=_graph_verify),
 }
 
 

@@ -108,3 +108,12 @@ def set_rng_state(new_state, device="cuda"):
     from .. import random
     from ..device import as_device
     random.cuda_generator(as_device(device).index or 0).set_state(new_state)
+
+# CUDA graphs: capture once, replay with one driver call.
+from .graphs import (  # noqa: E402,F401
+    CUDAGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)

@@ -8,6 +8,7 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     """PyTorch's Adagrad: clr = lr / (1 + (step-1)·lr_decay); sum += g²; p -= clr·g / (√sum + eps).
     As in PyTorch the state (step, sum = initial_accumulator_value) is made when the optimizer is."""
+    _step_count_on_host = True
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):

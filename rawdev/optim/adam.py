@@ -9,6 +9,7 @@ class Adam(Optimizer):
     m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  (amsgrad: v̂ = max(v̂, v))
     p -= lr/(1-β1^t) · m / (√v(or v̂)/√(1-β2^t) + eps)
     """
+    _step_count_on_host = True
 
     _decoupled = False
 

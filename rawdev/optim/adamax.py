@@ -19,6 +19,7 @@ def _check_betas(lr, eps, betas, weight_decay):
 class Adamax(Optimizer):
     """PyTorch's Adamax: exp_avg = lerp(exp_avg, g, 1-β1); exp_inf = max(β2·exp_inf, |g| + eps);
     p -= lr/(1-β1^t) · exp_avg / exp_inf."""
+    _step_count_on_host = True
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):

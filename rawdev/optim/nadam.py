@@ -8,6 +8,7 @@ class NAdam(Optimizer):
     """PyTorch's NAdam: μ_t = β1·(1 - ½·0.96^(t·momentum_decay)), mu_product = Πμ; Adam's moments;
     p -= lr·(1-μ_t)/(1-mu_product)·g/denom + lr·μ_{t+1}/(1-mu_product·μ_{t+1})·m/denom,
     denom = √(v/(1-β2^t)) + eps; decoupled_weight_decay multiplies p by 1 - lr·wd first (NAdamW)."""
+    _step_count_on_host = True
 
     _host_state = ("mu_product",)
 

@@ -25,6 +25,10 @@ required = _RequiredParameter()
 
 class Optimizer:
     _host_state = ()
+    # True where the update reads the step count on the host (bias corrections, lr decay): such a step captured
+    # in a CUDA graph would replay the capture step's count forever, so capturing it is refused (as PyTorch
+    # refuses it without capturable=True)
+    _step_count_on_host = False
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -154,6 +158,11 @@ class Optimizer:
         """One update of every parameter that has a gradient: per group and per device, one call of the
         subclass's _step_group (on cuda, a group whose parameters share an arena is one launch)."""
         __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("optimizer step")  # a memory timeline mark
+        if self._step_count_on_host and self._capturing():
+            raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__} "
+                               f"but param_groups' capturable is False. rawdev keeps the step count on the host, "
+                               f"so this optimizer cannot be captured; capture SGD, RMSprop or Adadelta, or keep "
+                               f"the optimizer step out of the graph.")
         loss = None
         if closure is not None:
             with enable_grad():
@@ -167,6 +176,11 @@ class Optimizer:
                 for params in by_dev.values():
                     self._step_group(group, backend_of(params[0]), params)
         return loss
+
+    def _capturing(self):
+        from ..runtime import graphs
+        devs = {p.device for g in self.param_groups for p in g["params"] if p.is_cuda}
+        return any(graphs.capturing(d.index or 0) for d in devs)
 
     def _step_group(self, group, backend, params):
         raise NotImplementedError

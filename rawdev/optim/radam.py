@@ -8,6 +8,7 @@ class RAdam(Optimizer):
     """PyTorch's RAdam: Adam's moments; ρ∞ = 2/(1-β2) - 1, ρ_t = ρ∞ - 2t·β2^t/(1-β2^t); when ρ_t > 5
     p -= lr·m̂ · √(1-β2^t)/(√v + eps) · r_t (the variance rectification), else p -= lr·m̂ (m̂ = m/(1-β1^t));
     decoupled_weight_decay multiplies p by 1 - lr·wd first."""
+    _step_count_on_host = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):

@@ -67,6 +67,8 @@ class Allocator:
         self.kept = []                  # (event, objects) alive until the event completes
         self.listeners = []             # callables(kind, block) for history: kind in alloc/free/oom
         self.record_stacks = False
+        self.capture_pool = None        # the GraphPool that serves allocations while a CUDA graph is captured
+        self.graph_pools = []           # GraphPools whose block is still allocated (their ranges free there)
         self.lock = threading.RLock()   # re-entered: a listener may read the figures (and flush) inside an event
         self.reset_stats()
         for hook in ALLOCATOR_HOOKS:
@@ -85,6 +87,16 @@ class Allocator:
         if owner is None:   # an untagged allocation is named after the user's line that made it
             owner = f"tensor at {user_site()}"
         ctx = lambda: f"allocating {fmt_bytes(nbytes)} for {owner or 'an unnamed tensor'} on {self.device}"
+        pool = self.capture_pool
+        if pool is not None:   # capturing a CUDA graph: a range of its private pool, no driver call
+            ptr = pool.take(nbytes, owner)
+            if ptr is None:
+                raise OutOfMemoryError("cuMemAllocFromPoolAsync", 2, "CUDA_ERROR_OUT_OF_MEMORY",
+                                       f"the CUDA graph's private pool ({fmt_bytes(pool.nbytes)}, "
+                                       f"{fmt_bytes(pool.in_use())} in use) has no free range of {fmt_bytes(nbytes)}",
+                                       ctx(), "capture with a larger pool: rawdev.cuda.graph(g, pool_size=...) or "
+                                       "RAWDEV_GRAPH_POOL_BYTES")
+            return Block(ptr, nbytes, stream, owner, traceback.format_stack()[:-1] if self.record_stacks else None)
         try:
             ptr = call("cuMemAllocFromPoolAsync", nbytes, self.device.pool, stream.handle,
                        ctx=ctx, nbytes=nbytes, stream=stream.handle, owner=owner)
@@ -111,6 +123,10 @@ class Allocator:
 
         The lock is held across the call: once the driver has the free, another thread's allocation may be
         handed the same address, and its entry must go into the table after this one has left it."""
+        for pool in self.graph_pools:
+            if pool.owns(ptr) and ptr in pool.taken:   # a range of a CUDA graph's pool: back to the pool
+                pool.give_back(ptr)
+                return
         with self.lock:
             block = self.live.get(ptr)
             try:
@@ -130,6 +146,15 @@ class Allocator:
                 self.stats["free_count"] += 1
                 self._notify("free", block)
 
+    def _flush_pool_frees(self):
+        n = len(self.pending_frees)
+        due, self.pending_frees[:n] = self.pending_frees[:n], []
+        for ptr, stream_handle in due:
+            if any(p.owns(ptr) and ptr in p.taken for p in self.graph_pools):
+                self.free(ptr, stream_handle)
+            else:
+                self.pending_frees.append((ptr, stream_handle))
+
     def failed_frees(self):
         """The live blocks whose last cuMemFreeAsync failed (still held by the pool), by address."""
         return sorted((b for b in list(self.live.values()) if b.free_error), key=lambda b: b.ptr)
@@ -140,6 +165,9 @@ class Allocator:
         A queued free that fails stays queued (its block stays in the table, marked) and is tried again
         at the next flush; the first failure of a block is reported as a RuntimeWarning, not raised into
         whatever unrelated allocation happened to flush the queue."""
+        if self.capture_pool is not None:   # capturing: only ranges of graph pools can be given back now
+            self._flush_pool_frees()
+            return
         if self.kept:   # first, so buffers whose last holder was a finished copy are freed in this pass
             with self.lock:   # keep_alive() appends concurrently: prune only the entries seen here
                 n = len(self.kept)

@@ -270,6 +270,7 @@ class Stream:
         self.handle, self.dev, self.flags, self.legacy = handle, dev, flags, legacy
         self.q, self.destroyed = collections.deque(), False
         self.seen = {}                        # stream -> highest seq of it this stream has waited for (events)
+        self.capture = None                   # the _Capture this stream records into, while capturing
 
     @property
     def blocking(self):
@@ -296,6 +297,7 @@ class Event:
         self.handle, self.flags = handle, flags
         self.rec = None                       # (stream, seq, generation) of the last record
         self.gen, self.done, self.t = 0, True, None
+        self.captured = None                  # (capture, stream, node count) when last recorded in a capture
 
 
 class Module:
@@ -317,6 +319,7 @@ class _State:
         self.initialized = False
         self.devices = [Device(i, self.cfg, self.handle(0xC7C0_0000), self.base) for i in range(self.cfg["ndev"])]
         self.streams, self.events, self.modules, self.funcs, self.pools = {}, {}, {}, {}, {}
+        self.graphs, self.graph_execs = {}, {}
         self.host = {}                        # pinned: addr -> (numpy buffer, size)
         self.running = 0                      # >0 while queued work executes (finalizers may re-enter)
         self.zombies = []                     # pinned buffers freed mid-execution, released at a sync point
@@ -544,6 +547,14 @@ def _count(n, what):
 
 # ------------------------------------------------------------------------------ stream machinery
 def _enqueue(stream, fn, label, waits=()):
+    cap = stream.capture
+    if cap is not None:                   # capturing: the op becomes a graph node instead of running
+        _capture_check(cap)
+        cap.graph.nodes.append((fn, label))
+        cap.tail[stream] = len(cap.graph.nodes)
+        return
+    if stream.legacy:
+        _implicit_capture_check(stream.dev)
     stream.q.append(Op(next(_S.seq), stream, fn, tuple(waits), label))
 
 
@@ -722,6 +733,11 @@ def cuCtxGetCurrent():
 @_api()
 def cuCtxSynchronize():
     dev = _current_device()
+    for st in _all_streams(dev):
+        if st.capture is not None:
+            _invalidate(st.capture)
+            raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                       f"cuCtxSynchronize while stream {st!r} is capturing (the capture is invalidated)")
     _run_all(dev)
     _sync_point(dev)
 
@@ -763,6 +779,7 @@ def cuStreamDestroy(hStream):
 @_api()
 def cuStreamSynchronize(hStream):
     s = _stream(hStream)
+    _not_while_capturing(s, "cuStreamSynchronize")
     _run([(s, float("inf"))])
     _sync_point(s.dev)
 
@@ -770,6 +787,7 @@ def cuStreamSynchronize(hStream):
 @_api()
 def cuStreamQuery(hStream):
     s = _stream(hStream)
+    _not_while_capturing(s, "cuStreamQuery")
     if _pending(s):
         _run([(s, float("inf"))])  # run it now so that the next query says SUCCESS
         raise _Err(R.CUDA_ERROR_NOT_READY)
@@ -780,6 +798,25 @@ def cuStreamWaitEvent(hStream, hEvent, Flags):
     s, e = _stream(hStream), _event(hEvent)
     if _int(Flags, "Flags") not in (0, 1):
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "flags must be CU_EVENT_WAIT_DEFAULT")
+    if e.captured is not None:            # an event recorded in a capture: a dependency inside the graph
+        cap, src, upto = e.captured
+        if s.capture is None:             # another stream joins the capture (fork)
+            if s.legacy:
+                raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "the legacy stream cannot join a capture")
+            s.capture = cap
+            cap.streams.append(s)
+        elif s.capture is not cap:
+            _invalidate(s.capture)
+            raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "waiting on an event of another capture")
+        _capture_check(cap)
+        if s is cap.origin and src is not s:
+            cap.joined[src] = max(cap.joined.get(src, 0), upto)
+        return
+    if s.capture is not None and e.rec is not None:
+        _invalidate(s.capture)
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+                   f"stream {s!r} is capturing and event 0x{e.handle:x} was recorded outside the capture: the "
+                   f"dependency would cross the capture boundary (the capture is invalidated)")
     if e.rec is not None and not e.done:  # a completed or never-recorded event is no dependency
         src, seq, _ = e.rec
         _enqueue(s, lambda: None, f"wait event 0x{e.handle:x}", waits=[(src, seq)])
@@ -803,6 +840,11 @@ def cuEventCreate(Flags):
 @_api()
 def cuEventRecord(hEvent, hStream):
     e, s = _event(hEvent), _stream(hStream)
+    if s.capture is not None:             # inside a capture an event is an edge of the graph, not a node
+        _capture_check(s.capture)
+        e.captured = (s.capture, s, len(s.capture.graph.nodes))
+        return
+    e.captured = None
     e.gen += 1
     gen = e.gen
 
@@ -822,6 +864,7 @@ def _event_pending(e):
 @_api()
 def cuEventSynchronize(hEvent):
     e = _event(hEvent)
+    _not_captured(e, "cuEventSynchronize")
     if _event_pending(e):
         _run([e.rec[:2]])
         _sync_point(e.rec[0].dev)
@@ -830,6 +873,7 @@ def cuEventSynchronize(hEvent):
 @_api()
 def cuEventQuery(hEvent):
     e = _event(hEvent)
+    _not_captured(e, "cuEventQuery")
     if _event_pending(e):
         _run([e.rec[:2]])
         raise _Err(R.CUDA_ERROR_NOT_READY)
@@ -932,6 +976,7 @@ def cuMemPoolDestroy(pool):
 def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
     n, p = _count(bytesize, "bytesize"), _pool(pool)
     s = _stream(hStream)   # allocation is immediate; the stream decides which queued frees it may reuse
+    _no_memory_nodes(s, "cuMemAllocFromPoolAsync")
     if n == 0:
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, "cuMemAllocFromPoolAsync of 0 bytes")
     dev = p.dev
@@ -997,6 +1042,7 @@ def _reuse(p, pf, n):
 @_api()
 def cuMemFreeAsync(dptr, hStream):
     addr, s = _int(dptr, "dptr"), _stream(hStream)
+    _no_memory_nodes(s, "cuMemFreeAsync")
     p = _S.alloc_pool.get(addr)
     if p is None or addr in _S.pending_free:
         what = "already has a free queued" if p else "is not a pool allocation"
@@ -1157,6 +1203,7 @@ def cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, hStream):
     if _pinned(src, n):  # DMA from pinned memory happens when the stream gets there
         _enqueue(s, _htod(dst, src, n), f"HtoD {n}")
     else:  # pageable: the driver stages the source before returning; the device write stays queued
+        _pageable_in_capture(s, "cuMemcpyHtoDAsync")
         _enqueue(s, _htod(dst, ctypes.string_at(src, n), n), f"HtoD {n} (pageable)")
 
 
@@ -1170,6 +1217,7 @@ def cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, hStream):
     if _pinned(dst, n):
         _enqueue(s, _dtoh(dst, src, n), f"DtoH {n}")
     else:  # pageable destination: the real driver returns only once the copy is done
+        _pageable_in_capture(s, "cuMemcpyDtoHAsync")
         _enqueue(s, _dtoh(dst, src, n), f"DtoH {n} (pageable)")
         _run([(s, s.q[-1].seq)])
 
@@ -1521,6 +1569,169 @@ def cuPointerGetAttributes(numAttributes, attributes, ptr):
             raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{a.name} is not supported by cuPointerGetAttributes here")
         out.append(known[a])
     return out
+
+
+# ==================================================================================== stream capture, graphs
+class _Graph:
+    def __init__(self, handle):
+        self.handle, self.nodes = handle, []  # nodes: [(op fn, label)] in capture order (a topological order)
+
+
+class _Capture:
+    """One stream capture: the graph it fills, the stream it began on, the streams that joined it."""
+
+    def __init__(self, graph, origin, mode):
+        self.graph, self.origin, self.mode = graph, origin, mode
+        self.streams, self.invalid = [origin], None
+        self.tail = {}                        # stream -> node count after its last captured op
+        self.joined = {}                      # stream -> node count the origin has waited for (join)
+
+
+def _capture_check(cap):
+    if cap.invalid:
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, f"the capture was invalidated: {cap.invalid}")
+
+
+def _invalidate(cap, why="an unsupported operation"):
+    if cap.invalid is None:
+        cap.invalid = why
+
+
+def _captures(dev):
+    return [st.capture for st in _all_streams(dev) if st.capture is not None]
+
+
+def _implicit_capture_check(dev):
+    """Work on the legacy stream while a global-mode capture is under way would synchronize with it."""
+    for cap in _captures(dev):
+        if cap.mode == 0 and not cap.invalid:
+            _invalidate(cap, "the legacy stream was used")
+            raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+                       f"work on the legacy stream while stream {cap.origin!r} is capturing in global mode "
+                       f"(the capture is invalidated)")
+
+
+def _not_while_capturing(s, name):
+    if s.capture is not None:
+        _invalidate(s.capture, name)
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                   f"{name} on stream {s!r} while it is capturing (the capture is invalidated)")
+
+
+def _not_captured(e, name):
+    if e.captured is not None:
+        raise _Err(R.CUDA_ERROR_CAPTURED_EVENT, f"{name}: event 0x{e.handle:x} was last recorded in a capture")
+
+
+def _no_memory_nodes(s, name):
+    if s.capture is not None:
+        _invalidate(s.capture, name)
+        raise _Err(R.CUDA_ERROR_NOT_SUPPORTED,
+                   f"{name} on a capturing stream would make a graph memory node, which the simulator does not "
+                   f"model (rawdev allocates from a private pool while capturing)")
+
+
+def _pageable_in_capture(s, name):
+    if s.capture is not None:
+        _invalidate(s.capture, name)
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                   f"{name} with pageable host memory on a capturing stream (only pinned memory can be a graph "
+                   f"memcpy node)")
+
+
+@_api()
+def cuStreamBeginCapture(hStream, mode):
+    s = _stream(hStream)
+    m = _int(mode, "mode")
+    if m not in (0, 1, 2):
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"capture mode {m}")
+    if s.legacy:
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "the legacy stream cannot be captured")
+    if s.capture is not None:
+        raise _Err(R.CUDA_ERROR_ILLEGAL_STATE, f"stream {s!r} is already capturing")
+    g = _Graph(_S.handle(0x6A00_0000))
+    _S.graphs[g.handle] = g
+    s.capture = _Capture(g, s, m)
+
+
+@_api(nout=1)
+def cuStreamEndCapture(hStream):
+    s = _stream(hStream)
+    cap = s.capture
+    if cap is None or cap.origin is not s:
+        raise _Err(R.CUDA_ERROR_ILLEGAL_STATE, f"stream {s!r} did not begin a capture")
+    for st in cap.streams:
+        st.capture = None
+    if cap.invalid:
+        _S.graphs.pop(cap.graph.handle, None)
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, f"the capture was invalidated: {cap.invalid}")
+    unjoined = [st for st in cap.streams if st is not s and cap.tail.get(st, 0) > cap.joined.get(st, 0)]
+    if unjoined:
+        _S.graphs.pop(cap.graph.handle, None)
+        raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+                   f"streams {unjoined} have captured work the origin stream never waited for")
+    return drv.CUgraph(cap.graph.handle)
+
+
+@_api(nout=1)
+def cuStreamIsCapturing(hStream):
+    s = _stream(hStream)
+    st = drv.CUstreamCaptureStatus
+    if s.capture is None:
+        return st.CU_STREAM_CAPTURE_STATUS_NONE
+    return st.CU_STREAM_CAPTURE_STATUS_INVALIDATED if s.capture.invalid else st.CU_STREAM_CAPTURE_STATUS_ACTIVE
+
+
+def _graph(h):
+    g = _S.graphs.get(_int(h, "hGraph"))
+    if g is None:
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"0x{_int(h, 'hGraph'):x} is not a graph")
+    return g
+
+
+@_api(nout=2)
+def cuGraphGetNodes(hGraph, numNodes=0):
+    g = _graph(hGraph)
+    n = _int(numNodes, "numNodes")
+    return [drv.CUgraphNode(0)] * min(n, len(g.nodes)), len(g.nodes)
+
+
+@_api(nout=1)
+def cuGraphInstantiate(hGraph, flags):
+    g = _graph(hGraph)
+    if _int(flags, "flags") & ~0xF:
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"instantiate flags {_int(flags, 'flags'):#x}")
+    ex = _Graph(_S.handle(0x6B00_0000))
+    ex.nodes = list(g.nodes)              # an executable graph is a snapshot: later edits of g don't reach it
+    _S.graph_execs[ex.handle] = ex
+    return drv.CUgraphExec(ex.handle)
+
+
+@_api()
+def cuGraphLaunch(hGraphExec, hStream):
+    ex = _S.graph_execs.get(_int(hGraphExec, "hGraphExec"))
+    if ex is None:
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, "not an executable graph")
+    s = _stream(hStream)
+    if s.capture is not None:
+        _invalidate(s.capture, "cuGraphLaunch")
+        raise _Err(R.CUDA_ERROR_NOT_SUPPORTED, "the simulator does not capture graph launches (child graphs)")
+    for fn, label in ex.nodes:
+        _enqueue(s, fn, f"graph 0x{ex.handle:x}: {label}")
+    if _S.cfg["launch_blocking"]:
+        _run([(s, float("inf"))])
+
+
+@_api()
+def cuGraphExecDestroy(hGraphExec):
+    if _S.graph_execs.pop(_int(hGraphExec, "hGraphExec"), None) is None:
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, "not an executable graph")
+
+
+@_api()
+def cuGraphDestroy(hGraph):
+    if _S.graphs.pop(_int(hGraph, "hGraph"), None) is None:
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE, "not a graph")
 
 
 # ==================================================================================== test helpers

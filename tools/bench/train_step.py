@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One training step (forward, cross-entropy, backward, SGD-momentum step) of an MLP, timed.
+"""One training step (forward, cross-entropy, backward, SGD-momentum step) of an MLP, timed: eager (one
+driver launch per kernel) and captured once as a CUDA graph (one cuGraphLaunch per step).
 
 Default: MLP 784-1024-1024-10 at batch 256 and 4096 on cuda, beside PyTorch eager (TF32 off) when
 PyTorch is importable. --quick: tiny sizes (64-128-128-10, batch 32 and 128) so it runs on the
@@ -19,7 +20,7 @@ import numpy as np  # noqa: E402
 
 REPS = 20   # timed repeats after warm-up; the median is reported
 
-def rawdev_step_time(sizes, batch, steps, warmup, device):
+def rawdev_step_time(sizes, batch, steps, warmup, device, graphed=False):
     import rawdev
     from rawdev import nn, optim
     rawdev.manual_seed(0)
@@ -45,12 +46,23 @@ def rawdev_step_time(sizes, batch, steps, warmup, device):
     for _ in range(warmup):
         step()
     sync()
+    if graphed:   # capture one step; each step is then one replay of it
+        g = rawdev.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with rawdev.cuda.graph(g):
+            static_loss = loss_fn(model(x), y)
+            static_loss.backward()
+            opt.step()
+
+        def step():
+            g.replay()
+            return static_loss
     launches = None
     if device != "cpu":
         with rawdev.trace() as t:
             step()
             sync()
-        launches = t.count("cuLaunchKernel")
+        launches = t.count("cuLaunchKernel") + t.count("cuGraphLaunch")
     times = []
     for _ in range(REPS):   # the median of REPS timed blocks of `steps` steps, synchronized at both ends
         t0 = time.perf_counter()
@@ -120,11 +132,16 @@ def main(argv=None):
     results = []
     for batch in batches:
         dt, loss, launches = rawdev_step_time(sizes, batch, steps, warmup, a.device)
+        gdt = glaunches = None
+        if a.device != "cpu":
+            gdt, gloss, glaunches = rawdev_step_time(sizes, batch, steps, warmup, a.device, graphed=True)
         tt = torch_step_time(sizes, batch, steps, warmup) if a.device == "cuda" and seam.driver_name() == "cuda" \
             else None
         res = {"bench": "train_step", "mlp": "-".join(map(str, sizes)), "batch": batch,
                "driver": seam.driver_name() if a.device != "cpu" else "cpu", "rawdev_ms": round(dt * 1e3, 3),
-               "launches_per_step": launches, "torch_ms": round(tt * 1e3, 3) if tt else None,
+               "launches_per_step": launches,
+               "graphed_ms": round(gdt * 1e3, 3) if gdt else None, "graphed_launches_per_step": glaunches,
+               "torch_ms": round(tt * 1e3, 3) if tt else None,
                "torch_tf32": False if tt else None, "rawdev_tf32": False, "loss": round(loss, 5),
                "reps": REPS, "steps_per_rep": steps}
         results.append(res)
@@ -132,8 +149,9 @@ def main(argv=None):
             print(json.dumps(res), flush=True)
         else:
             extra = f"  PyTorch eager {res['torch_ms']:.3f} ms" if tt else "  (PyTorch: not importable with CUDA)"
+            graphed = f", CUDA graph {res['graphed_ms']:.3f} ms ({glaunches} launch)" if gdt else ""
             print(f"train step MLP {res['mlp']} batch {batch:>5} on {res['driver']}: {res['rawdev_ms']:.3f} ms "
-                  f"({launches} kernel launches){extra}", flush=True)
+                  f"({launches} kernel launches){graphed}{extra}", flush=True)
     return results
 
 
