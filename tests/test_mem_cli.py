@@ -59,6 +59,17 @@ def test_mem_model_prints_the_table_and_verifies(dev, ckpt, capsys):
     assert "verified" in out and "MISMATCH" not in out
 
 
+def test_mem_model_refuses_a_malformed_file_in_one_line(dev, ckpt, capsys):
+    data = bytearray(open(ckpt, "rb").read())
+    n = struct.unpack("<Q", data[:8])[0]
+    data[:8] = struct.pack("<Q", n + 10_000)          # a header length past the end of the file
+    bad = ckpt + ".bad"
+    open(bad, "wb").write(bytes(data))
+    assert main(["mem", "model", bad]) == 2
+    err = capsys.readouterr().err
+    assert "header claims" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 def test_mem_model_reports_a_corrupted_device_copy(dev, ckpt):
     tensors = memcli.load_to_device(ckpt, "cuda")
     rows = memcli.placement(ckpt, tensors)

@@ -76,14 +76,11 @@ def cmd_info(args):
 
 # ------------------------------------------------------------------------------------------ model
 def read_header(path):
-    """(header dict without __metadata__, byte offset of the data section) of a safetensors file."""
-    import json
-    import struct
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-    header.pop("__metadata__", None)
-    return header, 8 + n
+    """({name: {"dtype", "data_offsets"}}, byte offset of the data section) of a safetensors file, through the
+    loader's checked header parser (a malformed header is a CheckpointError naming the problem)."""
+    from ..serialization import read_header as checked
+    _, entries, data0 = checked(path)
+    return {e.name: {"dtype": e.st, "data_offsets": [e.begin, e.end]} for e in entries}, data0
 
 
 def load_to_device(path, device="cuda"):
@@ -140,9 +137,14 @@ def cmd_model(args):
     if not os.path.exists(args.checkpoint):
         print(f"rawdev mem model: no such file: {args.checkpoint}", file=sys.stderr)
         return 2
+    from ..serialization import CheckpointError
     before = cuda.memory_allocated()
-    tensors = load_to_device(args.checkpoint, "cuda")
-    text, ok = format_placement(placement(args.checkpoint, tensors), args.checkpoint)
+    try:
+        tensors = load_to_device(args.checkpoint, "cuda")
+        text, ok = format_placement(placement(args.checkpoint, tensors), args.checkpoint)
+    except CheckpointError as e:
+        print(f"rawdev mem model: {e}", file=sys.stderr)
+        return 2
     print(text)
     print(f"device memory: {fmt_bytes(cuda.memory_allocated() - before)} allocated for the checkpoint "
           f"(each tensor starts at a multiple of {cuda.memory.ARENA_ALIGN} bytes in one arena)")

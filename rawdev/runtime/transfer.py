@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from ..errors import CudaError, IllegalAddressError, OutOfMemoryError
+from ..errors import CudaError, DeviceAssertError, IllegalAddressError, OutOfMemoryError
 from . import memory
 from .trace import fmt_bytes
 
@@ -95,7 +95,7 @@ def move_context(what, dest, sizes, describe):
 
 def reraise(e, context):
     """Re-raise a driver error with what the transfer was doing; other errors get a note."""
-    if type(e) in (CudaError, OutOfMemoryError, IllegalAddressError):
+    if type(e) in (CudaError, OutOfMemoryError, IllegalAddressError, DeviceAssertError):
         inner = f"; {e.context}" if e.context else ""
         raise type(e)(e.call, e.code, e.name, e.description, context + inner, e.detail) from e
     if isinstance(e, CudaError):
