@@ -90,7 +90,7 @@ class Generator:
 
 default_generator = Generator()
 
-_cuda_generators = {}     # device index -> Generator, made on first use
+_cuda_generators: dict = {}  # device index -> Generator, made on first use
 _cuda_seed = [_DEFAULT_SEED]
 
 

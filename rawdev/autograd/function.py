@@ -18,7 +18,7 @@ _seq = itertools.count()
 class Node:
     """One recorded op. Subclasses implement apply(grad_output) -> tuple of input grads."""
 
-    _name = None
+    _name: str | None = None
 
     def __init__(self):
         self.next_functions = ()
@@ -166,7 +166,7 @@ class BackwardNode(Node):
         self.ctx._free()
 
 
-_node_classes = {}
+_node_classes: dict = {}
 
 
 def _edge(t):

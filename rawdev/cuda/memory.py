@@ -304,7 +304,7 @@ class _Accounting:
         return keep, total == pending
 
 
-_accounts = weakref.WeakKeyDictionary()
+_accounts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 _accounts_lock = threading.Lock()

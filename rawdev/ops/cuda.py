@@ -621,7 +621,7 @@ def dropout_bwd(g, mask, p):
 
 
 # ------------------------------------------------------------------ gradients in arenas
-_grad_arenas = {}   # id(param arena DeviceBuffer) -> (weakref to it, weakref to grad arena, {offset: weakref})
+_grad_arenas: dict = {}   # id(param arena DeviceBuffer) -> (weakref to it, weakref to grad arena, {offset: weakref})
 
 
 def new_grad(var, g):

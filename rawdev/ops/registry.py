@@ -23,7 +23,7 @@ class Decl:
     aliases: tuple = ()         # more names for the same op (rawdev, Tensor and F alike)
 
 
-_DECLS = {}
+_DECLS: dict = {}
 
 
 def declare(name, fn=None, *, family, **kw):

@@ -21,7 +21,7 @@ from .registry import declare, get, inplace_form
 
 __all__ = ["UnaryOp", "unary", "OPS"]
 
-OPS = {}   # name -> UnaryOp: the table the tests walk
+OPS: dict = {}   # name -> UnaryOp: the table the tests walk
 
 
 class UnaryOp:

@@ -24,7 +24,7 @@ required = _RequiredParameter()
 
 
 class Optimizer:
-    _host_state = ()
+    _host_state: tuple[str, ...] = ()
     # True where the update reads the step count on the host (bias corrections, lr decay): such a step captured
     # in a CUDA graph would replay the capture step's count forever, so capturing it is refused (as PyTorch
     # refuses it without capturable=True)

@@ -9,7 +9,7 @@ from . import seam
 from .seam import call
 
 _tls = threading.local()      # the context current on this thread
-_devices = {}
+_devices: dict = {}
 _devices_lock = threading.Lock()
 
 

@@ -224,8 +224,8 @@ def _dim3(d):
     return d[0], d[1], d[2]
 
 
-_modules = {}   # (device index, file name) -> KernelModule
-_images = {}    # (context handle, file name, hash of the PTX) -> (CUmodule, JIT info log): what a context has loaded
+_modules: dict = {}   # (device index, file name) -> KernelModule
+_images: dict = {}    # (context handle, file name, hash of the PTX) -> (CUmodule, JIT info log): what a context has loaded
 _modules_lock = threading.RLock()
 
 

@@ -28,7 +28,7 @@ from .trace import fmt_bytes
 
 ARENA_ALIGN = 256           # byte alignment of each tensor inside a move's arena (cudaMalloc's guarantee)
 SEGMENT_GRANULE = 2 << 20   # the pool maps memory in 2 MiB granules; the memory tool groups blocks by them
-ALLOCATOR_HOOKS = []        # callables(allocator) run for each new Allocator (the memory tool attaches history)
+ALLOCATOR_HOOKS: list = []  # callables(allocator) run for each new Allocator (the memory tool attaches history)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 

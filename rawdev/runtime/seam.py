@@ -17,8 +17,8 @@ _requested = None          # set by use_driver() before first use
 _drv = None                # the chosen module, once chosen
 _name = None               # "cuda", "sim" or "none" (auto found no usable GPU)
 _why_none = None           # the error auto swallowed, re-raised on use
-_tracers = []              # active rawdev.trace() recorders
-stream_names = {}          # int(CUstream) -> "cuda:0 compute", for traces and snapshots
+_tracers: list = []        # active rawdev.trace() recorders
+stream_names: dict = {}    # int(CUstream) -> "cuda:0 compute", for traces and snapshots
 
 SIM_HINT = "set RAWDEV_DRIVER=sim (or call rawdev.use_driver('sim') first) to run on rawdev's simulated GPU"
 

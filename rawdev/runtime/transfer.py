@@ -38,7 +38,7 @@ _MERGE_GAP = 1 << 20
 # device is kept (the larger one, up to this many bytes) and handed out again only once the event
 # after its last copy has completed. release_staging() gives it back to the driver.
 STAGING_CACHE_MAX = int(os.environ.get("RAWDEV_STAGING_CACHE_BYTES", str(2 << 30)))
-_staging = weakref.WeakKeyDictionary()   # runtime Device -> (PinnedBuffer, Event | None)
+_staging: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # runtime Device -> (PinnedBuffer, Event | None)
 
 
 def _acquire_staging(rdev, nbytes, owner):

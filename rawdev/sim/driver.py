@@ -342,10 +342,10 @@ class _State:
 
 _generations = itertools.count(1)
 _ids = itertools.count(1)           # never restarts: a stale handle from before a reset() stays invalid
-_graveyard = {}                     # pinned buffers of earlier resets: runtime objects may still view them
-_retired = []                       # sorted (start, end) of the device blocks that were live at earlier resets
-_retired_handles = set()            # contexts, streams, events, pools, modules of earlier resets
-_reset_hooks = []                   # callables run after every reset() (the runtime re-initializes itself)
+_graveyard: dict = {}                     # pinned buffers of earlier resets: runtime objects may still view them
+_retired: list = []                       # sorted (start, end) of the device blocks that were live at earlier resets
+_retired_handles: set = set()            # contexts, streams, events, pools, modules of earlier resets
+_reset_hooks: list = []                   # callables run after every reset() (the runtime re-initializes itself)
 _lock = threading.RLock()
 _tls = threading.local()
 _S = _State()

@@ -452,7 +452,7 @@ class DeviceMemory:
             else:
                 buf.view(dt)[off >> shift] = values[sel]
 
-    _UFUNCS = None  # set below
+    _UFUNCS: dict = {}  # set below
 
     def atomic(self, op, addrs, values, dtype, compare=None, return_old=True):
         """Atomic read-modify-write, one per lane, applied in lane order.

@@ -257,16 +257,16 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
+    def _retains(self):
+        ref = getattr(self.grad_fn, "_retained", None)
+        return ref is not None and ref() is self
+
     @property
     def grad(self):
         if self._grad is None and self.grad_fn is not None and not self._retains():
             import warnings
             warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
-
-    def _retains(self):
-        ref = getattr(self.grad_fn, "_retained", None)
-        return ref is not None and ref() is self
 
     @grad.setter
     def grad(self, g):

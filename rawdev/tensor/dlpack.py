@@ -63,7 +63,7 @@ _IsValidRaw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
 _GetPointerRaw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
 
 # What a capsule handed out keeps alive, by the DLManagedTensor's address, until its deleter runs.
-_alive = {}
+_alive: dict = {}
 
 
 @_Deleter

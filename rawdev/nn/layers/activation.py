@@ -82,7 +82,7 @@ def _inplace_str(inplace):
 
 class _InplaceAct(Module):
     """An activation whose only option is inplace=."""
-    _fn = None
+    _fn: str | None = None
 
     def __init__(self, inplace=False):
         super().__init__()

@@ -21,7 +21,7 @@ class Dropout(Module):
 
 
 class _DropoutNd(Module):
-    _fn = None
+    _fn: str | None = None
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()

@@ -17,6 +17,7 @@ Barriers (``bar.sync``) and warp-wide instructions (``shfl.sync``, ``vote.sync``
 are blocks of their own, run by the scheduler in :mod:`rawdev.sim.ptx.interp`.
 """
 
+from typing import Any
 from __future__ import annotations
 
 import struct
@@ -217,12 +218,12 @@ class Decoder:
         self.mod = mod_ast
         self.msyms = msyms
         self.fn = fn_ast
-        self.ns = {"np": np, "ops": ops}
+        self.ns: dict[str, Any] = {"np": np, "ops": ops}
         for dt, name in DTNAME.items():
             self.ns[name] = dt.type
-        self.consts = {}
-        self.slots = {}
-        self.code = None
+        self.consts: dict[Any, Any] = {}
+        self.slots: dict[Any, Any] = {}
+        self.code: Any = None
 
     # ----------------------------------------------------------------- constants / slots
     def const(self, value, dt):
@@ -254,7 +255,7 @@ class Decoder:
     def imm_value(self, imm: Imm, t):
         """Python/numpy value of an immediate for PTX type t."""
         dt = np.dtype(STORE[t]) if t in STORE else np.dtype(t)
-        v = imm.value
+        v: Any = imm.value
         if dt.kind in "iub":
             if dt.kind == "b":
                 return dt.type(bool(v))

@@ -391,7 +391,7 @@ class _Ctx:
 
 
 # ============================================================================== module
-_CACHE = {}
+_CACHE: dict = {}
 _MISSING = object()
 _CACHE_LOCK = threading.Lock()
 
