@@ -17,10 +17,10 @@ Barriers (``bar.sync``) and warp-wide instructions (``shfl.sync``, ``vote.sync``
 are blocks of their own, run by the scheduler in :mod:`rawdev.sim.ptx.interp`.
 """
 
-from typing import Any
 from __future__ import annotations
 
 import struct
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
