@@ -1,6 +1,8 @@
-"""`rawdev demo`: train an MLP on the UCI digits (8x8 images, 1,797 samples) on the GPU — or on rawdev's
-simulated GPU when there is none — and show what happens underneath: the driver calls of the
-`model.cuda()` move, a progress bar per epoch, the test accuracy and the device memory, block by block."""
+"""`rawdev demo`: train a model on the GPU — or on rawdev's simulated GPU when there is none — and show what
+happens underneath: the driver calls of the `model.cuda()` move, a progress bar per epoch, the result and
+the device memory, block by block. Models (rawdev.models): `mlp` (default) and `cnn` (conv, BatchNorm,
+max-pool) on the UCI digits (8x8 images, 1,797 samples; 16x16 for the CNN), `gpt` (a character-level GPT)
+on a small generated text."""
 import sys
 import time
 
@@ -8,11 +10,14 @@ import numpy as np
 
 
 def add_parser(subparsers):
-    p = subparsers.add_parser("demo", help="train an MLP on the digits data set (GPU, or the simulated GPU)",
+    p = subparsers.add_parser("demo", help="train an MLP, a CNN or a char-GPT (GPU, or the simulated GPU)",
                               description=__doc__)
-    p.add_argument("--epochs", type=int, default=8, help="passes over the training set (default 8)")
-    p.add_argument("--batch-size", type=int, default=128, help="batch size (default 128)")
-    p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01, Adam)")
+    p.add_argument("--model", choices=["mlp", "cnn", "gpt"], default="mlp",
+                   help="mlp (default) or cnn on the digits, gpt on a generated text")
+    p.add_argument("--epochs", type=int, default=None, help="passes over the training set (default 8; cnn 3)")
+    p.add_argument("--steps", type=int, default=300, help="gpt: training steps (default 300)")
+    p.add_argument("--batch-size", type=int, default=None, help="batch size (default 128; cnn 64; gpt 16)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default 0.01, Adam; gpt 3e-3, AdamW)")
     p.add_argument("--hidden", type=int, default=128, help="hidden layer width (default 128)")
     p.add_argument("--layers", type=int, default=1, help="hidden layers (default 1)")
     p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
@@ -51,14 +56,8 @@ def split_digits(seed=0, test_fraction=0.2):
 
 def build_model(hidden=128, seed=0, layers=1):
     """MLP 64 -> hidden (-> hidden)* -> 10 with ReLUs; `layers` hidden layers."""
-    import rawdev
-    from rawdev import nn
-    rawdev.manual_seed(seed)
-    mods, width = [], 64
-    for _ in range(layers):
-        mods += [nn.Linear(width, hidden), nn.ReLU()]
-        width = hidden
-    return nn.Sequential(*mods, nn.Linear(width, 10))
+    from rawdev.models import mlp
+    return mlp(hidden, layers, seed)
 
 
 def _bar(done, total, width=24):
@@ -104,9 +103,21 @@ def run(args):
     else:
         print("driver: none  device: cpu (numpy)")
 
+    if args.model == "gpt":
+        return run_gpt(args, device, t_start)
+    defaults = {"mlp": (8, 128, 0.01), "cnn": (3, 64, 0.01)}[args.model]
+    args.epochs = args.epochs or defaults[0]
+    args.batch_size = args.batch_size or defaults[1]
+    args.lr = args.lr or defaults[2]
     Xtr, ytr, Xte, yte = split_digits(args.seed)
-    print(f"data: UCI optdigits, {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
-    model = build_model(args.hidden, args.seed, args.layers)
+    if args.model == "cnn":
+        from rawdev.models import SmallCNN, digits_images
+        Xtr, Xte = digits_images(Xtr), digits_images(Xte)
+        print(f"data: UCI optdigits, {len(Xtr)} training and {len(Xte)} test images upsampled to 16x16, 10 classes")
+        model = SmallCNN(seed=args.seed)
+    else:
+        print(f"data: UCI optdigits, {len(Xtr)} training and {len(Xte)} test images of 8x8 pixels, 10 classes")
+        model = build_model(args.hidden, args.seed, args.layers)
     nn.layers.tag_modules(model)      # device memory of each layer is named after it ("Linear 0 ...")
     print(model)
 
@@ -146,6 +157,65 @@ def run(args):
 
     acc = evaluate(model, Xte, yte, device)
     print(f"\ntest accuracy: {acc * 100:.2f}% ({int(round(acc * len(yte)))}/{len(yte)})")
+    if args.save:
+        rawdev.save(model.state_dict(), args.save)
+        print(f"saved the weights to {args.save}")
+    print()
+    print(memory_report(device))
+    print(f"\ntotal time: {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+def run_gpt(args, device, t_start):
+    """Train the char-GPT on the generated text; report validation loss before and after, and a sample."""
+    import rawdev
+    from rawdev import optim
+    from rawdev.models import CharData, CharGPT, make_text
+    steps, bs, lr = args.steps, args.batch_size or 16, args.lr or 3e-3
+    data = CharData(make_text(seed=args.seed), block=32, seed=args.seed)
+    print(f"data: a generated text of {len(data.train) + len(data.val)} characters ({data.vocab} distinct), "
+          f"90/10 split, blocks of {data.block}")
+    model = CharGPT(data.vocab, block=data.block, seed=args.seed)
+    print(model)
+    print(f"{sum(p.numel() for p in model.parameters())} parameters")
+    with rawdev.trace() as t:
+        model.to(device)
+    if device.type == "cuda" and not args.quiet_trace:
+        print(f"\nmodel.to({str(device)!r}) — the driver calls:")
+        print(t)
+    opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+
+    def val_loss(batches=4):
+        model.eval()
+        with rawdev.no_grad():
+            losses = []
+            for _ in range(batches):
+                x, y = data.batch("val", bs)
+                losses.append(model(rawdev.tensor(x).to(device), rawdev.tensor(y).to(device))[1].item())
+        model.train()
+        return float(np.mean(losses))
+
+    first = val_loss()
+    print(f"\nvalidation loss before training: {first:.4f} (uniform guessing: {np.log(data.vocab):.4f})")
+    t0 = time.perf_counter()
+    for step in range(1, steps + 1):
+        x, y = data.batch("train", bs)
+        _, loss = model(rawdev.tensor(x).to(device), rawdev.tensor(y).to(device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % max(1, steps // 10) == 0 or step == steps:
+            print(f"step {step:>4}/{steps}  train loss {loss.item():.4f}  {time.perf_counter() - t0:.1f} s", flush=True)
+    last = val_loss()
+    print(f"\nvalidation loss after {steps} steps: {last:.4f} (before: {first:.4f})")
+    model.eval()
+    idx = rawdev.tensor([[data.stoi["t"]]]).to(device)
+    with rawdev.no_grad():
+        for _ in range(60):
+            logits, _ = model(idx[:, -data.block:])
+            probs = rawdev.softmax(logits[:, -1, :], dim=-1)
+            idx = rawdev.cat([idx, rawdev.multinomial(probs, 1)], dim=1)
+    print("sample:", data.decode(idx[0].cpu().tolist()))
     if args.save:
         rawdev.save(model.state_dict(), args.save)
         print(f"saved the weights to {args.save}")

@@ -2,7 +2,7 @@
 at or below its own. The layers, bottom to top:
 
     errors, dtypes, device, data  <  sim  <  runtime  <  tensor (+ random)  <  autograd, ops  <  nn
-      <  optim, utils, serialization, cuda  <  memtool, demo, cli, rawdev/__init__
+      <  optim, utils, serialization, cuda, models  <  memtool, demo, cli, rawdev/__init__
 
 and only rawdev.runtime and rawdev.sim import cuda-python.
 """
@@ -22,6 +22,7 @@ LAYERS = [
     ("rawdev.autograd", 4), ("rawdev.ops", 4),
     ("rawdev.nn", 5),
     ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6), ("rawdev.cuda", 6),
+    ("rawdev.models", 6),
     ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7),
     ("rawdev", 7),   # the package's public API, which the user-facing tools (memtool, demo, cli) use
 ]
