@@ -531,3 +531,6 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
             upd = upd * (t(math.sqrt(1 - beta2 ** step)) / (np.sqrt(sv) + t(eps))) * t(rect)
         pv -= upd.astype(pv.dtype, copy=False)
         p._bump_version()
+
+
+from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)

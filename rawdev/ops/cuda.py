@@ -848,3 +848,5 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 # ------------------------------------------------------------------ misc
 def cross_device_note():
     return "cuda ops take float32 tensors on one device"
+
+from .cuda_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
