@@ -850,3 +850,4 @@ def cross_device_note():
     return "cuda ops take float32 tensors on one device"
 
 from .cuda_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
+from .cuda_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)

@@ -5,6 +5,8 @@ from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Har
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, FeatureAlphaDropout
 from .flatten import Flatten, Identity, Unflatten
 from .linear import Linear
+from .normalization import LayerNorm, RMSNorm
+from .sparse import Embedding
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss, TripletMarginLoss)
 
@@ -14,7 +16,7 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU",
            "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
-           "CosineEmbeddingLoss", "TripletMarginLoss"]
+           "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "RMSNorm", "Embedding"]
 
 
 def tag_modules(model):
