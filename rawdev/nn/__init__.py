@@ -23,3 +23,6 @@ __all__ += ["SiLU", "Mish", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "ReLU
             "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU", "Dropout1d", "Dropout2d",
             "AlphaDropout", "FeatureAlphaDropout", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
             "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss"]
+from .layers import MultiheadAttention  # noqa: E402
+
+__all__ += ["MultiheadAttention"]

@@ -77,9 +77,9 @@ def _cpu_fwd(q, k, v, mask, causal, scale, keep, p_drop):
     m = s.max(-1) if s.shape[-1] else np.full(s.shape[:-1], -np.inf, s.dtype)
     m0 = np.where(np.isfinite(m), m, 0.0)
     e = np.exp(s - m0[..., None])
-    l = e.sum(-1)
+    tot = e.sum(-1)
     with np.errstate(divide="ignore"):
-        lse = np.where(l > 0, m0 + np.log(np.where(l > 0, l, 1.0)), np.inf).astype(q.dtype)
+        lse = np.where(tot > 0, m0 + np.log(np.where(tot > 0, tot, 1.0)), np.inf).astype(q.dtype)
     p = _probs_np(s, lse)
     if keep is not None:
         p = p * keep / q.dtype.type(1.0 - p_drop)

@@ -48,7 +48,7 @@ def sdpa_fwd(q, k, v, mask, causal, scale, p, seed):
 
 def sdpa_probs(q, k, lse, mask, causal, scale, p, seed):
     """The probabilities [N, L, S] of the forward that saved lse (dropped as it dropped them)."""
-    q, k = dense(q), dense(k)
+    q, k, lse = dense(q), dense(k), dense(lse)
     N, L, E = q.shape
     S = k.shape[1]
     d = _head(E, E)
@@ -61,7 +61,7 @@ def sdpa_probs(q, k, lse, mask, causal, scale, p, seed):
 def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed):
     """(dq, dk, dv): dq and rowsum(dO*O) over query rows, then dk, dv over key rows (P recomputed from lse)."""
     _f32("scaled_dot_product_attention backward", g)
-    g = dense(g)
+    g, q, k, v, out = dense(g), dense(q), dense(k), dense(v), dense(out)
     N, L, E = q.shape
     S, Ev = k.shape[1], v.shape[2]
     d = _head(E, Ev)

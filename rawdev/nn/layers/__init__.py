@@ -1,4 +1,5 @@
 """rawdev.nn layers and losses (the ops layer's modules)."""
+from .attention import MultiheadAttention
 from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
                          LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign,
                          Tanh, Tanhshrink)
@@ -14,7 +15,7 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU",
            "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
-           "CosineEmbeddingLoss", "TripletMarginLoss"]
+           "CosineEmbeddingLoss", "TripletMarginLoss", "MultiheadAttention"]
 
 
 def tag_modules(model):
