@@ -23,6 +23,7 @@ __all__ += ["SiLU", "Mish", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "ReLU
             "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU", "Dropout1d", "Dropout2d",
             "AlphaDropout", "FeatureAlphaDropout", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
             "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss"]
-from .layers import MultiheadAttention  # noqa: E402
+from .layers import (GRU, LSTM, RNN, GRUCell, LSTMCell, MultiheadAttention, RNNBase, RNNCell,  # noqa: E402
+                     RNNCellBase)
 
-__all__ += ["MultiheadAttention"]
+__all__ += ["MultiheadAttention", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

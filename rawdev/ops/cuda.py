@@ -849,3 +849,4 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 def cross_device_note():
     return "cuda ops take float32 tensors on one device"
 from .cuda_attn import *  # noqa: F401,F403,E402
+from .cuda_rnn import *  # noqa: F401,F403,E402
