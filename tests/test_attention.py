@@ -404,3 +404,56 @@ def test_mha_cuda_matches_cpu(driver, name):
         cuda_ops.set_poison(False)
     for a, b in zip(res["cuda"], res["cpu"]):
         assert np.isfinite(a).all() and _rel(a, b) < 1e-4
+
+
+def test_float_mask_gradient_cpu_float64():
+    from test_autograd import gradcheck
+    arrays = [RNG.standard_normal(s) for s in ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5))]
+    ts = [_t(a, grad=True) for a in arrays]
+    for shape in ((2, 3, 4, 6), (3, 1, 6), (4, 6)):
+        m = _t(RNG.standard_normal(shape), grad=True)
+        gradcheck(lambda *t: F.scaled_dot_product_attention(*t[:3], attn_mask=t[3]), *ts, m)
+
+
+def test_float_mask_gradient_cuda(driver):
+    arrays = [RNG.standard_normal(s) for s in ((2, 2, 5, 8), (2, 2, 7, 8), (2, 2, 7, 8))]
+    mask = RNG.standard_normal((2, 1, 5, 7))
+    g = RNG.standard_normal((2, 2, 5, 8))
+    res = {}
+    cuda_ops.set_poison(True)
+    try:
+        for dev in ("cpu", "cuda"):
+            ts = [_t(a, dev, np.float32, True) for a in arrays]
+            m = _t(mask, dev, np.float32, True)
+            F.scaled_dot_product_attention(*ts, attn_mask=m).backward(_t(g, dev, np.float32))
+            res[dev] = [np.asarray(t.grad.cpu()) for t in ts + [m]]
+    finally:
+        cuda_ops.set_poison(False)
+    for a, b in zip(res["cuda"], res["cpu"]):
+        assert np.isfinite(a).all() and _rel(a, b) < 1e-4
+
+
+@pytest.mark.parametrize("L,S", [(0, 4), (3, 0)])
+def test_empty_sizes(L, S):
+    q, k = _t(RNG.standard_normal((2, L, 4)), grad=True), _t(RNG.standard_normal((2, S, 4)), grad=True)
+    v = _t(RNG.standard_normal((2, S, 3)), grad=True)
+    out = F.scaled_dot_product_attention(q, k, v)
+    assert tuple(out.shape) == (2, L, 3) and np.all(np.asarray(out.detach()) == 0)
+    out.sum().backward()
+    assert tuple(k.grad.shape) == (2, S, 4) and np.all(np.asarray(k.grad) == 0)
+
+
+@pytest.mark.parametrize("L,S", [(0, 4), (3, 0)])
+def test_empty_sizes_cuda(driver, L, S):
+    cuda_ops.set_poison(True)
+    try:
+        q = _t(RNG.standard_normal((2, L, 4)), "cuda", np.float32, True)
+        k = _t(RNG.standard_normal((2, S, 4)), "cuda", np.float32, True)
+        v = _t(RNG.standard_normal((2, S, 3)), "cuda", np.float32, True)
+        out = F.scaled_dot_product_attention(q, k, v)
+        out.sum().backward()
+    finally:
+        cuda_ops.set_poison(False)
+    assert tuple(out.shape) == (2, L, 3) and np.all(out.detach().cpu().numpy() == 0)
+    for t in (q, k, v):
+        assert np.all(t.grad.cpu().numpy() == 0)

@@ -174,7 +174,7 @@ DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* 
 }
 
 template <int D>
-DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, const float* __restrict__ dO,
+DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, float* __restrict__ dB, const float* __restrict__ dO,
                       const float* __restrict__ O, const float* __restrict__ LSE, const float* __restrict__ Q,
                       const float* __restrict__ K, const float* __restrict__ V, SDPA_ARGS)
 {
@@ -221,6 +221,7 @@ DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, const floa
             const float p = ok ? expf(masked(s * scale, mask, mmode, n, i, j, msb, msl, mss) - lse) : 0.0f;
             if (p_drop > 0.0f && p != 0.0f) dp = keep_at(ri * S + j, p_drop, seed, offset) ? dp * dscale : 0.0f;
             const float ds = p * (dp - di);
+            if (dB && row && c == 0 && j < S) dB[ri * S + j] = ds;   // gradient of a float mask
 #pragma unroll
             for (int k = 0; k < DC; ++k) dq[k] = fmaf(ds, Ks[jj][k * TPR + c], dq[k]);
         }
@@ -313,9 +314,9 @@ extern "C" __global__ void sdpa_fwd_f32_d##D(float* __restrict__ O, float* __res
 /* doc: attention probabilities P[N,L,S] = exp(score - LSE) (dropped and rescaled when p_drop > 0) from the forward's LSE, head size <= D. Block 128, grid N*ceil(L/32). */ \
 extern "C" __global__ void sdpa_probs_f32_d##D(float* __restrict__ P, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
 { sdpa_fwd<D>(nullptr, (float*)LSE, Q, K, K, P, SDPA_PARAMS); } \
-/* doc: attention backward, query side: dQ[N,L,E] and Dv[N,L] = rowsum(dO*O), recomputing P from LSE, head size <= D. Block 128, grid N*ceil(L/32). */ \
-extern "C" __global__ void sdpa_bwd_dq_f32_d##D(float* __restrict__ dQ, float* __restrict__ Dv, const float* __restrict__ dO, const float* __restrict__ O, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
-{ sdpa_bwd_dq<D>(dQ, Dv, dO, O, LSE, Q, K, V, SDPA_PARAMS); } \
+/* doc: attention backward, query side: dQ[N,L,E], Dv[N,L] = rowsum(dO*O) and (dB != 0) the score gradient dB[N,L,S] (a float mask's gradient), recomputing P from LSE, head size <= D. Block 128, grid N*ceil(L/32). */ \
+extern "C" __global__ void sdpa_bwd_dq_f32_d##D(float* __restrict__ dQ, float* __restrict__ Dv, float* __restrict__ dB, const float* __restrict__ dO, const float* __restrict__ O, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
+{ sdpa_bwd_dq<D>(dQ, Dv, dB, dO, O, LSE, Q, K, V, SDPA_PARAMS); } \
 /* doc: attention backward, key side: dK[N,S,E], dV[N,S,Ev] from dO, Dv and LSE (run after sdpa_bwd_dq), head size <= D. Block 128, grid N*ceil(S/32). */ \
 extern "C" __global__ void sdpa_bwd_dkv_f32_d##D(float* __restrict__ dK, float* __restrict__ dV, const float* __restrict__ dO, const float* __restrict__ Dv, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
 { sdpa_bwd_dkv<D>(dK, dV, dO, Dv, LSE, Q, K, V, SDPA_PARAMS); }

@@ -12,7 +12,6 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
-from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.core import Tensor
 from .registry import declare
 from .shape import expand, reshape
@@ -99,7 +98,7 @@ def _cpu_bwd(g, q, k, v, out, lse, mask, causal, scale, keep, p_drop):
     ds = p * (dp - di)
     dq = np.matmul(ds, k) * q.dtype.type(scale)
     dk = np.matmul(np.swapaxes(ds, -1, -2), q) * q.dtype.type(scale)
-    return dq.astype(q.dtype), dk.astype(q.dtype), dv.astype(q.dtype)
+    return dq.astype(q.dtype), dk.astype(q.dtype), dv.astype(q.dtype), ds.astype(q.dtype)
 
 
 # ------------------------------------------------------------------ the op
@@ -107,10 +106,11 @@ class _SDPA(Function):
     node_name = "ScaledDotProductAttentionBackward0"
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, causal, scale, p_drop, generator, side):
+    def forward(ctx, q, k, v, mask, causal, scale, p_drop, generator, side, batch, bias):
         from .cpu import wrap
+        ctx.bias_shape = None if bias is None else tuple(bias.shape)
         ctx.mask, ctx.causal, ctx.scale, ctx.p = mask, causal, scale, p_drop
-        ctx.keep, ctx.seed = None, 0
+        ctx.keep, ctx.seed, ctx.batch = None, 0, batch
         if q.device.type == "cpu":
             if p_drop > 0:
                 ctx.keep = (generator.np.random((q.shape[0], q.shape[1], k.shape[1])) >= p_drop).astype(q.dtype.storage)
@@ -129,15 +129,21 @@ class _SDPA(Function):
     @staticmethod
     def backward(ctx, g):
         q, k, v, out, lse = ctx.saved_tensors
+        want_bias = ctx.bias_shape is not None and ctx.needs_input_grad[10]
         if g.device.type == "cpu":
             from .cpu import wrap
-            dq, dk, dv = _cpu_bwd(np.asarray(g._values(), q.dtype.storage), q._values(), k._values(), v._values(),
-                                  out._values(), lse._values(), ctx.mask, ctx.causal, ctx.scale, ctx.keep, ctx.p)
-            dq, dk, dv = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype)
+            dq, dk, dv, ds = _cpu_bwd(np.asarray(g._values(), q.dtype.storage), q._values(), k._values(), v._values(),
+                                      out._values(), lse._values(), ctx.mask, ctx.causal, ctx.scale, ctx.keep, ctx.p)
+            dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
         else:
             from . import cuda_attn
-            dq, dk, dv = cuda_attn.sdpa_bwd(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.seed)
-        return dq, dk, dv, None, None, None, None, None, None
+            dq, dk, dv, ds = cuda_attn.sdpa_bwd(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
+                                                ctx.seed, want_bias)
+        db = None
+        if want_bias:   # the score gradient, summed back to the mask's (broadcast) shape
+            from .shape import sum_to
+            db = sum_to(reshape(ds, ctx.batch + tuple(ds.shape[1:])), ctx.bias_shape)
+        return dq, dk, dv, None, None, None, None, None, None, None, db
 
 
 def _probs(q, k, mask, causal, scale, p_drop, side):
@@ -195,9 +201,6 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
         if attn_mask.dtype is not _dt.bool and attn_mask.dtype is not query.dtype:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                                f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
-        if attn_mask.requires_grad and is_grad_enabled():
-            raise NotImplementedError("scaled_dot_product_attention: a float attn_mask that requires grad is not "
-                                      "supported (no gradient flows to the mask in rawdev)")
         try:
             np.broadcast_shapes(tuple(attn_mask.shape), tuple(batch) + (L, S))
         except ValueError:
@@ -215,16 +218,18 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
         return reshape(t, (N, rows, cols))
 
     q3, k3, v3 = flat(query, L, E), flat(key, S, E), flat(value, S, Ev)
-    mask = _Mask(attn_mask, batch, N, L, S)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        mask = _Mask(attn_mask, batch, N, L, S)
     side = {} if need_weights else None
-    out = _SDPA.apply(q3, k3, v3, mask, bool(is_causal), scale, float(dropout_p), gen, side)
+    bias = attn_mask if attn_mask is not None and mask.mode == 1 and attn_mask.requires_grad else None
+    out = _SDPA.apply(q3, k3, v3, mask, bool(is_causal), scale, float(dropout_p), gen, side, tuple(batch), bias)
     out = reshape(out, tuple(batch) + (L, Ev))
     if drop_all:
         from .binary import mul
         out = mul(out, 0.0)
     if not need_weights:
         return out
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         w = _probs(q3.detach(), k3.detach(), mask, bool(is_causal), scale, float(dropout_p), side)
         if drop_all:

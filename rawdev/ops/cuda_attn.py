@@ -58,8 +58,9 @@ def sdpa_probs(q, k, lse, mask, causal, scale, p, seed):
     return w
 
 
-def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed):
-    """(dq, dk, dv): dq and rowsum(dO*O) over query rows, then dk, dv over key rows (P recomputed from lse)."""
+def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False):
+    """(dq, dk, dv, dS or None): dq and rowsum(dO*O) (and the score gradient dS [N, L, S] when asked) over query
+    rows, then dk, dv over key rows (P recomputed from lse)."""
     _f32("scaled_dot_product_attention backward", g)
     g, q, k, v, out = dense(g), dense(q), dense(k), dense(v), dense(out)
     N, L, E = q.shape
@@ -70,11 +71,13 @@ def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed):
     dk = empty((N, S, E), _dt.float32, q.device, "attention grad k")
     dv = empty((N, S, Ev), _dt.float32, q.device, "attention grad v")
     rowdot = empty((N, L), _dt.float32, q.device, "attention rowsum(dO*O)")
-    _launch(q, "sdpa_bwd_dq", L, [dq.data_ptr(), rowdot.data_ptr(), g.data_ptr(), out.data_ptr(), lse.data_ptr(),
+    ds = empty((N, L, S), _dt.float32, q.device, "attention mask grad") if want_scores else None
+    dsp = ds.data_ptr() if ds is not None else 0
+    _launch(q, "sdpa_bwd_dq", L, [dq.data_ptr(), rowdot.data_ptr(), dsp, g.data_ptr(), out.data_ptr(), lse.data_ptr(),
                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
     _launch(q, "sdpa_bwd_dkv", S, [dk.data_ptr(), dv.data_ptr(), g.data_ptr(), rowdot.data_ptr(), lse.data_ptr(),
                                    q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
     if L == 0:   # no query rows: the key side still owes zeros
         from .cuda import full
         dk, dv = full((N, S, E), 0.0, _dt.float32, q.device), full((N, S, Ev), 0.0, _dt.float32, q.device)
-    return dq, dk, dv
+    return dq, dk, dv, ds
