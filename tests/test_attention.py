@@ -457,3 +457,16 @@ def test_empty_sizes_cuda(driver, L, S):
     assert tuple(out.shape) == (2, L, 3) and np.all(out.detach().cpu().numpy() == 0)
     for t in (q, k, v):
         assert np.all(t.grad.cpu().numpy() == 0)
+
+
+def test_enable_gqa_cpu_float64():
+    from test_autograd import gradcheck
+    q = RNG.standard_normal((2, 4, 3, 5))
+    k, v = RNG.standard_normal((2, 2, 6, 5)), RNG.standard_normal((2, 2, 6, 4))
+    out = F.scaled_dot_product_attention(_t(q), _t(k), _t(v), enable_gqa=True)
+    ref, _ = ref_sdpa(q, np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1))
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-12, atol=1e-13)
+    ts = [_t(a, grad=True) for a in (q, k, v)]
+    gradcheck(lambda *t: F.scaled_dot_product_attention(*t, enable_gqa=True), *ts)
+    with pytest.raises(RuntimeError, match="must divide"):
+        F.scaled_dot_product_attention(_t(q), _t(RNG.standard_normal((2, 3, 6, 5))), _t(v), enable_gqa=True)

@@ -237,14 +237,27 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     return out, reshape(w, tuple(batch) + (L, S))
 
 
+def _repeat_heads(t, r):
+    """repeat_interleave(t, r, dim=-3) as unsqueeze + expand + reshape (differentiable, one copy)."""
+    if r == 1:
+        return t
+    from .shape import unsqueeze
+    shape = tuple(t.shape)
+    x = expand(unsqueeze(t, -3), shape[:-3] + (shape[-3], r) + shape[-2:])
+    return reshape(x, shape[:-3] + (shape[-3] * r,) + shape[-2:])
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q·kᵀ·scale + mask)·v over the last two dims (q [..., L, E], k [..., S, E], v [..., S, Ev]); a
     bool mask marks what may be attended (True), a float mask is added; is_causal attends key j from query i
     iff j <= i. On cuda: fused float32 kernels (head sizes up to 128), no L×S matrix in memory."""
-    if enable_gqa and (query.ndim < 3 or key.shape[-3] != query.shape[-3]):
-        raise NotImplementedError("scaled_dot_product_attention(enable_gqa=True) with fewer key/value heads than "
-                                  "query heads is not supported in rawdev; repeat_interleave the key/value heads")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError(f"number of heads in key and value must divide the number of heads in query, got "
+                               f"query {hq}, key {hk}, value {hv}")
+        key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
     return _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
