@@ -121,6 +121,8 @@ def _rel(a, b):
 CUDA_CASES = {
     "basic": ((2, 2, 5, 8), (2, 2, 7, 8), (2, 2, 7, 8), lambda: {}),
     "tile_edges_d32": ((1, 37, 20), (1, 41, 20), (1, 41, 9), lambda: {}),
+    "head_d64": ((2, 3, 40), (2, 5, 40), (2, 5, 33), lambda: {"is_causal": True}),
+    "head_d128": ((1, 3, 100), (1, 5, 100), (1, 5, 128), lambda: {"attn_mask": RNG.random((3, 5)) > 0.3}),
     "causal_tiles": ((2, 35, 8), (2, 35, 8), (2, 35, 8), lambda: {"is_causal": True}),
     "causal_L_lt_S": ((2, 5, 8), (2, 7, 8), (2, 7, 8), lambda: {"is_causal": True}),
     "bool_mask_rows": ((2, 4, 6), (2, 5, 6), (2, 5, 6), CASES["bool_mask_empty_row"][3]),
