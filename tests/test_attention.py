@@ -472,3 +472,29 @@ def test_enable_gqa_cpu_float64():
     gradcheck(lambda *t: F.scaled_dot_product_attention(*t, enable_gqa=True), *ts)
     with pytest.raises(RuntimeError, match="must divide"):
         F.scaled_dot_product_attention(_t(q), _t(RNG.standard_normal((2, 3, 6, 5))), _t(v), enable_gqa=True)
+
+
+def test_mha_self_attention_cuda_matches_cpu(driver):
+    B, H, E, L = 2, 2, 8, 6
+    m = nn.MultiheadAttention(E, H, batch_first=True)
+    x = RNG.standard_normal((B, L, E)).astype(np.float32)
+    kpm = np.zeros((B, L), bool)
+    kpm[0, 4:] = True
+    res = {}
+    cuda_ops.set_poison(True)
+    try:
+        for dev in ("cpu", "cuda"):
+            m.to(dev)
+            m.zero_grad()
+            xt = rawdev.tensor(x, device=dev, requires_grad=True)
+            out, w = m(xt, xt, xt, key_padding_mask=rawdev.tensor(kpm, device=dev))
+            out.sum().backward()
+            res[dev] = [np.asarray(out.detach().cpu()), np.asarray(w.cpu()), np.asarray(xt.grad.cpu())] + \
+                [np.asarray(p.grad.cpu()) for p in m.parameters()]
+    finally:
+        cuda_ops.set_poison(False)
+    xs = [np.swapaxes(x, 0, 1).astype(np.float64)] * 3
+    ref, rw = ref_mha(*xs, *_mha_params(m.cpu()), H, kpm=kpm)
+    assert _rel(res["cpu"][0], np.swapaxes(ref, 0, 1)) < 1e-5 and _rel(res["cpu"][1], rw) < 1e-5
+    for a, b in zip(res["cuda"], res["cpu"]):
+        assert np.isfinite(a).all() and _rel(a, b) < 1e-4

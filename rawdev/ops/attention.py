@@ -326,7 +326,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     def heads(x, n):   # (n, B, E) -> (B, H, n, Dh)
         return permute(reshape(x, (n, B, H, Dh)), (1, 2, 0, 3))
 
-    q, k, v = heads(proj(query, 0), L), heads(proj(key, 1), S), heads(proj(value, 2), S)
+    if query is key and key is value:   # self-attention: one GEMM for the three projections
+        qkv = linear(query, in_proj_weight, in_proj_bias)
+        q, k, v = (heads(narrow(qkv, 2, i * E, E), L) for i in range(3))
+    else:
+        q, k, v = heads(proj(query, 0), L), heads(proj(key, 1), S), heads(proj(value, 2), S)
     mask = None
     if attn_mask is not None:
         if attn_mask.ndim == 2:

@@ -62,8 +62,15 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,  # noqa: A002
                 average_attn_weights=True, is_causal=False):
         batched = query.ndim == 3
-        if self.batch_first and batched:
-            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        if self.batch_first and batched:   # keep self-attention's identity (one packed in-projection GEMM)
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         out, w = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, None, None,
             False, self.dropout, self.out_proj.weight, self.out_proj.bias, training=self.training,
