@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
+from .cpu import _vdt
 from .registry import declare
 from .shape import expand, reshape
 
@@ -113,7 +114,7 @@ class _SDPA(Function):
         ctx.keep, ctx.seed, ctx.batch = None, 0, batch
         if q.device.type == "cpu":
             if p_drop > 0:
-                ctx.keep = (generator.np.random((q.shape[0], q.shape[1], k.shape[1])) >= p_drop).astype(q.dtype.storage)
+                ctx.keep = (generator.np.random((q.shape[0], q.shape[1], k.shape[1])) >= p_drop).astype(_vdt(q.dtype))
             o, lse = _cpu_fwd(q._values(), k._values(), v._values(), mask, causal, scale, ctx.keep, p_drop)
             out, lse = wrap(o, q.dtype), wrap(lse, q.dtype)
         else:
@@ -132,7 +133,7 @@ class _SDPA(Function):
         want_bias = ctx.bias_shape is not None and ctx.needs_input_grad[10]
         if g.device.type == "cpu":
             from .cpu import wrap
-            dq, dk, dv, ds = _cpu_bwd(np.asarray(g._values(), q.dtype.storage), q._values(), k._values(), v._values(),
+            dq, dk, dv, ds = _cpu_bwd(np.asarray(g._values(), _vdt(q.dtype)), q._values(), k._values(), v._values(),
                                       out._values(), lse._values(), ctx.mask, ctx.causal, ctx.scale, ctx.keep, ctx.p)
             dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
         else:
@@ -151,11 +152,11 @@ def _probs(q, k, mask, causal, scale, p_drop, side):
     lse = side["lse"]
     if q.device.type == "cpu":
         from .cpu import wrap
-        s = _scores_np(q._values(), k._values(), _bias_np(mask, q.dtype.storage), causal, scale)
+        s = _scores_np(q._values(), k._values(), _bias_np(mask, _vdt(q.dtype)), causal, scale)
         p = _probs_np(s, lse._values())
         if side["keep"] is not None:
             p = p * side["keep"] / (1.0 - p_drop)
-        return wrap(p.astype(q.dtype.storage), q.dtype)
+        return wrap(p.astype(_vdt(q.dtype)), q.dtype)
     from . import cuda_attn
     return cuda_attn.sdpa_probs(q, k, lse, mask, causal, scale, p_drop, side["seed"])
 
