@@ -204,7 +204,7 @@ def test_cells_cpu_float64(cls, mode):
 
 
 # ------------------------------------------------------------------ cuda (simulator) against cpu
-@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH"])
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"])
 def test_cuda_matches_cpu(driver, mode):
     L, B, In, H = 3, 2, 5, 7
     m = _make(mode, In, H, num_layers=2, bidirectional=True, batch_first=True)
@@ -240,7 +240,7 @@ def test_cuda_matches_cpu(driver, mode):
         assert np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30) < 1e-4
 
 
-@pytest.mark.parametrize("cls", [nn.LSTMCell, nn.GRUCell])
+@pytest.mark.parametrize("cls", [nn.LSTMCell, nn.GRUCell, nn.RNNCell])
 def test_cuda_cells_match_cpu(driver, cls):
     B, In, H = 3, 4, 33
     cell = cls(In, H)

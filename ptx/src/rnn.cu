@@ -1,4 +1,4 @@
-// Fused recurrent cells, float32, one thread per (batch row b, hidden unit j) in a grid-stride loop over B*H.
+// Fused recurrent cells (LSTM, GRU, Elman), float32, one thread per (batch row b, hidden unit j) in a grid-stride loop over B*H.
 // The input-to-hidden products of all time steps come from one GEMM (gx = x*W_ih^T + b_ih, [B, G] per step);
 // the hidden-to-hidden product gh = h*W_hh^T + b_hh is one GEMM per step. Gate k of row b is column k*H + j.
 // LSTM gates i, f, g, o; GRU gates r, z, n with n = tanh(gx_n + r * gh_n) (PyTorch's order and formula).
@@ -83,5 +83,25 @@ extern "C" __global__ void gru_cell_bwd(float* __restrict__ dgx, float* __restri
         dgh[g0 + H] = dz;
         dgh[g0 + 2 * H] = dn * r;
         dh[e] = d * z;
+    }
+}
+
+// doc: Elman RNN cell: h1 = act(gx + gh) over n = B*H elements, act 0 = tanh, 1 = relu. Any 1-D grid/block.
+extern "C" __global__ void rnn_cell_fwd(float* __restrict__ h1, const float* __restrict__ gx, const float* __restrict__ gh, long long n, int relu)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        const float s = gx[e] + gh[e];
+        h1[e] = relu ? fmaxf(s, 0.0f) : tanhf(s);
+    }
+}
+
+// doc: Elman RNN cell backward: dpre = dh1 * act'(pre) from the saved output h1 (tanh: 1 - h1^2; relu: h1 > 0). Any 1-D grid/block.
+extern "C" __global__ void rnn_cell_bwd(float* __restrict__ dpre, const float* __restrict__ dh1, const float* __restrict__ h1, long long n, int relu)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        const float y = h1[e];
+        dpre[e] = relu ? (y > 0.0f ? dh1[e] : 0.0f) : dh1[e] * (1.0f - y * y);
     }
 }

@@ -2,7 +2,7 @@
 from .. import dtypes as _dt
 from .cuda import _ew, _f32, _rdev, dense, empty
 
-__all__ = ["lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd"]
+__all__ = ["lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_cell_fwd", "rnn_cell_bwd"]
 
 
 def _ptr(t):
@@ -53,3 +53,22 @@ def gru_cell_bwd(dh1, act, h):
     _ew(_rdev(h), "gru_cell_bwd", [dgx.data_ptr(), dgh.data_ptr(), dh.data_ptr(), _ptr(dh1), act.data_ptr(),
                                    h.data_ptr(), B, H], B * H, "gru_cell backward")
     return dgx, dgh, dh
+
+
+def rnn_cell_fwd(gx, gh, relu):
+    _f32("rnn_cell", gx, gh)
+    gx, gh = dense(gx), dense(gh)
+    h1 = empty(gx.shape, _dt.float32, gx.device, "rnn h")
+    n = gx.numel()
+    _ew(_rdev(gx), "rnn_cell_fwd", [h1.data_ptr(), gx.data_ptr(), gh.data_ptr(), n, int(relu)], n, "rnn_cell")
+    return h1
+
+
+def rnn_cell_bwd(dh1, h1, relu):
+    _f32("rnn_cell backward", dh1)
+    dh1 = dense(dh1)
+    d = empty(h1.shape, _dt.float32, h1.device, "rnn pre-activation grad")
+    n = h1.numel()
+    _ew(_rdev(h1), "rnn_cell_bwd", [d.data_ptr(), dh1.data_ptr(), h1.data_ptr(), n, int(relu)], n,
+        "rnn_cell backward")
+    return d

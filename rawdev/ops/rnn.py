@@ -2,7 +2,7 @@
 nn.RNN / nn.LSTM / nn.GRU run.
 
 The input-to-hidden products of all time steps are one GEMM (linear over [L*B, in]); each step then runs one GEMM
-for the hidden-to-hidden product and one fused cell (LSTM, GRU: an autograd Function whose forward and backward
+for the hidden-to-hidden product and one fused cell (LSTM, GRU, Elman: an autograd Function whose forward and backward
 are numpy on the cpu and one kernel each on cuda, ptx/rnn.ptx). Backward through time is the autograd engine
 walking those nodes. The per-step slices of the input GEMM come from one `_Steps` node whose backward stacks the
 step gradients (one copy, not one full-size zero tensor per step).
@@ -10,7 +10,6 @@ step gradients (one copy, not one full-size zero tensor per step).
 import numpy as np
 
 from ..autograd.function import Function
-from .binary import add
 from .dispatch import check_same_device
 from .linalg import linear
 from .registry import declare
@@ -150,9 +149,37 @@ def _rnn_cell(act, input, hx, w_ih, w_hh, b_ih, b_hh):  # noqa: A002
     return _rnn_step(act, linear(input, w_ih, b_ih), hx, w_hh, b_hh)
 
 
+class _RNNCell(Function):
+    node_name = "RnnCellBackward0"
+
+    @staticmethod
+    def forward(ctx, gx, gh, relu):
+        ctx.relu = relu
+        if gx.device.type == "cpu":
+            from .cpu import wrap
+            s = gx._values() + gh._values()
+            h1 = wrap(np.maximum(s, 0) if relu else np.tanh(s), gx.dtype)
+        else:
+            from . import cuda_rnn
+            h1 = cuda_rnn.rnn_cell_fwd(gx, gh, relu)
+        ctx.save_for_backward(h1)
+        return h1
+
+    @staticmethod
+    def backward(ctx, dh1):
+        h1, = ctx.saved_tensors
+        if h1.device.type == "cpu":
+            from .cpu import wrap
+            y, d = h1._values(), dh1._values()
+            dp = wrap(np.where(y > 0, d, 0) if ctx.relu else d * (1 - y * y), h1.dtype)
+        else:
+            from . import cuda_rnn
+            dp = cuda_rnn.rnn_cell_bwd(dh1, h1, ctx.relu)
+        return dp, dp, None
+
+
 def _rnn_step(act, gx, h, w_hh, b_hh):
-    from .unary import relu, tanh
-    return (tanh if act == "tanh" else relu)(add(gx, linear(h, w_hh, b_hh)))
+    return _RNNCell.apply(gx, linear(h, w_hh, b_hh), act == "relu")
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
