@@ -47,6 +47,25 @@ DEVI bool keep_at(long long t, float p, unsigned long long seed, unsigned long l
     return (float)(x >> 8) * 5.9604644775390625e-08f >= p;
 }
 
+// keep bits of the 32 consecutive elements t0 .. t0+31 (bit d for t0 + d): one Philox call per group of four
+DEVI unsigned int keep_bits(long long t0, float p, unsigned long long seed, unsigned long long offset)
+{
+    unsigned int bits = 0;
+    const long long g0 = t0 >> 2, g1 = (t0 + 31) >> 2;
+#pragma unroll 1
+    for (long long g = g0; g <= g1; ++g) {
+        const U4 w = philox4x32_10(U4{(unsigned int)g, (unsigned int)((unsigned long long)g >> 32), (unsigned int)offset,
+                                      (unsigned int)(offset >> 32)}, (unsigned int)seed, (unsigned int)(seed >> 32));
+        const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const long long d = g * 4 + k - t0;
+            if (d >= 0 && d < 32 && (float)(words[k] >> 8) * 5.9604644775390625e-08f >= p) bits |= 1u << d;
+        }
+    }
+    return bits;
+}
+
 DEVI float quad_sum(float x)
 {
     x += __shfl_xor_sync(0xffffffffu, x, 1);
@@ -112,6 +131,8 @@ DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* 
         load_tile<D>(Ks, Kb, key0, S, E);
         if (!P) load_tile<D>(Vs, Vb, key0, S, Ev);
         __syncthreads();
+        const unsigned int kb = (p_drop > 0.0f && row) ? keep_bits(((long long)n * L + i) * S + key0, p_drop, seed, offset)
+                                                        : 0xffffffffu;
         float s[BT];
         float mt = NEG_INF;
 #pragma unroll
@@ -133,7 +154,7 @@ DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* 
                     if (j < S) {
                         float p = expf(s[jj] - lse_row);
                         const long long t = ((long long)n * L + i) * S + j;
-                        if (p_drop > 0.0f) p = keep_at(t, p_drop, seed, offset) ? p * dscale : 0.0f;
+                        if (p_drop > 0.0f) p = ((kb >> jj) & 1u) ? p * dscale : 0.0f;
                         P[t] = p;
                     }
                 }
@@ -150,8 +171,7 @@ DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* 
         for (int jj = 0; jj < BT; ++jj) {
             float p = expf(s[jj] - mn);
             l += p;
-            if (p_drop > 0.0f && p != 0.0f)
-                p = keep_at(((long long)n * L + i) * S + key0 + jj, p_drop, seed, offset) ? p * dscale : 0.0f;
+            if (p_drop > 0.0f) p = ((kb >> jj) & 1u) ? p * dscale : 0.0f;
 #pragma unroll
             for (int k = 0; k < DC; ++k) o[k] = fmaf(p, Vs[jj][k * TPR + c], o[k]);
         }
@@ -207,6 +227,7 @@ DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, float* __r
         load_tile<D>(Ks, Kb, key0, S, E);
         load_tile<D>(Vs, Vb, key0, S, Ev);
         __syncthreads();
+        const unsigned int kb = (p_drop > 0.0f && row) ? keep_bits(ri * S + key0, p_drop, seed, offset) : 0xffffffffu;
         for (int jj = 0; jj < BT; ++jj) {
             float s = 0.0f, dp = 0.0f;
 #pragma unroll
@@ -219,7 +240,7 @@ DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, float* __r
             const int j = key0 + jj;
             const bool ok = row && j < S && (!causal || j <= i);
             const float p = ok ? expf(masked(s * scale, mask, mmode, n, i, j, msb, msl, mss) - lse) : 0.0f;
-            if (p_drop > 0.0f && p != 0.0f) dp = keep_at(ri * S + j, p_drop, seed, offset) ? dp * dscale : 0.0f;
+            if (p_drop > 0.0f) dp = ((kb >> jj) & 1u) ? dp * dscale : 0.0f;
             const float ds = p * (dp - di);
             if (dB && row && c == 0 && j < S) dB[ri * S + j] = ds;   // gradient of a float mask
 #pragma unroll
