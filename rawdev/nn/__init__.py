@@ -26,3 +26,7 @@ __all__ += ["SiLU", "Mish", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "ReLU
 from .layers import Embedding, LayerNorm, RMSNorm  # noqa: E402
 
 __all__ += ["LayerNorm", "RMSNorm", "Embedding"]
+from .layers import (GRU, LSTM, RNN, GRUCell, LSTMCell, MultiheadAttention, RNNBase, RNNCell,  # noqa: E402
+                     RNNCellBase)
+
+__all__ += ["MultiheadAttention", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

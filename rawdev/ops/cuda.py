@@ -851,3 +851,5 @@ def cross_device_note():
 
 from .cuda_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .cuda_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
+from .cuda_attn import *  # noqa: F401,F403,E402
+from .cuda_rnn import *  # noqa: F401,F403,E402

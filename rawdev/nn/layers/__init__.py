@@ -1,4 +1,6 @@
 """rawdev.nn layers and losses (the ops layer's modules)."""
+from .attention import MultiheadAttention
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .activation import (CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
                          LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign,
                          Tanh, Tanhshrink)
@@ -16,7 +18,8 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "GLU", "PReLU",
            "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
-           "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "RMSNorm", "Embedding"]
+           "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "RMSNorm", "Embedding", "MultiheadAttention",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 
 def tag_modules(model):

@@ -1,0 +1,83 @@
+"""cuda launchers of the fused attention kernels (ptx/attention.ptx): forward (online softmax, saves the
+row logsumexp), the probabilities for need_weights, and the two recompute backward kernels."""
+from .. import dtypes as _dt
+from .cuda import _f32, _kernel, _rdev, dense, empty
+
+__all__ = ["sdpa_fwd", "sdpa_bwd", "sdpa_probs"]
+
+_ROWS = 32       # rows per block (4 threads per row, 128 threads)
+
+
+def _head(E, Ev):
+    for d in (16, 32, 64, 128):
+        if max(E, Ev) <= d:
+            return d
+    raise NotImplementedError(f"scaled_dot_product_attention on cuda supports head sizes up to 128 "
+                              f"(got E={E}, Ev={Ev}); run it on the cpu")
+
+
+def _tail(mask, N, L, S, E, Ev, scale, causal, p, seed):
+    """The kernels' shared trailing arguments (mask pointer, strides, mode, sizes, scale, causal, dropout)."""
+    if mask.mode:
+        m, sb, sl, ss = mask.cuda
+        mp = m.data_ptr()
+    else:
+        mp, sb, sl, ss = 0, 0, 0, 0
+    return [mp, sb, sl, ss, mask.mode, N, L, S, E, Ev, float(scale), int(causal), float(p), int(seed), 0]
+
+
+def _launch(q, name, rows, args, N, d):
+    blocks = N * -(-rows // _ROWS)
+    if blocks:
+        _kernel(_rdev(q), f"{name}_f32_d{d}", "scaled_dot_product_attention").launch(blocks, 128, args)
+
+
+def sdpa_fwd(q, k, v, mask, causal, scale, p, seed):
+    """out [N, L, Ev], lse [N, L] (float32) for q [N, L, E], k [N, S, E], v [N, S, Ev]."""
+    _f32("scaled_dot_product_attention", q, k, v)
+    q, k, v = dense(q), dense(k), dense(v)
+    N, L, E = q.shape
+    S, Ev = k.shape[1], v.shape[2]
+    d = _head(E, Ev)
+    out = empty((N, L, Ev), _dt.float32, q.device, "attention output")
+    lse = empty((N, L), _dt.float32, q.device, "attention logsumexp")
+    _launch(q, "sdpa_fwd", L, [out.data_ptr(), lse.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr()]
+            + _tail(mask, N, L, S, E, Ev, scale, causal, p, seed), N, d)
+    return out, lse
+
+
+def sdpa_probs(q, k, lse, mask, causal, scale, p, seed):
+    """The probabilities [N, L, S] of the forward that saved lse (dropped as it dropped them)."""
+    q, k, lse = dense(q), dense(k), dense(lse)
+    N, L, E = q.shape
+    S = k.shape[1]
+    d = _head(E, E)
+    w = empty((N, L, S), _dt.float32, q.device, "attention weights")
+    _launch(q, "sdpa_probs", L, [w.data_ptr(), lse.data_ptr(), q.data_ptr(), k.data_ptr()]
+            + _tail(mask, N, L, S, E, E, scale, causal, p, seed), N, d)
+    return w
+
+
+def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False):
+    """(dq, dk, dv, dS or None): dq and rowsum(dO*O) (and the score gradient dS [N, L, S] when asked) over query
+    rows, then dk, dv over key rows (P recomputed from lse)."""
+    _f32("scaled_dot_product_attention backward", g)
+    g, q, k, v, out = dense(g), dense(q), dense(k), dense(v), dense(out)
+    N, L, E = q.shape
+    S, Ev = k.shape[1], v.shape[2]
+    d = _head(E, Ev)
+    tail = _tail(mask, N, L, S, E, Ev, scale, causal, p, seed)
+    dq = empty((N, L, E), _dt.float32, q.device, "attention grad q")
+    dk = empty((N, S, E), _dt.float32, q.device, "attention grad k")
+    dv = empty((N, S, Ev), _dt.float32, q.device, "attention grad v")
+    rowdot = empty((N, L), _dt.float32, q.device, "attention rowsum(dO*O)")
+    ds = empty((N, L, S), _dt.float32, q.device, "attention mask grad") if want_scores else None
+    dsp = ds.data_ptr() if ds is not None else 0
+    _launch(q, "sdpa_bwd_dq", L, [dq.data_ptr(), rowdot.data_ptr(), dsp, g.data_ptr(), out.data_ptr(), lse.data_ptr(),
+                                  q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
+    _launch(q, "sdpa_bwd_dkv", S, [dk.data_ptr(), dv.data_ptr(), g.data_ptr(), rowdot.data_ptr(), lse.data_ptr(),
+                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
+    if L == 0:   # no query rows: the key side still owes zeros
+        from .cuda import full
+        dk, dv = full((N, S, E), 0.0, _dt.float32, q.device), full((N, S, Ev), 0.0, _dt.float32, q.device)
+    return dq, dk, dv, ds
