@@ -34,6 +34,8 @@ from .tensor.core import Tensor
 __all__ = ["save", "load", "CheckpointError"]
 
 _ORDER_KEY = "rawdev.keys"
+_STRUCT_KEY = "rawdev.structure"     # a non-state_dict object: its structure, tensors by name
+_DEVICES_KEY = "rawdev.devices"      # a state_dict's tensors saved from a device: {name: "cuda:0"}
 _FORMAT = "rawdev"
 MAX_HEADER = 100_000_000          # safetensors' own limit on the JSON header
 # every dtype name the safetensors format defines, with its size in bits
@@ -51,18 +53,28 @@ def _bad(path, why):
                            "are safetensors files written by rawdev.save or safetensors.torch.save_file.")
 
 
-def save(obj, f, metadata=None):
-    """Save a state_dict (mapping of str -> Tensor, on any device) to the path f as safetensors.
+def save(obj, f, metadata=None, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """Save obj to f (a path or a binary file object) as a safetensors file, never with pickle.
 
-    Cuda tensors are read back in one batched copy per device. metadata: extra str -> str pairs.
-    The same state_dict (same names, dtypes, shapes, values, metadata) always gives the same bytes.
+    A state_dict (a mapping of str -> Tensor) is stored as plain safetensors: each tensor under its name, so
+    safetensors.torch.load_file reads it too. Anything else people save — nested dicts (any keys), lists and
+    tuples of tensors, ints, floats, bools, strings, None, dtypes, devices: a training checkpoint with model,
+    optimizer and scheduler state_dicts, the epoch and the loss — is stored as its tensors (each once, however
+    often it appears) plus the structure as JSON in the file's metadata. Cuda tensors are read back in one
+    batched copy per device; the same object always gives the same bytes. metadata: extra str -> str pairs.
+    The pickle arguments are PyTorch's and are ignored: rawdev never pickles.
+
+    Example:
+        >>> rawdev.save({"epoch": 3, "model_state_dict": model.state_dict(),
+        ...              "optimizer_state_dict": opt.state_dict(), "loss": 0.25}, "ckpt.pt")
     """
-    if isinstance(obj, Tensor):
-        raise TypeError("rawdev.save stores a state_dict (a mapping of names to tensors) in a safetensors "
-                        "file; wrap a single tensor as {'tensor': t}")
-    if not isinstance(obj, Mapping):
-        raise TypeError(f"rawdev.save stores a state_dict (a mapping of names to tensors) in a safetensors file; "
-                        f"got {type(obj).__name__} (rawdev never pickles arbitrary objects)")
+    if not (isinstance(obj, Mapping) and obj and all(isinstance(k, str) and isinstance(v, Tensor)
+                                                    for k, v in obj.items())):
+        items, structure = _flatten(obj)
+        _write(items, f, {"format": _FORMAT, _STRUCT_KEY: json.dumps(structure, separators=(",", ":"),
+                                                                    ensure_ascii=False)}, metadata)
+        return
     items = list(obj.items())
     for k, v in items:
         if not isinstance(k, str):
@@ -73,6 +85,14 @@ def save(obj, f, metadata=None):
         if k == "__metadata__":
             raise ValueError("rawdev.save: '__metadata__' is reserved by the safetensors format; rename the tensor")
     meta = {"format": _FORMAT, _ORDER_KEY: json.dumps([k for k, _ in items])}
+    on_devices = {k: str(v.device) for k, v in items if v.device.type != "cpu"}
+    if on_devices:   # where they were saved from: load(map_location=None) puts them back there, as PyTorch
+        meta[_DEVICES_KEY] = json.dumps(on_devices, sort_keys=True)
+    _write(items, f, meta, metadata)
+
+
+def _write(items, f, meta, metadata):
+    """Write [(name, Tensor)] and the metadata as safetensors to a path (atomically) or a binary file."""
     if metadata:
         for k, v in metadata.items():
             if not isinstance(k, str) or not isinstance(v, str):
@@ -91,6 +111,13 @@ def save(obj, f, metadata=None):
         blobs.append(arr)
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
+    if hasattr(f, "write"):   # a binary file object (io.BytesIO, an open file)
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for arr in blobs:
+            if arr.nbytes:
+                f.write(memoryview(arr.reshape(-1).view(np.uint8)).tobytes())
+        return
     path = os.fspath(f)
     tmp = path + ".tmp"
     # Write then rename: a crash mid-save never leaves a truncated checkpoint under the real name.
@@ -108,6 +135,95 @@ def save(obj, f, metadata=None):
         except OSError:
             pass
         raise
+
+
+def _flatten(obj):
+    """(items, structure): the tensors of obj, each once, named "t.0", "t.1", ...; and obj as JSON with
+    {"tensor": name} where they were. Raises TypeError naming what cannot be stored (and where)."""
+    from .device import device as _device_cls
+    items, names = [], {}
+
+    def enc(x, where):
+        if x is None:
+            return {"none": 0}
+        if isinstance(x, bool):
+            return {"bool": x}
+        if isinstance(x, (int, np.integer)):
+            return {"int": str(int(x))}
+        if isinstance(x, (float, np.floating)):
+            return {"float": repr(float(x))}
+        if isinstance(x, str):
+            return {"str": x}
+        if isinstance(x, Tensor):
+            name = names.get(id(x))
+            if name is None:
+                name = names[id(x)] = f"t.{len(items)}"
+                items.append((name, x.detach()))
+            from .nn.parameter import Parameter
+            return {"tensor": name, "device": str(x.device), "requires_grad": bool(x.requires_grad),
+                    "param": isinstance(x, Parameter)}
+        if isinstance(x, _dt.dtype):
+            return {"dtype": x.name}
+        if isinstance(x, _device_cls):
+            return {"device": str(x)}
+        if isinstance(x, Mapping):
+            return {"dict": [[enc(k, where), enc(v, f"{where}[{k!r}]")] for k, v in x.items()],
+                    "ordered": isinstance(x, OrderedDict)}
+        if isinstance(x, tuple):
+            return {"tuple": [enc(v, f"{where}[{i}]") for i, v in enumerate(x)]}
+        if isinstance(x, list):
+            return {"list": [enc(v, f"{where}[{i}]") for i, v in enumerate(x)]}
+        raise TypeError(f"rawdev.save: cannot store {where}, a {type(x).__module__}.{type(x).__name__}: rawdev "
+                        f"checkpoints hold tensors, numbers, strings, bools, None, dtypes, devices and dicts, "
+                        f"lists and tuples of them (rawdev never pickles arbitrary objects)")
+
+    return items, enc(obj, "the object")
+
+
+def _unflatten(path, structure, tensors):
+    """Rebuild what _flatten stored; a malformed structure is a CheckpointError."""
+    from .device import device as _device_cls
+
+    def dec(x, depth):
+        if depth > 200:
+            raise _bad(path, "its structure is nested too deeply")
+        if not isinstance(x, dict) or len(x) < 1:
+            raise _bad(path, f"its structure holds {str(x)[:60]!r}, not an encoded value")
+        try:
+            if "none" in x:
+                return None
+            if "bool" in x and isinstance(x["bool"], bool):
+                return x["bool"]
+            if "int" in x:
+                return int(x["int"])
+            if "float" in x:
+                return float(x["float"])
+            if "str" in x and isinstance(x["str"], str):
+                return x["str"]
+            if "tensor" in x:
+                t = tensors[x["tensor"]]
+                if x.get("param"):
+                    from .nn.parameter import Parameter
+                    return Parameter(t, requires_grad=bool(x.get("requires_grad", True)))
+                return t.requires_grad_() if x.get("requires_grad") and t.dtype.is_floating_point else t
+            if "dtype" in x:
+                return _dt.from_name(x["dtype"])
+            if "device" in x:
+                return _device_cls(x["device"])
+            if "dict" in x:
+                pairs = [(dec(k, depth + 1), dec(v, depth + 1)) for k, v in x["dict"]]
+                return OrderedDict(pairs) if x.get("ordered") else dict(pairs)
+            if "tuple" in x:
+                return tuple(dec(v, depth + 1) for v in x["tuple"])
+            if "list" in x:
+                return [dec(v, depth + 1) for v in x["list"]]
+        except CheckpointError:
+            raise
+        except (KeyError, ValueError, TypeError) as e:
+            raise _bad(path, f"its structure is malformed ({type(e).__name__}: {str(e)[:80]})") from None
+        raise _bad(path, f"its structure holds an unknown entry {sorted(x)[:3]}")
+
+    return dec(structure, 0)
 
 
 class _Entry:
@@ -171,11 +287,11 @@ def read_header(path):
         raise _bad(path, "its __metadata__ is not a mapping of strings to strings")
     data_start, data_len = 8 + n, size - 8 - n
     entries = []
-    for name, e in header.items():
+    for name, ent in header.items():
         where = f"tensor '{name}'"
-        if not isinstance(e, dict) or set(e) - {"dtype", "shape", "data_offsets"} or len(e) != 3:
+        if not isinstance(ent, dict) or set(ent) - {"dtype", "shape", "data_offsets"} or len(ent) != 3:
             raise _bad(path, f"{where}: an entry must hold exactly dtype, shape and data_offsets")
-        st, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+        st, shape, offs = ent["dtype"], ent["shape"], ent["data_offsets"]
         if not isinstance(st, str):
             raise _bad(path, f"{where}: dtype {st!r} is not a name")
         if st not in _ST_BITS:
@@ -200,12 +316,12 @@ def read_header(path):
             raise _bad(path, f"{where}: its bytes {offs} end past the file's {data_len} bytes of data (truncated?)")
         entries.append(_Entry(name, st, dt, tuple(shape), offs[0], offs[1]))
     at = 0
-    for e in sorted(entries, key=lambda e: (e.begin, e.end)):
-        if e.begin < at:
-            raise _bad(path, f"tensor '{e.name}': its bytes {[e.begin, e.end]} overlap another tensor's")
-        if e.begin > at:
-            raise _bad(path, f"tensor '{e.name}': {e.begin - at} bytes before it belong to no tensor")
-        at = e.end
+    for ent in sorted(entries, key=lambda x: (x.begin, x.end)):
+        if ent.begin < at:
+            raise _bad(path, f"tensor '{ent.name}': its bytes {[ent.begin, ent.end]} overlap another tensor's")
+        if ent.begin > at:
+            raise _bad(path, f"tensor '{ent.name}': {ent.begin - at} bytes before it belong to no tensor")
+        at = ent.end
     if at != data_len:
         raise _bad(path, f"{data_len - at} bytes after the last tensor belong to no tensor")
     return meta, entries, data_start
@@ -238,18 +354,40 @@ def _check_budget(path, entries, where, budget):
                 f"more than the {_fmt(budget)} available")
 
 
-def load(f, map_location=None):
-    """Load a safetensors file into an OrderedDict of Tensors, in the order they were saved.
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """Load what rawdev.save wrote (or a safetensors state_dict) from a path or a binary file object.
 
-    map_location: None or "cpu" -> cpu tensors; "cuda"/"cuda:N"/device -> all tensors placed there in
-    one staged copy. (Loading into a model: model.load_state_dict(rawdev.load(path)) copies into the
-    model's storage wherever it lives, batched the same way.) A file that is not a well-formed
+    A state_dict comes back as an OrderedDict of Tensors in the order it was saved; any other saved object
+    comes back as it was (dicts, lists, tuples, numbers, strings, tensors; a tensor saved twice is one
+    tensor). map_location: None (a state_dict on the cpu; tensors of other objects back on the device they
+    were saved from), "cpu", "cuda"/"cuda:N" or a device (everything there, one staged copy per device), a
+    dict mapping saved locations to new ones ({"cuda:1": "cuda:0"}), or a callable(tensor, location) that
+    returns the tensor to use. Loading never runs code: weights_only, mmap and the pickle arguments are
+    accepted for PyTorch's signature (rawdev files hold data only). A file that is not a well-formed
     checkpoint raises CheckpointError (a RuntimeError) before anything is allocated.
+
+    Example:
+        >>> ckpt = rawdev.load("ckpt.pt", weights_only=True)
+        >>> model.load_state_dict(ckpt["model_state_dict"])
     """
+    if hasattr(f, "read"):   # a binary file object: its bytes go through the same checks from a temporary file
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="rawdev-load-") as d:
+            tmp = os.path.join(d, "checkpoint.safetensors")
+            with open(tmp, "wb") as fh:
+                fh.write(f.read())
+            return load(tmp, map_location)
     path = os.fspath(f)
     if not os.path.exists(path):
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{path}'")
-    dev = as_device(map_location) if map_location is not None else None
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PK\x03\x04":
+        raise CheckpointError(f"rawdev.load: '{path}' is a PyTorch zip checkpoint (torch.save); rawdev reads "
+                              f"safetensors files: convert it with `safetensors.torch.save_file(torch.load(path), "
+                              f"out)` where PyTorch is installed")
+    mapper = map_location if (callable(map_location) or isinstance(map_location, Mapping)) else None
+    dev = as_device(map_location) if map_location is not None and mapper is None else None
     meta, entries, data_start = read_header(path)
     _check_budget(path, entries, "host memory", host_memory_available())
     if dev is not None and dev.type == "cuda" and entries:
@@ -290,12 +428,74 @@ def load(f, map_location=None):
     out = OrderedDict()
     by_name = {e.name: e for e in entries}
     for k in order:
-        e = by_name[k]
-        arr = np.array(arrays[k], dtype=e.dtype.storage, copy=True, order="C")  # own, writable memory
-        if arr.shape != e.shape:
-            raise _bad(path, f"tensor '{k}': read shape {list(arr.shape)}, header says {list(e.shape)}")
-        out[k] = Tensor._make_cpu(arr, e.dtype)
-    if dev is not None and dev.type == "cuda" and out:
-        from .tensor.moves import move_tensors
-        move_tensors(list(out.items()), dev, what=f"checkpoint {os.path.basename(path)}")
-    return out
+        ent = by_name[k]
+        arr = np.array(arrays[k], dtype=ent.dtype.storage, copy=True, order="C")  # own, writable memory
+        if arr.shape != ent.shape:
+            raise _bad(path, f"tensor '{k}': read shape {list(arr.shape)}, header says {list(ent.shape)}")
+        out[k] = Tensor._make_cpu(arr, ent.dtype)
+    structure = None
+    if _STRUCT_KEY in meta:
+        try:
+            structure = json.loads(meta[_STRUCT_KEY])
+        except (ValueError, RecursionError) as e:
+            raise _bad(path, f"its structure is not valid JSON: {str(e)[:100]}") from None
+    devices = None
+    if structure is None and _DEVICES_KEY in meta:
+        try:
+            devices = json.loads(meta[_DEVICES_KEY])
+        except (ValueError, RecursionError):
+            devices = None
+        if not isinstance(devices, dict) or not all(isinstance(v, str) and k in out for k, v in devices.items()):
+            raise _bad(path, f"its {_DEVICES_KEY} metadata is not a mapping of its tensors to devices")
+    _place(path, out, structure, dev, mapper, devices)
+    if structure is None:
+        return out
+    return _unflatten(path, structure, out)
+
+
+def _saved_devices(structure):
+    """{tensor name: the device it was saved from} from a structure."""
+    found, stack = {}, [structure]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if "tensor" in x and isinstance(x.get("device"), str):
+                found[x["tensor"]] = x["device"]
+            stack.extend(v for v in x.values() if isinstance(v, (dict, list)))
+        elif isinstance(x, list):
+            stack.extend(x)
+    return found
+
+
+def _place(path, tensors, structure, dev, mapper, devices=None):
+    """Move the loaded cpu tensors where map_location (else the device they were saved from) says."""
+    from .tensor.moves import move_tensors
+    saved = _saved_devices(structure) if structure is not None else (devices or {})
+    target = {}
+    for name, t in tensors.items():
+        loc = saved.get(name, "cpu")
+        if mapper is not None and callable(mapper):
+            res = mapper(t, loc)
+            if isinstance(res, Tensor) and res is not t:
+                tensors[name] = res
+            continue
+        if mapper is not None:
+            loc = mapper.get(loc, loc)
+        try:
+            where = dev if dev is not None else as_device(loc)
+        except (ValueError, TypeError, RuntimeError):
+            raise _bad(path, f"tensor '{name}' was saved from an unknown device {loc[:40]!r}") from None
+        if where is not None and where.type == "cuda":
+            target[name] = where
+    for where in set(target.values()):
+        names = [n for n, d in target.items() if d == where]
+        from .cuda import is_available, mem_get_info
+        if not is_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+                               "False. If you are running on a CPU-only machine, please use torch.load with "
+                               "map_location=torch.device('cpu') to map your storages to the CPU.")
+        free, _ = mem_get_info(where)
+        need = sum(tensors[n].nbytes for n in names)
+        if need > free:
+            raise CheckpointError(f"rawdev.load: '{path}' needs {_fmt(need)} on {where}, which has {_fmt(free)} free")
+        move_tensors([(n, tensors[n]) for n in names], where, what=f"checkpoint {os.path.basename(path)}")
