@@ -498,3 +498,28 @@ def test_mha_self_attention_cuda_matches_cpu(driver):
     assert _rel(res["cpu"][0], np.swapaxes(ref, 0, 1)) < 1e-5 and _rel(res["cpu"][1], rw) < 1e-5
     for a, b in zip(res["cuda"], res["cpu"]):
         assert np.isfinite(a).all() and _rel(a, b) < 1e-4
+
+
+def test_mha_training_dropout_weights_match_output():
+    """In training the returned per-head weights are the dropped, rescaled probabilities the output was made with."""
+    B, H, E, L, S = 2, 2, 8, 5, 7
+    m = nn.MultiheadAttention(E, H, dropout=0.5, dtype=rawdev.float64)
+    m.train()
+    xs = [RNG.standard_normal((n, B, E)) for n in (L, S, S)]
+    out, w = m(*[_t(x) for x in xs], average_attn_weights=False)
+    W, b, Wo, bo = _mha_params(m)
+    w = np.asarray(w)
+    _, probs = ref_mha(*xs, W, b, Wo, bo, H, average=False)
+    kept = w != 0
+    assert 0.3 < 1 - kept.mean() < 0.7
+    np.testing.assert_allclose(w[kept], 2 * probs[kept], rtol=1e-10)
+    v = xs[2] @ W[2 * E:].T + b[2 * E:]
+    Dh = E // H
+    o = np.zeros((L, B, E))
+    for bi in range(B):
+        for h in range(H):
+            o[:, bi, h * Dh:(h + 1) * Dh] = w[bi, h] @ v[:, bi, h * Dh:(h + 1) * Dh]
+    np.testing.assert_allclose(np.asarray(out.detach()), o @ Wo.T + bo, rtol=1e-10, atol=1e-12)
+    m.eval()
+    out_e, w_e = m(*[_t(x) for x in xs])
+    np.testing.assert_allclose(np.asarray(w_e), probs.mean(1), rtol=1e-10, atol=1e-12)

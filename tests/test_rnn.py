@@ -263,3 +263,19 @@ def test_cuda_cells_match_cpu(driver, cls):
     for a, b in zip(res["cuda"], res["cpu"]):
         assert np.isfinite(a).all()
         assert np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30) < 1e-4
+
+
+def test_dropout_between_layers_only_in_training():
+    m = nn.LSTM(3, 4, num_layers=2, dropout=0.5, dtype=rawdev.float64)
+    x = RNG.standard_normal((5, 2, 3))
+    z = np.zeros((2, 2, 4))
+    ref = ref_rnn("LSTM", _params(m), x, z, z, 2, False)[0]
+    m.eval()
+    np.testing.assert_allclose(np.asarray(m(rawdev.tensor(x))[0]), ref, rtol=1e-12, atol=1e-13)
+    m.train()
+    out = np.asarray(m(rawdev.tensor(x))[0].detach())
+    assert out.shape == ref.shape and np.abs(out - ref).max() > 1e-3
+    single = nn.GRU(3, 4, dtype=rawdev.float64)   # one layer: nothing to drop between layers
+    single.train()
+    np.testing.assert_allclose(np.asarray(single(rawdev.tensor(x))[0].detach()),
+                               ref_rnn("GRU", _params(single), x, z[:1], None, 1, False)[0], rtol=1e-12, atol=1e-13)
