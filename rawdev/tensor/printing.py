@@ -15,8 +15,28 @@ from .. import dtypes as _dt
 # dtypes PyTorch leaves out of the repr: the ones a literal implies (the default float dtype, int64, bool).
 _IMPLIED = (_dt.int64, _dt.bool)
 
-# PyTorch's default print options.
+# PyTorch's default print options (rawdev.set_printoptions changes them).
 _PRECISION, _THRESHOLD, _EDGEITEMS, _LINEWIDTH = 4, 1000, 3, 80
+_SCI_MODE = None   # None: decided per tensor; True/False: forced
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """PyTorch's torch.set_printoptions: digits after the point, how many elements before summarizing, the
+    edge items a summary shows, the line width; profile "default" | "short" | "full"; sci_mode forces (True /
+    False) or lets rawdev decide (None) scientific notation."""
+    global _PRECISION, _THRESHOLD, _EDGEITEMS, _LINEWIDTH, _SCI_MODE
+    if profile is not None:
+        _PRECISION, _THRESHOLD, _EDGEITEMS, _LINEWIDTH = {
+            "default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}[profile]
+    if precision is not None:
+        _PRECISION = int(precision)
+    if threshold is not None:
+        _THRESHOLD = threshold
+    if edgeitems is not None:
+        _EDGEITEMS = int(edgeitems)
+    if linewidth is not None:
+        _LINEWIDTH = int(linewidth)
+    _SCI_MODE = sci_mode
 
 
 def tensor_repr(t, prefix="tensor("):
@@ -75,6 +95,12 @@ class _Formatter:
         lo, hi = absv.min(), absv.max()
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         values = finite.reshape(-1).tolist()
+        if _SCI_MODE is not None:   # set_printoptions(sci_mode=...) overrides the choice below
+            self.sci_mode = _SCI_MODE
+            fmt = (lambda v: f"{v:.{_PRECISION}e}") if _SCI_MODE else (
+                (lambda v: f"{v:.0f}.") if self.int_mode else (lambda v: f"{v:.{_PRECISION}f}"))
+            self.max_width = max(self.max_width, max(len(fmt(v)) for v in values))
+            return
         if self.int_mode:
             if hi / lo > 1000.0 or hi > 1.0e8:
                 self.sci_mode = True

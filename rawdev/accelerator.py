@@ -1,0 +1,36 @@
+"""rawdev.accelerator, as torch.accelerator: the one accelerator rawdev drives is CUDA (a GPU, or the
+simulated GPU when RAWDEV_DRIVER=sim)."""
+from . import cuda as _cuda
+from .device import device as _device
+
+__all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
+           "synchronize"]
+
+
+def is_available():
+    """True when a CUDA device can be used (a real one, or the simulator when chosen)."""
+    return _cuda.is_available()
+
+
+def current_accelerator(check_available=False):
+    """device('cuda') when CUDA is available (or check_available=False, PyTorch's default); None otherwise
+    when check_available=True."""
+    if check_available and not is_available():
+        return None
+    return _device("cuda")
+
+
+def device_count():
+    return _cuda.device_count() if is_available() else 0
+
+
+def current_device_index():
+    return _cuda.current_device()
+
+
+def set_device_index(device):
+    _cuda.set_device(device)
+
+
+def synchronize(device=None):
+    _cuda.synchronize(device)

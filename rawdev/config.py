@@ -1,0 +1,67 @@
+"""Process-wide settings PyTorch programs call: default device, deterministic algorithms, float32 matmul
+precision, and compile (rawdev runs eagerly)."""
+import warnings
+
+from . import backends
+from .device import as_device
+
+__all__ = ["set_default_device", "get_default_device", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
+           "compile"]
+
+_deterministic = False
+_precision = "highest"
+
+
+def set_default_device(device):
+    """PyTorch's torch.set_default_device. rawdev's constructors make cpu tensors by default; "cpu" (or None)
+    is accepted, another device is refused with how to do it instead."""
+    if device is None or as_device(device).type == "cpu":
+        return
+    raise NotImplementedError(f"set_default_device({str(device)!r}): rawdev creates tensors on the cpu unless "
+                              f"told otherwise; pass device= to the constructor or call .to({str(device)!r})")
+
+
+def get_default_device():
+    return as_device("cpu")
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Recorded (are_deterministic_algorithms_enabled); rawdev's kernels are deterministic except the atomic
+    scatter-adds of index_add_/embedding backward, whose float sums may differ in the last bit."""
+    global _deterministic
+    _deterministic = bool(mode)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic
+
+
+def set_float32_matmul_precision(precision):
+    """"highest" (default: exact float32 GEMMs), "high" or "medium" (TF32 allowed where rawdev has it)."""
+    global _precision
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision: {precision}")
+    _precision = precision
+    backends.cuda.matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision():
+    return _precision
+
+
+_compiled_notice = False
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """torch.compile: rawdev runs eagerly, so the model (or function) comes back unchanged, with a notice once.
+    Usable as compile(model) and as a decorator (@compile or @compile(mode=...))."""
+    global _compiled_notice
+    if not _compiled_notice:
+        _compiled_notice = True
+        warnings.warn("rawdev.compile: rawdev runs eagerly; the model is returned unchanged", UserWarning,
+                      stacklevel=2)
+    if model is None:
+        return lambda fn: fn
+    return model
