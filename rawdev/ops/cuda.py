@@ -853,3 +853,4 @@ from .cuda_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, 
 from .cuda_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
 from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402
+from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)

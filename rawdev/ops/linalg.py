@@ -92,21 +92,40 @@ class _MatmulBatched(Function):
     def forward(ctx, a, b):
         B = backend("matmul", a, b)
         _same_dtype(a, b)
-        if B.NAME != "cpu":
-            raise NotImplementedError("batched matmul with a batched right operand runs on the cpu only; on cuda, "
-                                      "the right operand must be 1-D or 2-D")
         ctx.save_for_backward(a, b)
-        return B.matmul(a, b)
+        if B.NAME == "cpu":
+            return B.matmul(a, b)
+        return _cuda_bmm(a, b, False, False)
 
     @staticmethod
     def backward(ctx, g):
-        from . import cpu as C
         a, b = ctx.saved_tensors
-        gv, av, bv = C.v(g), C.v(a), C.v(b)
-        ga = np.matmul(gv, np.swapaxes(bv, -1, -2))
-        gb = np.matmul(np.swapaxes(av, -1, -2), gv)
-        return (sum_to(C.wrap(ga, g.dtype), a.shape) if ctx.needs_input_grad[0] else None,
-                sum_to(C.wrap(gb, g.dtype), b.shape) if ctx.needs_input_grad[1] else None)
+        if g.is_cuda:
+            ga = _cuda_bmm(g, b, False, True) if ctx.needs_input_grad[0] else None
+            gb = _cuda_bmm(a, g, True, False) if ctx.needs_input_grad[1] else None
+        else:
+            from . import cpu as C
+            gv, av, bv = C.v(g), C.v(a), C.v(b)
+            ga = C.wrap(np.matmul(gv, np.swapaxes(bv, -1, -2)), g.dtype) if ctx.needs_input_grad[0] else None
+            gb = C.wrap(np.matmul(np.swapaxes(av, -1, -2), gv), g.dtype) if ctx.needs_input_grad[1] else None
+        return (sum_to(ga, a.shape) if ga is not None else None, sum_to(gb, b.shape) if gb is not None else None)
+
+
+def _cuda_bmm(a, b, ta, tb):
+    """a @ b over broadcast batch dims on cuda (ta/tb: the last two dims of a/b transposed)."""
+    from .dispatch import backend_of
+    from .shape import expand_meta, make_view
+    ra, ca = (a.shape[-1], a.shape[-2]) if ta else (a.shape[-2], a.shape[-1])
+    rb, cb = (b.shape[-1], b.shape[-2]) if tb else (b.shape[-2], b.shape[-1])
+    if ca != rb:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{ca}, {rb}] but got: "
+                           f"[{rb}, {cb}].")
+    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    n = int(np.prod(batch)) if batch else 1
+    ae = make_view(a, expand_meta(a, batch + tuple(a.shape[-2:]))).reshape(n, *a.shape[-2:])
+    be = make_view(b, expand_meta(b, batch + tuple(b.shape[-2:]))).reshape(n, *b.shape[-2:])
+    y = backend_of(a).bmm(ae, be, ta, tb)
+    return y.reshape(batch + (ra, cb))
 
 
 def matmul(input, other):  # noqa: A002
@@ -127,6 +146,12 @@ def matmul(input, other):  # noqa: A002
         if a.ndim == 1:
             out = squeeze(out, -2 if b.ndim == 2 else -1) if out.ndim else out
         return out
+    if a.ndim == 1:   # a vector times a batch of matrices: as a batch of 1-row matrices
+        return squeeze(_MatmulBatched.apply(unsqueeze(a, 0), b), -2)
+    if a.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{int(np.prod(a.shape[:-2]))}, {a.shape[-1]}] but got: [{int(np.prod(b.shape[:-2]))}, "
+                           f"{b.shape[-2]}].")
     return _MatmulBatched.apply(a, b)
 
 
