@@ -854,3 +854,4 @@ from .cuda_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
 from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
+from .cuda_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
