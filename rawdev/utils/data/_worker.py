@@ -80,6 +80,9 @@ class ExceptionWrapper:
         self.exc_type = exc_info[0]
         self.exc_msg = "".join(traceback.format_exception(*exc_info))
         self.where = where
+        from ...errors import CudaError
+        if isinstance(self.exc_type, type) and issubclass(self.exc_type, CudaError):
+            self.exc_msg += NO_CUDA + "\n"
         try:
             pickle.dumps(self.exc_type)
         except Exception:   # a class pickle cannot name (local to a function): re-raised as RuntimeError
@@ -138,15 +141,18 @@ def _seed_worker(base_seed, worker_id):
     return seed
 
 
+NO_CUDA = ("CUDA cannot be used in a DataLoader worker process: workers load and collate on the host (numpy / "
+           "cpu tensors); move batches to the device in the main process (pin_memory=True, then "
+           ".to('cuda', non_blocking=True))")
+
+
 def _no_cuda_here():
     """Switch rawdev's driver seam off in this process: any CUDA use raises NoDeviceError with the reason,
     rawdev.cuda.is_available() is False, and finalizers of inherited pinned buffers do not call the driver."""
     from ...errors import NoDeviceError
     from ...runtime import seam
     seam._drv, seam._name = None, "none"
-    seam._why_none = NoDeviceError("CUDA cannot be used in a DataLoader worker process: workers load and collate "
-                                   "on the host (numpy / cpu tensors); move batches to the device in the main "
-                                   "process (pin_memory=True, then .to('cuda', non_blocking=True))")
+    seam._why_none = NoDeviceError(NO_CUDA)
 
 
 # ----------------------------------------------------------------------------- the shared-memory transport
