@@ -186,7 +186,7 @@ def test_worker_init_fn_error_is_raised_in_the_main_process():
     assert _no_children()
 
 
-@pytest.mark.parametrize("how", ["break", "del", "exhausted", "exception"])
+@pytest.mark.parametrize("how", ["break", "del", "exhausted", "exception", "cycle"])
 def test_no_worker_process_is_left_behind(how):
     loader = DataLoader(Samples(40), batch_size=2, num_workers=3, prefetch_factor=3)
     if how == "break":
@@ -202,6 +202,14 @@ def test_no_worker_process_is_left_behind(how):
         it = iter(loader)
         assert len(list(it)) == 20
         assert multiprocessing.active_children() == []      # at once, before the iterator goes
+    elif how == "cycle":   # collected by the cycle collector, which first stops the queues' feeder threads
+        it = iter(loader)
+        next(it)
+        it.me = it
+        del it
+        t0 = time.monotonic()
+        gc.collect()
+        assert multiprocessing.active_children() == [] and time.monotonic() - t0 < 0.9   # asked, not killed
     else:
         with pytest.raises(ValueError):
             for _ in DataLoader(Faulty(), batch_size=1, num_workers=2):

@@ -16,7 +16,6 @@ import collections.abc
 import mmap
 import os
 import pickle
-import queue
 import random
 import sys
 import tempfile
@@ -98,7 +97,10 @@ class ExceptionWrapper:
             exception = self.exc_type(msg)
         except Exception:   # an exception type whose constructor wants other arguments
             raise RuntimeError(msg) from None
-        raise exception
+        try:
+            raise exception
+        finally:
+            del exception   # no frame <-> traceback cycle keeping the DataLoader iterator alive
 
 
 # ----------------------------------------------------------------------------- seeding
@@ -287,12 +289,11 @@ def _worker_loop(make_fetcher, dataset, index_queue, data_queue, done_event, bas
             init_exception = ExceptionWrapper(where=where)
         iteration_end, count = False, 0
         while True:
-            try:
-                r = index_queue.get(timeout=STATUS_CHECK_INTERVAL)
-            except queue.Empty:
+            if not index_queue._reader.poll(STATUS_CHECK_INTERVAL):
                 if os.getppid() != parent_pid:   # the main process is gone
                     break
                 continue
+            r = index_queue.get()
             if isinstance(r, ResumeIteration):
                 data_queue.put((r, "resume", None))
                 iteration_end = False

@@ -301,8 +301,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         make_fetcher = self._make_fetcher()
         try:
             for i in range(self._num_workers):
-                index_queue = ctx.Queue()
-                index_queue.cancel_join_thread()
+                # a SimpleQueue writes in put() itself: a Queue's feeder thread is stopped by the queue's
+                # finalizer when a reference cycle holding the iterator is collected, before __del__ could
+                # send the workers their stop
+                index_queue = ctx.SimpleQueue()
                 w = ctx.Process(target=_worker._worker_loop,
                                 args=(make_fetcher, self._dataset, index_queue, self._worker_result_queue,
                                       self._workers_done_event, self._base_seed, loader.worker_init_fn, i,
@@ -443,7 +445,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     w.terminate()
                     w.join()
             for q in self._index_queues:
-                q.cancel_join_thread()
                 q.close()
             self._worker_result_queue.cancel_join_thread()
             self._worker_result_queue.close()
