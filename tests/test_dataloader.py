@@ -11,12 +11,23 @@ import time
 
 import numpy as np
 import pytest
-
 import rawdev
-from rawdev.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset, RandomSampler,
-                               SequentialSampler, Subset, SubsetRandomSampler, TensorDataset, WeightedRandomSampler,
-                               get_worker_info, random_split)
-from rawdev.utils.data import dataloader as dl_module   # the modules are importable as in torch.utils.data
+from rawdev.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    get_worker_info,
+    random_split,
+)
+from rawdev.utils.data import dataloader as dl_module  # the modules are importable as in torch.utils.data
 from rawdev.utils.data import dataset as ds_module
 from rawdev.utils.data import sampler as sampler_module
 
@@ -132,7 +143,8 @@ def test_iterable_dataset_in_workers(workers):
     assert [len(b["i"]) for b in DataLoader(Stream(23, 4), batch_size=4, num_workers=workers, drop_last=True)] == \
         [4] * 5
     # without sharding every worker iterates its own full copy (PyTorch's behaviour): each sample W times
-    plain = [i for b in DataLoader(Stream(10, 5, shard=False), batch_size=5, num_workers=workers) for i in b["i"].tolist()]
+    whole = DataLoader(Stream(10, 5, shard=False), batch_size=5, num_workers=workers)
+    plain = [i for b in whole for i in b["i"].tolist()]
     assert collections.Counter(plain) == {i: max(workers, 1) for i in range(10)}
     # batch_size=None: samples one by one, converted
     one = list(DataLoader(Stream(5, 5), batch_size=None, num_workers=workers))
@@ -181,7 +193,7 @@ def test_worker_exception_carries_its_traceback_and_the_loader_goes_on():
 def test_worker_init_fn_error_is_raised_in_the_main_process():
     def init(wid):
         raise ValueError(f"init of worker {wid} failed")
-    with pytest.raises(ValueError, match="(?s)Caught ValueError in DataLoader worker process 0.*init of worker 0 failed"):
+    with pytest.raises(ValueError, match="(?s)Caught ValueError in DataLoader worker process 0.*init of worker 0 fail"):
         list(DataLoader(Samples(4), batch_size=2, num_workers=1, worker_init_fn=init))
     assert _no_children()
 

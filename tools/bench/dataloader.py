@@ -15,7 +15,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402
-
 from rawdev.runtime import is_available, seam  # noqa: E402
 from rawdev.utils.data import DataLoader, Dataset  # noqa: E402
 

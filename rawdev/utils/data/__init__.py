@@ -5,11 +5,18 @@ batch's compute."""
 from ._collate import default_collate, default_convert
 from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
-                      random_split)
+from .dataset import (
+                      ChainDataset,
+                      ConcatDataset,
+                      Dataset,
+                      IterableDataset,
+                      StackDataset,
+                      Subset,
+                      TensorDataset,
+                      random_split,
+)
 from .device_loader import DeviceLoader
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
-                      WeightedRandomSampler)
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",

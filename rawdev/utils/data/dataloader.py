@@ -170,7 +170,8 @@ class DataLoader:
                 sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
-        self.batch_size, self.drop_last, self.sampler, self.batch_sampler = batch_size, drop_last, sampler, batch_sampler
+        self.batch_size, self.drop_last = batch_size, drop_last
+        self.sampler, self.batch_sampler = sampler, batch_sampler
         self.generator = generator
         self._user_collate = collate_fn is not None
         if collate_fn is None:
@@ -201,8 +202,9 @@ class DataLoader:
             return multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else None)
         if isinstance(ctx, str):
             if ctx not in multiprocessing.get_all_start_methods():
-                raise ValueError(f"multiprocessing_context option should specify a valid start method in "
-                                 f"{multiprocessing.get_all_start_methods()!r}, but got multiprocessing_context={ctx!r}")
+                methods = multiprocessing.get_all_start_methods()
+                raise ValueError(f"multiprocessing_context option should specify a valid start method in {methods!r}, "
+                                 f"but got multiprocessing_context={ctx!r}")
             return multiprocessing.get_context(ctx)
         return ctx
 
