@@ -230,6 +230,34 @@ def test_no_worker_process_is_left_behind(how):
     assert _no_shm_left()   # batches made and never read are removed too
 
 
+def test_a_worker_that_dies_is_reported(monkeypatch):
+    monkeypatch.setattr(dl_module._worker, "STATUS_CHECK_INTERVAL", 0.2)
+
+    class Dies(Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            if i == 3:
+                os._exit(3)
+            return i
+
+    it = iter(DataLoader(Dies(), batch_size=2, num_workers=2))
+    assert next(it).tolist() == [0, 1]
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        next(it)
+    del it
+    assert _no_children() and _no_shm_left()
+
+
+def test_spawn_context():
+    ds = [(np.full(2, i, np.float32), i) for i in range(7)]
+    got = list(DataLoader(ds, batch_size=3, num_workers=1, multiprocessing_context="spawn"))
+    assert [b[1].tolist() for b in got] == [[0, 1, 2], [3, 4, 5], [6]]
+    np.testing.assert_array_equal(np.asarray(got[2][0]), [[6.0, 6.0]])
+    assert _no_children()
+
+
 def test_get_worker_info_and_seeding():
     class Probe(Dataset):
         def __len__(self):

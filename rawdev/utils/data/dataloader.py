@@ -359,8 +359,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._tasks_outstanding += 1
         self._send_idx += 1
 
-    def _try_get_data(self, timeout=_worker.STATUS_CHECK_INTERVAL):
+    def _try_get_data(self, timeout=None):
         try:
+            if timeout is None:
+                timeout = _worker.STATUS_CHECK_INTERVAL
             return True, self._worker_result_queue.get(timeout=timeout)
         except queue.Empty:
             failed = [w for w, on in zip(self._workers, self._workers_status) if on and not w.is_alive()]
