@@ -391,7 +391,11 @@ def test_pin_memory_batches_are_page_locked(driver, workers):
     for k, (x, y) in enumerate(batches):
         assert mem_type(x) == HOST and mem_type(y) == HOST
         np.testing.assert_array_equal(np.asarray(x), X[4 * k:4 * k + 4])
-        xd, yd = x.to("cuda", non_blocking=True), y.to("cuda", non_blocking=True)
+        with rawdev.trace() as t:
+            xd = x.to("cuda", non_blocking=True)
+        assert [c.fn for c in t.calls].count("cuMemcpyHtoDAsync") == 1                # one asynchronous copy
+        assert not any(c.fn in ("cuStreamSynchronize", "cuCtxSynchronize") for c in t.calls)
+        yd = y.to("cuda", non_blocking=True)
         assert xd.is_cuda and yd.dtype is rawdev.int64
         np.testing.assert_array_equal(np.asarray(xd.cpu()), X[4 * k:4 * k + 4])
         assert yd.cpu().tolist() == list(range(4 * k, min(10, 4 * k + 4)))
