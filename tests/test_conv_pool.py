@@ -22,13 +22,13 @@ def poison(driver):
 def ref_conv2d(x, w, b, stride, pad, dil, groups):
     """Direct definition: y[n, o, i, j] = b[o] + Σ_c,u,v x[n, c, i·s − p + u·d, j·s − p + v·d] · w[o, c, u, v]."""
     N, C, H, W = x.shape
-    O, Cg, KH, KW = w.shape
+    Co, Cg, KH, KW = w.shape
     (sh, sw), (ph_lo, pw_lo, ph_hi, pw_hi), (dh, dw) = stride, pad, dil
     OH = (H + ph_lo + ph_hi - dh * (KH - 1) - 1) // sh + 1
     OW = (W + pw_lo + pw_hi - dw * (KW - 1) - 1) // sw + 1
-    y = np.zeros((N, O, OH, OW))
-    Og = O // groups
-    for o in range(O):
+    y = np.zeros((N, Co, OH, OW))
+    Og = Co // groups
+    for o in range(Co):
         g = o // Og
         for i in range(OH):
             for j in range(OW):
@@ -74,7 +74,7 @@ def _fd(f, x, gout, eps=1e-6):
     return g
 
 
-CONV_CASES = [  # (N, C, H, W, O, K, stride, padding, dilation, groups, bias)
+CONV_CASES = [  # (N, C, H, W, Co, K, stride, padding, dilation, groups, bias)
     (2, 3, 7, 6, 4, 3, 1, 1, 1, 1, True),
     (1, 4, 9, 8, 6, (3, 2), (2, 1), (1, 0), 1, 2, False),
     (3, 2, 11, 5, 3, 3, 1, 2, 2, 1, True),
@@ -84,7 +84,6 @@ CONV_CASES = [  # (N, C, H, W, O, K, stride, padding, dilation, groups, bias)
 
 
 def _pads(K, padding, dilation):
-    k = K if isinstance(K, tuple) else (K, K)
     p = padding if isinstance(padding, tuple) else (padding, padding)
     return (p[0], p[1], p[0], p[1])
 
@@ -95,11 +94,11 @@ def _pair(v):
 
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv2d_matches_reference_and_cuda_matches_cpu(case, driver, poison):
-    N, C, H, W, O, K, s, p, d, g, bias = case
+    N, C, H, W, Co, K, s, p, d, g, bias = case
     kh, kw = _pair(K)
     x = RNG.standard_normal((N, C, H, W))
-    w = RNG.standard_normal((O, C // g, kh, kw))
-    b = RNG.standard_normal(O) if bias else None
+    w = RNG.standard_normal((Co, C // g, kh, kw))
+    b = RNG.standard_normal(Co) if bias else None
     ref = ref_conv2d(x, w, b, _pair(s), _pads(K, p, d), _pair(d), g)
     y64 = F.conv2d(rawdev.tensor(x), rawdev.tensor(w), None if b is None else rawdev.tensor(b), s, p, d, g)
     np.testing.assert_allclose(y64.numpy(), ref, rtol=1e-10, atol=1e-10)
@@ -124,11 +123,11 @@ def test_conv2d_matches_reference_and_cuda_matches_cpu(case, driver, poison):
 
 @pytest.mark.parametrize("case", [CONV_CASES[1], CONV_CASES[2]])
 def test_conv2d_gradients_finite_differences(case):
-    N, C, H, W, O, K, s, p, d, g, bias = case
+    N, C, H, W, Co, K, s, p, d, g, bias = case
     kh, kw = _pair(K)
     x = RNG.standard_normal((N, C, H, W))
-    w = RNG.standard_normal((O, C // g, kh, kw))
-    b = RNG.standard_normal(O)
+    w = RNG.standard_normal((Co, C // g, kh, kw))
+    b = RNG.standard_normal(Co)
     pads, st, di = _pads(K, p, d), _pair(s), _pair(d)
     gout = RNG.standard_normal(ref_conv2d(x, w, b, st, pads, di, g).shape)
     tx, tw, tb = (rawdev.tensor(a).requires_grad_() for a in (x, w, b))
@@ -178,15 +177,15 @@ def test_conv1d_matches_conv2d_reference(driver, poison):
     assert tuple(m(rawdev.randn(16, 50)).shape) == (33, 24)      # unbatched
 
 
-@pytest.mark.parametrize("case", [  # (N, C, H, W, O, K, stride, padding, dilation, output_padding, groups)
+@pytest.mark.parametrize("case", [  # (N, C, H, W, Co, K, stride, padding, dilation, output_padding, groups)
     (2, 4, 5, 4, 3, 3, 2, 1, 1, 1, 1),
     (1, 4, 3, 3, 2, 4, 2, 1, 1, 0, 2),
     (2, 2, 4, 5, 3, 2, 1, 0, 2, 0, 1),
 ])
 def test_conv_transpose2d_matches_reference_and_gradients(case, driver, poison):
-    N, C, H, W, O, K, s, p, d, op, g = case
+    N, C, H, W, Co, K, s, p, d, op, g = case
     x = RNG.standard_normal((N, C, H, W))
-    w = RNG.standard_normal((C, O // g if O % g == 0 else O, K, K))
+    w = RNG.standard_normal((C, Co // g if Co % g == 0 else Co, K, K))
     b = RNG.standard_normal(w.shape[1] * g)
     args = ((s, s), (p, p), (d, d), (op, op), g)
     ref = ref_conv_transpose2d(x, w, b, *args)
@@ -326,7 +325,7 @@ def test_adaptive_pools(shape, out, driver, poison):
     for mode, fn in (("avg", F.adaptive_avg_pool2d), ("max", F.adaptive_max_pool2d)):
         ref = ref_adaptive(x, o, mode)
         gout = RNG.standard_normal(ref.shape)
-        fd = _fd(lambda z: ref_adaptive(z, o, mode), x, gout)
+        fd = _fd(lambda z, m=mode: ref_adaptive(z, o, m), x, gout)
         for dev in ("cpu", "cuda"):
             tx = rawdev.tensor(x.astype(np.float32), device=dev, requires_grad=True)
             y = fn(tx, out)
