@@ -366,3 +366,172 @@ def test_out_of_range_is_a_device_side_assert(simgpu, op):
     y = x.gather(1, i) if op == "gather" else getattr(x, op)(1, i, s)
     with pytest.raises(DeviceAssertError, match=r"thread: \[1,0,0\] Assertion `index >= 0 && index < size` failed"):
         y.cpu()
+
+
+# ------------------------------------------------------------------ advanced indexing: several index tensors, masks
+ADV = [   # (expression on a [3, 4, 5, 6] array, numpy's result equals PyTorch's for these)
+    "[[0, 2], 1, [0, 4]]",
+    "[[0, 1], :, 1, [0, 5]]",             # separated by a slice: the index dims go first
+    "[:, [0, 3], 1, [0, -1]]",
+    "[[0, 1], None, [0, 1]]",             # separated by None
+    "[:, None, [0, 1], [0, 1]]",
+    "[[[0], [2]], ..., [0, 1, 2]]",        # broadcasting [2, 1] with [3]
+    "[:, [-1, 2], :, [[0], [5]]]",
+    "[M34]",                               # a 2-d mask over the first two dims
+    "[:, M45, [0]]",                       # a mask next to an index tensor
+    "[0, M45]",
+    "[..., M56]",                          # a mask on the last axes
+    "[:, :, [4, 4, 0]]",                   # one index tensor, repeats
+    "[[]]",                                # an empty index
+    "[Z34]",                               # an all-false mask
+]
+
+
+def _masks():
+    return {"M34": RNG.random((3, 4)) > 0.5, "M45": RNG.random((4, 5)) > 0.5, "M56": RNG.random((5, 6)) > 0.3,
+            "Z34": np.zeros((3, 4), bool)}
+
+
+def _index_of(expr, masks, device):
+    """The index tuple for expr with the masks as rawdev tensors on device, and for numpy."""
+    ns_np = dict(masks)
+    ns_t = {k: rawdev.tensor(m, device=device) for k, m in masks.items()}
+    return eval("np.s_" + expr, {"np": np}, ns_t), eval("np.s_" + expr, {"np": np}, ns_np)
+
+
+@pytest.mark.parametrize("expr", ADV)
+def test_advanced_getitem(device, expr):
+    a = RNG.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    it, inp = _index_of(expr, _masks(), device)
+    got = t(a, device)[it]
+    ref = a[inp]
+    assert tuple(got.shape) == ref.shape
+    np.testing.assert_array_equal(host(got), ref)
+    got = t(a.transpose(2, 0, 3, 1).copy(), device).permute(1, 3, 0, 2)[it]      # a non-contiguous tensor
+    np.testing.assert_array_equal(host(got), ref)
+
+
+def test_advanced_getitem_ints_select_first():
+    """PyTorch applies ints first: x[1, :, i, j] keeps the slice's dim before the index dims (numpy would not)."""
+    a = RNG.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    got = rawdev.tensor(a)[1, :, [0, 1], [2, 3]]
+    assert tuple(got.shape) == (4, 2)
+    np.testing.assert_array_equal(np.asarray(got), a[1][:, [0, 1], [2, 3]])
+
+
+@pytest.mark.parametrize("expr", ["[[0, 2], 1, [0, 4]]", "[[0, 1], :, 1, [0, 5]]", "[:, [-1, 2], :, [[0], [5]]]",
+                                  "[M34]", "[:, M45, [0]]", "[..., M56]", "[Z34]"])
+def test_advanced_setitem_and_accumulate(device, expr):
+    a = RNG.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    masks = _masks()
+    it, inp = _index_of(expr, masks, device)
+    shape = a[inp].shape
+    v = RNG.standard_normal(shape).astype(np.float32)
+    x = t(a.copy(), device)
+    x[it] = t(v, device)
+    ref = a.copy()
+    ref[inp] = v
+    np.testing.assert_array_equal(host(x), ref)
+    x[it] = 0.5                                  # a number broadcasts
+    ref[inp] = 0.5
+    np.testing.assert_array_equal(host(x), ref)
+    if len(shape) > 1:                           # a row broadcasts over the result's leading dims
+        row = RNG.standard_normal(shape[-1]).astype(np.float32)
+        x[it] = t(row, device)
+        ref[inp] = row
+        np.testing.assert_array_equal(host(x), ref)
+    y = t(a.copy().transpose(1, 0, 2, 3), device).transpose(0, 1)
+    y[it] = t(v, device)                         # through a non-contiguous tensor: the base changes
+    ref2 = a.copy()
+    ref2[inp] = v
+    np.testing.assert_array_equal(host(y), ref2)
+
+
+def test_index_put_accumulates_duplicates(device):
+    a = RNG.standard_normal((4, 5)).astype(np.float32)
+    rows, cols = np.array([0, 3, 0, 0, 2]), np.array([1, 4, 1, 1, -1])
+    v = RNG.standard_normal(5).astype(np.float32)
+    x = t(a.copy(), device)
+    x.index_put_((t(rows, device), t(cols, device)), t(v, device), accumulate=True)
+    ref = a.astype(np.float64)
+    np.add.at(ref, (rows, cols), v)
+    assert rel(host(x), ref) < 1e-6
+    x = t(a.copy(), device)                      # x[i, j] += 1 reads, adds and writes back: repeats count once
+    x[t(rows, device), t(cols, device)] += 1.0
+    ref = a.copy()
+    ref[rows, cols] += 1.0
+    np.testing.assert_array_equal(host(x), ref)
+    m = t(a > 0, device)                         # x[mask] = 0 with a 2-d mask
+    x[m] = 0.0
+    ref[a > 0] = 0.0
+    np.testing.assert_array_equal(host(x), ref)
+    acc = t(np.zeros((2, 3), np.float32), device)
+    acc.index_put_((t(np.array([True, False]), device), t(np.array([2, 2, 0]), device)),
+                   t(np.array([1.0, 2.0, 4.0], np.float32), device), accumulate=True)
+    np.testing.assert_array_equal(host(acc), [[4, 0, 3], [0, 0, 0]])
+
+
+def test_probs_at_targets_and_gradient(device):
+    """probs[arange(n), Y]: the negative log likelihood of a character model, gradient through the picks."""
+    n, C = 37, 27
+    logits = RNG.standard_normal((n, C)).astype(np.float32)
+    Y = RNG.integers(0, C, n)
+    x = t(logits, device, requires_grad=True)
+    p = x.softmax(1)
+    picked = p[rawdev.arange(n, device=device), t(Y, device)]
+    assert picked.grad_fn.name() == "IndexBackward0"
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    pr = e / e.sum(1, keepdims=True)
+    assert rel(host(picked), pr[np.arange(n), Y]) < 1e-5
+    loss = -picked.log().mean()
+    loss.backward()
+    ref = pr.astype(np.float64).copy()
+    ref[np.arange(n), Y] -= 1
+    assert rel(host(x.grad), ref / n) < 1e-4
+
+
+@pytest.mark.parametrize("expr", ["[[0, 2, 0], :, [1, 1, 1]]", "[:, [[0], [1]], [2, 0]]", "[M34]",
+                                  "[1, :, [0, 1], [2, 3]]"])
+def test_advanced_getitem_gradients(expr):
+    """float64 finite differences on the cpu; the simulator's gradient (atomic adds of repeats) against the cpu's."""
+    masks = {"M34": RNG.random((3, 4)) > 0.4}
+    a = RNG.standard_normal((3, 4, 5, 4))
+    it, _ = _index_of(expr, masks, "cpu")
+    gradcheck(lambda v: v[it].sin(), rawdev.from_numpy(a).requires_grad_())
+    from rawdev.runtime import reset_for_tests
+    reset_for_tests("sim")
+    cuda_ops.set_poison(True)
+    try:
+        a32 = a.astype(np.float32)
+        cpu = _grads("cpu", lambda v: v[_index_of(expr, masks, "cpu")[0]], a32)
+        sim = _grads("cuda", lambda v: v[_index_of(expr, masks, "cuda")[0]], a32)
+    finally:
+        cuda_ops.set_poison(False)
+    assert rel(sim[0], cpu[0]) < 1e-5
+
+
+def test_advanced_index_errors():
+    x = rawdev.zeros(2, 5)
+    with pytest.raises(IndexError, match=r"index 7 is out of bounds for dimension 1 with size 5"):
+        x[rawdev.tensor([0, 1]), rawdev.tensor([0, 7])]
+    with pytest.raises(IndexError, match=r"index 2 is out of bounds for dimension 0 with size 2"):
+        x[rawdev.tensor([0, 2]), rawdev.tensor([0, 4])]
+    with pytest.raises(IndexError, match=r"shape mismatch: indexing tensors could not be broadcast together with "
+                                         r"shapes \[3\], \[2\]"):
+        x[rawdev.tensor([0, 1, 1]), rawdev.tensor([0, 4])]
+    with pytest.raises(IndexError, match=r"The shape of the mask \[2, 3\] at index 1 does not match the shape of the "
+                                         r"indexed tensor \[2, 5\] at index 1"):
+        x[rawdev.ones(2, 3, dtype=rawdev.bool)]
+    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to "
+                                           r"indexing result of shape \[2, 5\]"):
+        x[[0, 1]] = rawdev.ones(3)
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
+        x[rawdev.tensor([0.0]), 1]
+
+
+def test_advanced_index_out_of_range_is_a_device_side_assert(simgpu):
+    from rawdev.errors import DeviceAssertError
+    x = rawdev.zeros(2, 5, device="cuda")
+    y = x[rawdev.tensor([0, 1, 1], device="cuda"), rawdev.tensor([0, 4, 5], device="cuda")]
+    with pytest.raises(DeviceAssertError, match=r"thread: \[2,0,0\] Assertion `index >= -size && index < size`"):
+        y.cpu()
