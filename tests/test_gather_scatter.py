@@ -535,3 +535,89 @@ def test_advanced_index_out_of_range_is_a_device_side_assert(simgpu):
     y = x[rawdev.tensor([0, 1, 1], device="cuda"), rawdev.tensor([0, 4, 5], device="cuda")]
     with pytest.raises(DeviceAssertError, match=r"thread: \[2,0,0\] Assertion `index >= -size && index < size`"):
         y.cpu()
+
+
+# ------------------------------------------------------------------ masked_select / masked_scatter / index_fill
+def test_masked_select_broadcasts(device):
+    a = RNG.standard_normal((4, 5)).astype(np.float32)
+    m = RNG.random(5) > 0.4
+    got = rawdev.masked_select(t(a, device), t(m, device))
+    np.testing.assert_array_equal(host(got), a[np.broadcast_to(m, a.shape)])
+    m2 = RNG.random((4, 1)) > 0.5
+    got = t(a, device).t().masked_select(t(m2.T.copy(), device))
+    np.testing.assert_array_equal(host(got), a.T[np.broadcast_to(m2.T, a.T.shape)])
+    assert host(t(a, device).masked_select(t(np.zeros((4, 5), bool), device))).shape == (0,)
+
+
+def test_masked_scatter(device):
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    m = RNG.random((3, 4)) > 0.5
+    s = RNG.standard_normal((3, 5)).astype(np.float32)
+    got = t(a, device).masked_scatter(t(m, device), t(s, device))
+    ref = a.copy()
+    ref[m] = s.reshape(-1)[:m.sum()]
+    np.testing.assert_array_equal(host(got), ref)
+    x = t(a.copy(), device)
+    row = RNG.random(4) > 0.5                    # broadcast over the rows
+    assert x.masked_scatter_(t(row, device), t(s, device)) is x
+    ref = a.copy()
+    ref[np.broadcast_to(row, a.shape)] = s.reshape(-1)[:3 * row.sum()]
+    np.testing.assert_array_equal(host(x), ref)
+
+
+def test_index_fill(device):
+    a = RNG.standard_normal((4, 6)).astype(np.float32)
+    got = t(a, device).index_fill(1, t(np.array([0, -1, 3]), device), -2.5)
+    ref = a.copy()
+    ref[:, [0, -1, 3]] = -2.5
+    np.testing.assert_array_equal(host(got), ref)
+    x = t(a.copy(), device)
+    x.t().index_fill_(1, t(np.array([2]), device), rawdev.tensor(7.0))     # a transposed view writes the base
+    ref = a.copy()
+    ref[2, :] = 7.0
+    np.testing.assert_array_equal(host(x), ref)
+    i = t(RNG.integers(0, 5, (4, 3)), device)
+    np.testing.assert_array_equal(host(i.index_fill(0, t(np.array(1), device), 9)[1]), [9, 9, 9])
+
+
+def test_mask_and_fill_gradients():
+    a, s = RNG.standard_normal((3, 4)), RNG.standard_normal(7)
+    m = rawdev.tensor(RNG.random((3, 4)) > 0.5)
+    x, src = rawdev.from_numpy(a).requires_grad_(), rawdev.from_numpy(s).requires_grad_()
+    assert x.masked_select(m).grad_fn.name() == "MaskedSelectBackward0"
+    assert x.masked_scatter(m, src).grad_fn.name() == "MaskedScatterBackward0"
+    assert x.index_fill(1, rawdev.tensor([1]), 0.0).grad_fn.name() == "IndexFillBackward0"
+    gradcheck(lambda v: v.masked_select(m).sin(), x)
+    gradcheck(lambda v, w: v.masked_scatter(m, w).sin(), x, src)
+    gradcheck(lambda v: v.index_fill(1, rawdev.tensor([1, 3]), 0.5).sin(), x)
+    from rawdev.runtime import reset_for_tests
+    reset_for_tests("sim")
+    cuda_ops.set_poison(True)
+    try:
+        mask = np.asarray(m)
+        for fn in (lambda v, w, d: v.masked_scatter(rawdev.tensor(mask, device=d), w),
+                   lambda v, w, d: v.masked_select(rawdev.tensor(mask, device=d)) * w.sum(),
+                   lambda v, w, d: v.index_fill(0, rawdev.tensor([2, 0], device=d), 3.0) * w[:4]):
+            a32, s32 = a.astype(np.float32), s.astype(np.float32)
+            cpu = _grads("cpu", lambda p, q, fn=fn: fn(p, q, "cpu"), a32, s32)
+            sim = _grads("cuda", lambda p, q, fn=fn: fn(p, q, "cuda"), a32, s32)
+            for g_sim, g_cpu in zip(sim, cpu):
+                assert rel(g_sim, g_cpu) < 1e-5
+    finally:
+        cuda_ops.set_poison(False)
+
+
+def test_mask_and_fill_errors():
+    x = rawdev.zeros(2, 3)
+    with pytest.raises(RuntimeError, match="masked_select: expected BoolTensor for mask"):
+        x.masked_select(rawdev.tensor([1, 0, 1]))
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(2\)"):
+        x.masked_select(rawdev.tensor([True, False]))
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones in mask"):
+        x.masked_scatter(rawdev.tensor([True, False, True]), rawdev.ones(3))
+    with pytest.raises(IndexError, match=r"index_fill_\(\): Expected dtype int64 for index."):
+        x.index_fill(1, rawdev.tensor([0.0]), 1.0)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        x.index_fill(1, rawdev.tensor([3]), 1.0)
+    with pytest.raises(RuntimeError, match="index_fill_ only supports a 0-dimensional value tensor"):
+        x.index_fill(1, rawdev.tensor([0]), rawdev.tensor([1.0]))

@@ -322,10 +322,123 @@ def take(input, index):  # noqa: A002
     return out
 
 
+# ------------------------------------------------------------------ masks and filled slices
+def masked_select(input, mask):  # noqa: A002
+    """The elements of input where mask (broadcast together) is True, as a 1-D tensor (a host read of the mask
+    decides the length, a sync on cuda as in PyTorch)."""
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    from .promotion import _bcast_shape
+    shape = _bcast_shape(input, mask)
+    out = getitem(input.expand(shape), (mask.expand(shape),))
+    out = out.reshape(-1)
+    if out.grad_fn is not None:
+        out.grad_fn.rename("MaskedSelectBackward0")
+    return out
+
+
+class _MaskedScatter(Function):
+    node_name = "MaskedScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, pos, src):
+        ctx.pos, ctx.src_shape = pos, src.shape
+        out = x.contiguous().clone() if x.is_contiguous() else x.contiguous()
+        if pos.numel():
+            _put_flat(out, pos, src.reshape(-1)[:pos.numel()])
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        pos = ctx.pos
+        with no_grad():
+            gx = g.contiguous().clone()
+            gs = zeros((int(np.prod(ctx.src_shape)),), dtype=g.dtype, device=g.device)
+            if pos.numel():
+                _put_flat(gx, pos, zeros((pos.numel(),), dtype=g.dtype, device=g.device))
+                gs[:pos.numel()] = index_select(g.reshape(-1), 0, pos)
+        return gx, None, gs.reshape(ctx.src_shape)
+
+
+def _put_flat(out, pos, vals):
+    """out.view(-1)[pos] = vals (out contiguous)."""
+    from .index import _write_along
+    _write_along(out.reshape(-1), 0, pos, vals, accumulate=False)
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """input with source's leading elements written, in order, where mask (broadcast to input) is True."""
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(getattr(mask, 'dtype', None), 'name', type(mask).__name__)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{input.dtype.name.capitalize()} and {source.dtype.name.capitalize()}")
+    m = np.asarray(mask.detach().cpu()).astype(bool)     # the positions: a host read of the mask
+    m = np.broadcast_to(m, tuple(input.shape))
+    flat = np.flatnonzero(m)
+    if flat.size > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    from ..tensor.factory import tensor
+    return _MaskedScatter.apply(input, tensor(flat.astype(np.int64), device=input.device), source)
+
+
+class _IndexFill(Function):
+    node_name = "IndexFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, d, idx, value):
+        from .index import _write_along
+        ctx.d = d
+        ctx.save_for_backward(idx)
+        out = x.contiguous().clone() if x.is_contiguous() else x.contiguous()
+        if idx.numel() and out.numel():
+            want = list(out.shape)
+            want[d] = idx.numel()
+            _write_along(out, d, idx, full(want, value, dtype=x.dtype, device=x.device), accumulate=False)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        with no_grad():
+            gx = _IndexFill.forward(_Ctx(), g, ctx.d, idx, 0)
+        return gx, None, None, None
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    """input with the slices at index (an int64 vector or scalar) along dim set to value."""
+    if not isinstance(index, Tensor) or index.dtype.name != "int64":
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        value = value.item()
+    d = wrap_dim(dim, input.ndim)
+    x = _as_1d(input)
+    idx = index.reshape(-1).detach()
+    if idx.device != input.device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{input.device} and {idx.device}!")
+    if idx.is_cpu and idx.numel():
+        size = x.shape[d]
+        iv = np.asarray(idx)
+        bad = (iv < -size) | (iv >= size)
+        if bad.any():
+            raise IndexError(f"index {int(iv[bad][0])} is out of bounds for dimension {d} with size {size}")
+    out = _IndexFill.apply(x, d, idx, value)
+    return out.reshape(input.shape) if input.ndim == 0 else out
+
+
 declare("gather", gather, family="gather")
 declare("scatter", scatter, family="gather", inplace=True)
 declare("scatter_add", scatter_add, family="gather", inplace=True)
 declare("scatter_reduce", scatter_reduce, family="gather", inplace=True)
 declare("take_along_dim", take_along_dim, family="gather")
 declare("take", take, family="gather")
-_ = getitem     # advanced getitem lives in index.py
+declare("masked_select", masked_select, family="gather")
+declare("masked_scatter", masked_scatter, family="gather", inplace=True)
+declare("index_fill", index_fill, family="gather", inplace=True)
