@@ -621,3 +621,28 @@ def test_mask_and_fill_errors():
         x.index_fill(1, rawdev.tensor([3]), 1.0)
     with pytest.raises(RuntimeError, match="index_fill_ only supports a 0-dimensional value tensor"):
         x.index_fill(1, rawdev.tensor([0]), rawdev.tensor([1.0]))
+
+
+def test_scatter_integer_and_bfloat16_cpu():
+    i = rawdev.tensor(np.arange(6).reshape(2, 3))
+    got = i.scatter_reduce(1, rawdev.tensor([[0, 0]]), rawdev.tensor([[-5, -7]]), "amax", include_self=False)
+    np.testing.assert_array_equal(np.asarray(got), [[-5, 1, 2], [3, 4, 5]])
+    got = i.scatter_reduce(1, rawdev.tensor([[2, 2]]), rawdev.tensor([[9, 8]]), "amin", include_self=False)
+    np.testing.assert_array_equal(np.asarray(got), [[0, 1, 8], [3, 4, 5]])
+    b = rawdev.zeros(3, dtype=rawdev.bfloat16)
+    got = b.scatter_reduce(0, rawdev.tensor([0, 0]), rawdev.tensor([1.5, 2.25], dtype=rawdev.bfloat16), "sum")
+    np.testing.assert_array_equal(np.asarray(got.float()), [3.75, 0, 0])
+    got = b.scatter(0, rawdev.tensor([1]), rawdev.tensor([1.5], dtype=rawdev.bfloat16))
+    np.testing.assert_array_equal(np.asarray(got.float()), [0, 1.5, 0])
+    with pytest.raises(RuntimeError, match=r"^Expected index \[3, 1\] to be no larger than self \[2, 5\] apart from "
+                                           r"dimension 1$"):
+        rawdev.zeros(2, 5).scatter(1, rawdev.zeros(3, 1, dtype=rawdev.int64), 1.0)
+
+
+def test_cpu_and_int32_index_tensors_on_cuda(simgpu):
+    a = RNG.standard_normal((4, 5)).astype(np.float32)
+    x = rawdev.tensor(a, device="cuda")
+    got = x[rawdev.tensor([0, 3]), rawdev.tensor([4, -1], dtype=rawdev.int32)]   # cpu index tensors, as PyTorch
+    np.testing.assert_array_equal(host(got), a[[0, 3], [4, -1]])
+    i32 = rawdev.tensor(np.array([[1], [0], [4], [2]], np.int32), device="cuda")
+    np.testing.assert_array_equal(host(x.gather(1, i32)), a[np.arange(4), [1, 0, 4, 2]][:, None])

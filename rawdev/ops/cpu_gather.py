@@ -2,6 +2,7 @@
 rawdev/ops/cuda_gather.py, with PyTorch's error for an index out of range."""
 import numpy as np
 
+from .. import dtypes as _dt
 from .cpu import v, wrap
 
 __all__ = ["gather_dim", "scatter_dim_", "linear_index"]
@@ -25,13 +26,19 @@ _UFUNC = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.min
 
 def scatter_dim_(dst, outer, size, inner, idx, nidx, src, reduce=None, d=0):
     i = _checked(idx, outer, nidx, inner, size, d)
-    dv = dst._host_storage().reshape(outer, size, inner)
-    s = np.asarray(v(src)).reshape(outer, nidx, inner).astype(dv.dtype, copy=False)
     where = (np.arange(outer)[:, None, None], i, np.arange(inner)[None, None, :])
-    if reduce is None:
-        dv[where] = s
-    else:
-        _UFUNC[reduce].at(dv, where, s)
+    if reduce is None:              # the storage's bits move (src has dst's dtype)
+        dv = dst._host_storage().reshape(outer, size, inner)
+        dv[where] = src._host_storage().reshape(outer, nidx, inner)
+        dst._bump_version()
+        return dst
+    if dst.dtype is _dt.bfloat16:   # combined in float32 values, stored back as bfloat16
+        vals = v(dst).reshape(outer, size, inner).copy()
+        _UFUNC[reduce].at(vals, where, np.asarray(v(src), vals.dtype).reshape(outer, nidx, inner))
+        dst._write(wrap(vals.reshape(tuple(dst.shape)), dst.dtype))
+        return dst
+    dv = dst._host_storage().reshape(outer, size, inner)
+    _UFUNC[reduce].at(dv, where, np.asarray(v(src)).reshape(outer, nidx, inner).astype(dv.dtype, copy=False))
     dst._bump_version()
     return dst
 

@@ -24,6 +24,15 @@ __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}
 
 
+def _identity(reduce, dt):
+    """The value a place starts from when include_self=False: the reduction's identity in dtype dt."""
+    if reduce in ("amax", "amin") and not dt.is_floating_point:
+        from .. import dtypes as _dt
+        info = _dt.iinfo(dt)
+        return info.min if reduce == "amax" else info.max
+    return _IDENTITY[reduce]
+
+
 def _narrow(x, shape, d):
     """The view x[:shape[0], ..., :, ..., :shape[-1]] (all of dim d) of a tensor with x.ndim == len(shape)."""
     if x.ndim == 0:
@@ -71,8 +80,9 @@ def _scatter_checks(op, input, d, index, src):  # noqa: A002
         raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
     if index.ndim and any((k != d and index.shape[k] > input.shape[k])
                           or (src is not None and index.shape[k] > src.shape[k]) for k in range(index.ndim)):
+        tail = f" and to be no larger size than src {list(src.shape)}" if src is not None else ""
         raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(input.shape)} apart "
-                           f"from dimension {d} and to be no larger size than src {list(src.shape)}")
+                           f"from dimension {d}{tail}")
 
 
 def _gather_raw(x, d, idx):
@@ -154,7 +164,7 @@ class _Scatter(Function):
         ctx.d, ctx.reduce, ctx.include_self, ctx.src_shape = d, reduce, include_self, getattr(src, "shape", None)
         out = x.contiguous().clone() if x.is_contiguous() else x.contiguous()
         if reduce is not None and not include_self:
-            _scatter_raw_(out, d, idx, _IDENTITY[reduce])
+            _scatter_raw_(out, d, idx, _identity(reduce, x.dtype))
         if reduce == "mean":
             _scatter_raw_(out, d, idx, src, "sum")
             count = ones(x.shape, dtype=x.dtype, device=x.device) if include_self else zeros(
