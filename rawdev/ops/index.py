@@ -12,6 +12,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
 from .dispatch import backend, backend_of
+from .inplace import check_inplace_graph
 from .registry import declare
 from .shape import _view_op, make_view, reshape, wrap_dim
 
@@ -105,8 +106,11 @@ def check_graph_write(self, value):
 
 def setitem(self, idx, value):
     """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage."""
-    check_graph_write(self, value)
     plan = _plan_advanced(self, idx)
+    if plan is not None and check_inplace_graph(self, (value,)):   # recorded: IndexPutBackward0
+        _put_recorded(self, plan, value, False)
+        return
+    check_graph_write(self, value)
     if plan is not None:            # index tensors / lists / masks: an index_copy_ into the basic view
         _put_advanced(self, plan, value, accumulate=False)
         return
@@ -121,10 +125,13 @@ def setitem(self, idx, value):
 
 def index_put_(input, indices, values, accumulate=False):  # noqa: A002
     """input[indices] = values (or += with accumulate, where repeated indices add up), in place."""
-    check_graph_write(input, values)
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
     plan = _plan_advanced(input, tuple(indices))
+    if plan is not None and check_inplace_graph(input, (values,)):
+        _put_recorded(input, plan, values, accumulate)
+        return input
+    check_graph_write(input, values)
     if plan is None:
         setitem(input, tuple(indices), values)
         return input
@@ -370,6 +377,13 @@ def getitem(self, idx):
         if out.grad_fn is not None and _is_int(idx):
             out.grad_fn.rename("SelectBackward0")
         return out
+    out = _get_advanced(self, plan)
+    if out.grad_fn is not None:
+        out.grad_fn.rename("IndexBackward0")
+    return out
+
+
+def _get_advanced(self, plan):
     basic, dims, tensors, adjacent = plan
     view = _index(self, basic)
     B, lin = _linear_index(view, dims, tensors)
@@ -388,8 +402,6 @@ def getitem(self, idx):
         out = reshape(index_select(reshape(xp, (P,) + rest), 0, lin), B + rest)
         if adjacent and dims[0] > 0:
             out = out.permute(_adv_order(len(B), dims[0], out.ndim))
-    if out.grad_fn is not None:
-        out.grad_fn.rename("IndexBackward0")
     return out
 
 
@@ -436,6 +448,63 @@ def _put_advanced(self, plan, value, accumulate):
         xp._write(work)
 
 
+class _IndexPutAdv(Function):
+    """input with values written (or added) at an advanced index, out of place: IndexPutBackward0."""
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, values, plan, accumulate):
+        ctx.plan, ctx.accumulate, ctx.vshape = plan, accumulate, tuple(values.shape)
+        out = x._contiguous_copy("index_put output")
+        _put_advanced(out, plan, values, accumulate)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..autograd.grad_mode import no_grad
+        from .shape import sum_to
+        with no_grad():
+            gx = g
+            if not ctx.accumulate:      # the overwritten places take no gradient back to input
+                gx = g._contiguous_copy("index_put grad")
+                _put_advanced(gx, ctx.plan, 0, False)
+            gv = sum_to(_get_advanced(g, ctx.plan), ctx.vshape) if ctx.needs_input_grad[1] else None
+        return gx, gv, None, None
+
+
+def _values_for(input, values):  # noqa: A002
+    v = values if isinstance(values, Tensor) else Tensor._from_values(np.asarray(values), input.dtype)
+    if v.device != input.device:
+        v = v.to(input.device)
+    return v if v.dtype is input.dtype else v.to(input.dtype)
+
+
+def _put_recorded(self, plan, values, accumulate):
+    """self[plan] (=|+=) values in place, recorded in the graph (self takes over the IndexPut node)."""
+    from .inplace import apply_inplace
+    apply_inplace(self, lambda x, v: _IndexPutAdv.apply(x, v, plan, accumulate), "index_put_",
+                  (_values_for(self, values),), {})
+
+
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    """input with values written at indices (a tuple of index tensors / masks), or added with accumulate (repeated
+    indices add up); out of place, with gradients for input and values."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype.name.capitalize()} for the destination and "
+                           f"{values.dtype.name.capitalize()} for the source.")
+    plan = _plan_advanced(input, tuple(indices))
+    if plan is None:
+        from ..autograd.grad_mode import no_grad
+        out = input._contiguous_copy("index_put output")
+        with no_grad():
+            index_put_(out, indices, values, accumulate)
+        return out
+    return _IndexPutAdv.apply(input, _values_for(input, values), plan, accumulate)
+
+
 def _contig_strides(shape):
     out, acc = [], 1
     for s in reversed(shape):
@@ -465,3 +534,4 @@ declare("index_copy", index_copy, family="index")
 declare("index_add_", _index_add_, family="index", torch=False)
 declare("index_copy_", _index_copy_, family="index", torch=False)
 declare("index_put_", index_put_, family="index")
+declare("index_put", index_put, family="index")
