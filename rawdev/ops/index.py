@@ -377,13 +377,10 @@ def getitem(self, idx):
         if out.grad_fn is not None and _is_int(idx):
             out.grad_fn.rename("SelectBackward0")
         return out
-    out = _get_advanced(self, plan)
-    if out.grad_fn is not None:
-        out.grad_fn.rename("IndexBackward0")
-    return out
+    return _get_advanced(self, plan, "IndexBackward0")
 
 
-def _get_advanced(self, plan):
+def _get_advanced(self, plan, node=None):
     basic, dims, tensors, adjacent = plan
     view = _index(self, basic)
     B, lin = _linear_index(view, dims, tensors)
@@ -391,6 +388,8 @@ def _get_advanced(self, plan):
         d = dims[0]
         out = index_select(view, d, lin)
         out = reshape(out, tuple(view.shape[:d]) + B + tuple(view.shape[d + 1:]))
+        if node and out.grad_fn is not None:
+            out.grad_fn.rename(node)
     else:
         others = [k for k in range(view.ndim) if k not in dims]
         perm = dims + others
@@ -400,6 +399,8 @@ def _get_advanced(self, plan):
             P *= view.shape[d]
         rest = tuple(view.shape[k] for k in others)
         out = reshape(index_select(reshape(xp, (P,) + rest), 0, lin), B + rest)
+        if node and out.grad_fn is not None:
+            out.grad_fn.rename(node)
         if adjacent and dims[0] > 0:
             out = out.permute(_adv_order(len(B), dims[0], out.ndim))
     return out
