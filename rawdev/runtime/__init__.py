@@ -4,6 +4,9 @@ from .device import Device, Event, Stream, device_count, get_device
 from .seam import call, driver_name, use_driver
 from .trace import trace
 
+__all__ = ["seam", "Device", "Event", "Stream", "device_count", "get_device", "call", "driver_name", "use_driver",
+           "trace", "is_available"]
+
 
 def is_available():
     """True when a CUDA device (real, or the simulator when chosen) can be used. Never raises."""

@@ -1,8 +1,17 @@
 """Devices (primary context, default streams, memory pool), streams and events."""
 import threading
 
-from cuda.bindings.driver import (CUstream, CUdevice_attribute, CUevent_flags, CUmemAllocationType, CUmemLocationType,
-                                  CUmemPool_attribute, CUmemPoolProps, CUstream_flags, cuuint64_t)
+from cuda.bindings.driver import (
+    CUdevice_attribute,
+    CUevent_flags,
+    CUmemAllocationType,
+    CUmemLocationType,
+    CUmemPool_attribute,
+    CUmemPoolProps,
+    CUstream,
+    CUstream_flags,
+    cuuint64_t,
+)
 
 from ..errors import NoDeviceError
 from . import seam
@@ -76,7 +85,8 @@ class Event:
 
     def record(self, stream):
         stream.device.activate()
-        call("cuEventRecord", self.handle, stream.handle, ctx=lambda: f"recording an event on the {stream.label} stream",
+        call("cuEventRecord", self.handle, stream.handle,
+             ctx=lambda: f"recording an event on the {stream.label} stream",
              stream=stream.handle)
         return self
 
@@ -123,7 +133,8 @@ class Device:
         self.index = index
         self.pool = self.compute_stream = self.copy_stream = None
         self.handle = call("cuDeviceGet", index, ctx=f"opening cuda:{index}")
-        self.context = call("cuDevicePrimaryCtxRetain", self.handle, ctx=f"retaining the primary context of cuda:{index}")
+        self.context = call("cuDevicePrimaryCtxRetain", self.handle,
+                            ctx=f"retaining the primary context of cuda:{index}")
         try:
             self._open()
         except BaseException:
@@ -248,7 +259,8 @@ def get_device(index=0):
             if dev is None:
                 n = device_count()
                 if not 0 <= index < n:
-                    raise NoDeviceError(f"cuda:{index} does not exist: the {seam.driver_name()} driver sees {n} device(s)")
+                    raise NoDeviceError(f"cuda:{index} does not exist: the {seam.driver_name()} driver sees "
+                                        f"{n} device(s)")
                 dev = _devices[index] = Device(index)
     return dev
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from cuda.bindings.driver import CUfunction_attribute, CUjit_option
 
 from ..errors import CudaError
-from . import seam
 from .seam import call
 
 # PTX ISA version -> the CUDA version (and so the minimum driver) that introduced it.
@@ -81,7 +80,8 @@ class KernelModule:
         if have < need:
             raise CudaError("cuModuleLoadDataEx", 222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
                             f"{name} is PTX ISA {version[0]}.{version[1]}, which needs a driver for CUDA "
-                            f"{driver_version_str(need)} or newer; this driver supports CUDA {driver_version_str(have)}",
+                            f"{driver_version_str(need)} or newer; this driver supports CUDA "
+                            f"{driver_version_str(have)}",
                             f"loading {name} on {device}")
         key = (int(device.context), name, hash(ptx_text))
         if key in _images:   # loaded into this context before (tests reopen devices): the module is still there
@@ -119,7 +119,8 @@ class Kernel:
 
     def __init__(self, module, name, params, doc=""):
         self.module, self.name, self.params, self.doc = module, name, list(params), doc
-        self.handle = call("cuModuleGetFunction", module.handle, name.encode(), ctx=f"finding kernel {name} in {module.name}")
+        self.handle = call("cuModuleGetFunction", module.handle, name.encode(),
+                           ctx=f"finding kernel {name} in {module.name}")
         fmt, off, offsets = "<", 0, []
         self._blobs = tuple((i, _blob_size(t)) for i, (_, t) in enumerate(self.params) if _blob_size(t))
         for _, t in self.params:   # each argument at its natural alignment inside one buffer
@@ -194,7 +195,8 @@ class Kernel:
                 a = a.ptr
             ok = isinstance(a, numbers.Real if ptype[0] == "f" else numbers.Integral) and not isinstance(a, bool)
             if not ok:
-                raise self._bad_args(args, f"argument {i} ({pname}) of {self.name} must be {ptype}, not {type(a).__name__}")
+                raise self._bad_args(args, f"argument {i} ({pname}) of {self.name} must be {ptype}, "
+                                           f"not {type(a).__name__}")
             bits = 8 * struct.calcsize(PARAM_FORMATS[ptype])
             if ptype[0] != "f" and -2 ** (bits - 1) <= a < 0:
                 a += 2 ** bits   # PTX declares C `int` as .u32: pass negatives as two's complement
@@ -225,7 +227,8 @@ def _dim3(d):
 
 
 _modules: dict = {}   # (device index, file name) -> KernelModule
-_images: dict = {}    # (context handle, file name, hash of the PTX) -> (CUmodule, JIT info log): what a context has loaded
+# (context handle, file name, hash of the PTX) -> (CUmodule, JIT info log): what a context has loaded
+_images: dict = {}
 _modules_lock = threading.RLock()
 
 

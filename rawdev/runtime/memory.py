@@ -86,7 +86,8 @@ class Allocator:
         self.flush()
         if owner is None:   # an untagged allocation is named after the user's line that made it
             owner = f"tensor at {user_site()}"
-        ctx = lambda: f"allocating {fmt_bytes(nbytes)} for {owner or 'an unnamed tensor'} on {self.device}"
+        def ctx():
+            return f"allocating {fmt_bytes(nbytes)} for {owner or 'an unnamed tensor'} on {self.device}"
         pool = self.capture_pool
         if pool is not None:   # capturing a CUDA graph: a range of its private pool, no driver call
             ptr = pool.take(nbytes, owner)
@@ -104,7 +105,8 @@ class Allocator:
             self.stats["num_ooms"] += 1
             self._notify("oom", Block(0, nbytes, stream, owner,
                                       traceback.format_stack()[:-1] if self.record_stacks else None))
-            raise OutOfMemoryError(e.call, e.code, e.name, e.description, ctx(), self.oom_report(nbytes, owner)) from None
+            raise OutOfMemoryError(e.call, e.code, e.name, e.description, ctx(),
+                                   self.oom_report(nbytes, owner)) from None
         stack = traceback.format_stack()[:-1] if self.record_stacks else None
         block = Block(int(ptr), nbytes, stream, owner, stack)
         with self.lock:
@@ -221,7 +223,8 @@ class Allocator:
         largest, frag = self.fragmentation(free)
         top = sorted(self.owner_totals().items(), key=lambda kv: -kv[1])[:5]
         lines = [f"requested {fmt_bytes(requested)}" + (f" for {owner}" if owner else "") + f" on {self.device}; "
-                 f"device free {fmt_bytes(free)} of {fmt_bytes(total)}; rawdev holds {fmt_bytes(self.stats['allocated'])} "
+                 f"device free {fmt_bytes(free)} of {fmt_bytes(total)}; "
+                 f"rawdev holds {fmt_bytes(self.stats['allocated'])} "
                  f"in {len(self.live)} blocks; reserved by rawdev's pool {fmt_bytes(reserved)} "
                  f"({fmt_bytes(cached)} of it cached, not in use)",
                  f"largest free block {fmt_bytes(largest)}; fragmentation {frag:.0%} "
@@ -348,6 +351,7 @@ def _host_ptr(x):
 def _device_of(ptr):
     """The opened Device whose memory holds device address `ptr` (from the driver's pointer attributes)."""
     from cuda.bindings.driver import CUpointer_attribute
+
     from .device import get_device
     ordinal, = call("cuPointerGetAttributes", 1, [CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL], int(ptr),
                     ctx=lambda: f"finding the device of 0x{int(ptr):x}")

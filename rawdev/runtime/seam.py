@@ -44,14 +44,16 @@ def _load_cuda():
     try:
         from cuda.bindings import driver as drv
     except ImportError as e:
-        raise NoDriverError(f"cuda-bindings is not importable ({e}): pip install 'cuda-bindings' — or {SIM_HINT}") from None
+        raise NoDriverError(f"cuda-bindings is not importable ({e}): pip install 'cuda-bindings' — "
+                            f"or {SIM_HINT}") from None
     try:
         err, = drv.cuInit(0)
     except RuntimeError as e:   # no libcuda.so on this machine: cuda.pathfinder's DynamicLibNotFoundError
         # (cuda-python >= 12.9.1), or a plain RuntimeError naming the library/dlopen (older 12.x)
         if type(e).__name__ != "DynamicLibNotFoundError" and not any(w in str(e) for w in ("libcuda", "dlopen")):
             raise
-        raise NoDriverError(f"no CUDA driver found (libcuda.so could not be loaded): install the NVIDIA driver, or {SIM_HINT}") from None
+        raise NoDriverError("no CUDA driver found (libcuda.so could not be loaded): install the NVIDIA driver, "
+                            f"or {SIM_HINT}") from None
     if err == drv.CUresult.CUDA_ERROR_NO_DEVICE:
         raise NoDeviceError(f"the CUDA driver loaded but sees no GPU: {SIM_HINT}")
     if err:
