@@ -28,6 +28,13 @@ class _Softmax(Function):
         y, = ctx.saved_tensors
         return backend_of(g).softmax_bwd(g, y, ctx.dim, ctx.log), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        y, = ctx.saved_tensors
+        if ctx.log:   # g - exp(y) * sum(g)
+            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
+        return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
+
 
 def _softmax(x, dim, log, dtype):
     if dtype is not None:

@@ -53,6 +53,23 @@ class _Linear(Function):
             gb = B.sum_dims(g2, (0,), False)
         return gx, gw, gb
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        from .reduce import sum as _sum
+        from .shape import transpose
+        x2, w = ctx.saved_tensors
+        g2 = reshape(g, (-1, g.shape[-1])) if g.ndim != 2 else g
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = matmul(g2, w)
+            if len(ctx.xshape) != 2:
+                gx = reshape(gx, ctx.xshape)
+        if ctx.needs_input_grad[1]:
+            gw = matmul(transpose(g2, 0, 1), x2)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = _sum(g2, 0)
+        return gx, gw, gb
+
 
 def linear(input, weight, bias=None):  # noqa: A002
     """y = x·Wᵀ + b (x [*, in], W [out, in], b [out])."""
@@ -84,6 +101,14 @@ class _Matmul2d(Function):
         gb = B.gemm(a, g, True, False) if ctx.needs_input_grad[1] else None
         return ga, gb
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        from .shape import transpose
+        a, b = ctx.saved_tensors
+        ga = matmul(g, transpose(b, 0, 1)) if ctx.needs_input_grad[0] else None
+        gb = matmul(transpose(a, 0, 1), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
 
 class _MatmulBatched(Function):
     node_name = "BmmBackward0"
@@ -109,6 +134,14 @@ class _MatmulBatched(Function):
             ga = C.wrap(np.matmul(gv, np.swapaxes(bv, -1, -2)), g.dtype) if ctx.needs_input_grad[0] else None
             gb = C.wrap(np.matmul(np.swapaxes(av, -1, -2), gv), g.dtype) if ctx.needs_input_grad[1] else None
         return (sum_to(ga, a.shape) if ga is not None else None, sum_to(gb, b.shape) if gb is not None else None)
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        from .shape import transpose
+        a, b = ctx.saved_tensors
+        ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to(matmul(transpose(a, -1, -2), g), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
 
 
 def _cuda_bmm(a, b, ta, tb):

@@ -32,6 +32,7 @@ def _unreduce(g, ctx):
 
 class _Sum(Function):
     node_name = "SumBackward1"
+    differentiable_backward = True    # _unreduce is a reshape and an expand, both recorded under create_graph
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dt):
@@ -64,6 +65,10 @@ class _Mean(Function):
     @staticmethod
     def backward(ctx, g):
         return _unreduce(backend_of(g).div_scalar(g, ctx.n), ctx), None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        return _unreduce(g / ctx.n, ctx), None, None
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002

@@ -47,6 +47,13 @@ class _View(Function):
     def backward(ctx, g):
         return ctx.op.backward(ctx, g, *ctx.args), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        # these views' backwards are views (or sum_to) themselves, so they are recorded under create_graph
+        if ctx.op.name not in ("view", "transpose", "permute", "expand", "unsqueeze", "squeeze"):
+            raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op.node}")
+        return ctx.op.backward(ctx, g, *ctx.args), None, None
+
 
 class _ViewOp:
     def __init__(self, name, meta, backward, node):
@@ -490,6 +497,7 @@ def unbind(input, dim=0):  # noqa: A002
 # ------------------------------------------------------------------ copies
 class _Clone(Function):
     node_name = "CloneBackward0"
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):

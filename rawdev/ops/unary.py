@@ -61,6 +61,49 @@ class _Unary(Function):
         x, y = ctx.saved_tensors
         return ctx.op.grad(g, x, y, ctx.p), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: the op's derivative from differentiable ops (GRAPH_GRADS), where it has one."""
+        f = GRAPH_GRADS.get(ctx.op.name)
+        if f is None:
+            raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op.node}")
+        x, y = ctx.saved_tensors
+        return f(g, x, y, *ctx.p), None, None
+
+
+def _const(mask, like):
+    """A mask as a constant (no graph) in like's dtype."""
+    return mask.detach().to(dtype=like.dtype)
+
+
+# name -> dx(g, x, y, *p) from Tensor operators: what backward_graph records (x or y, per the op's `saves`)
+GRAPH_GRADS = {
+    "exp": lambda g, x, y: g * y,
+    "log": lambda g, x, y: g / x,
+    "tanh": lambda g, x, y: g * (1 - y * y),
+    "sigmoid": lambda g, x, y: g * (y * (1 - y)),
+    "relu": lambda g, x, y: g * _const(y > 0, g),
+    "abs": lambda g, x, y: g * _const(x.sign(), g),
+    "leaky_relu": lambda g, x, y, s: g * (_const(x > 0, g) * (1 - s) + s),
+    "sin": lambda g, x, y: g * x.cos(),
+    "cos": lambda g, x, y: -(g * x.sin()),
+    "sqrt": lambda g, x, y: g / (2 * y),
+    "rsqrt": lambda g, x, y: g * (y * y * y) * -0.5,
+    "tan": lambda g, x, y: g * (1 + y * y),
+    "sinh": lambda g, x, y: g * x.cosh(),
+    "cosh": lambda g, x, y: g * x.sinh(),
+    "atan": lambda g, x, y: g / (1 + x * x),
+    "exp2": lambda g, x, y: g * y * _LN2,
+    "expm1": lambda g, x, y: g * (y + 1),
+    "log2": lambda g, x, y: g / (x * _LN2),
+    "log10": lambda g, x, y: g / (x * _LN10),
+    "log1p": lambda g, x, y: g / (x + 1),
+    "reciprocal": lambda g, x, y: -(g * y * y),
+    "frac": lambda g, x, y: g * 1.0,
+    "sign": lambda g, x, y: g * 0.0, "floor": lambda g, x, y: g * 0.0, "ceil": lambda g, x, y: g * 0.0,
+    "round": lambda g, x, y: g * 0.0, "trunc": lambda g, x, y: g * 0.0,
+}
+
 
 def apply(op, x, p=()):
     if op.to_float and not x.dtype.is_floating_point:
