@@ -30,3 +30,4 @@ from .layers import (GRU, LSTM, RNN, GRUCell, LSTMCell, MultiheadAttention, RNNB
                      RNNCellBase)
 
 __all__ += ["MultiheadAttention", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+from . import modules  # noqa: E402,F401

@@ -4,6 +4,7 @@ the fused in-place arithmetic, indexing, backward and the differentiable to().
 The one place that sets attributes on the Tensor class from the ops layer; run by rawdev.ops on import.
 """
 from ..autograd import engine
+from ..autograd import hooks as _hooks
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device
 from ..tensor.core import Tensor, _parse_to
@@ -153,5 +154,7 @@ def install():
     T.__setitem__ = index.setitem
     T.backward = _backward
     T.retain_grad = _retain_grad
+    T.register_hook = _hooks.register_hook
+    T.register_post_accumulate_grad_hook = _hooks.register_post_accumulate_grad_hook
     T.retains_grad = property(lambda s: s.grad_fn is not None and s.grad_fn._retained is not None
                               and s.grad_fn._retained() is s)
