@@ -5,6 +5,8 @@ The one place that sets attributes on the Tensor class from the ops layer; run b
 """
 from ..autograd import engine
 from ..autograd import hooks as _hooks
+from ..tensor import memory_format as _mf
+from . import shape
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device
 from ..tensor.core import Tensor, _parse_to
@@ -113,9 +115,14 @@ def _to(self, *args, **kwargs):
     the graph (requires grad, grad mode on) the copy is differentiable (ToCopyBackward0); a dtype change on
     one cuda device is one cast kernel.
     """
+    fmt = kwargs.pop("memory_format", None)
     dev, dt, non_blocking, copy = _parse_to(args, kwargs)
     dev = as_device(dev) if dev is not None else self.device
     dt = dt or self.dtype
+    if fmt is not None and fmt is not _mf.preserve_format:
+        _mf.check(fmt, self.ndim)
+        out = _to(self, dev, dt, non_blocking=non_blocking, copy=copy)
+        return out if out.is_contiguous(memory_format=fmt) else shape.contiguous(out, memory_format=fmt)
     if dev == self.device and dt is self.dtype and not copy:
         return self
     if self.requires_grad and dt.is_floating_point and is_grad_enabled():

@@ -11,6 +11,7 @@ import operator
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import layout as L
+from ..tensor import memory_format as _mf
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
 from ..tensor.size import Size
@@ -510,6 +511,8 @@ class _Clone(Function):
 
 def clone(input, *, memory_format=None):  # noqa: A002
     """A contiguous copy; differentiable (CloneBackward0) when grad is on, as PyTorch's."""
+    if memory_format is not None and memory_format in _mf._ORDER:
+        return _in_format(input, memory_format)
     if is_grad_enabled() and input.requires_grad:
         return _Clone.apply(input)
     t = input._contiguous_copy("clone")
@@ -517,10 +520,23 @@ def clone(input, *, memory_format=None):  # noqa: A002
 
 
 def contiguous(input, memory_format=None):  # noqa: A002
-    """self when already contiguous, else a contiguous copy (one strided-copy launch on cuda)."""
-    if input.is_contiguous():
+    """self when already contiguous, else a contiguous copy (one strided-copy launch on cuda).
+    memory_format=rawdev.channels_last(_3d): the same shape laid out channels-last (NHWC order)."""
+    _mf.check(memory_format, input.ndim)
+    if input.is_contiguous(memory_format=memory_format):
         return input
+    if memory_format in _mf._ORDER:
+        return _in_format(input, memory_format)
     return clone(input)
+
+
+def _in_format(x, fmt):
+    """A copy of x laid out in a channels-last format: permute to that order, copy dense, permute back
+    (all differentiable)."""
+    _mf.check(fmt, x.ndim)
+    order = _mf._ORDER[fmt]
+    inv = [order.index(i) for i in range(len(order))]
+    return permute(clone(permute(x, order)), inv)
 
 
 # ------------------------------------------------------------------ declarations
