@@ -4,6 +4,7 @@ Gradients that meet at a node are summed (out of place) before the node runs; a 
 added into `.grad` (rawdev.ops.dispatch.accumulate_leaf_grad). Unless retain_graph, each node frees
 its saved tensors right after it ran, so activations are released during the backward pass.
 """
+from . import anomaly_mode as _anomaly
 from .function import AccumulateGrad, BackwardNode
 from .grad_mode import no_grad, set_grad_enabled
 
@@ -150,6 +151,8 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
                 out_grads = node.apply_graph(*gin)
             else:
                 out_grads = node.apply(*gin)
+            if _anomaly.is_anomaly_enabled() and _anomaly.is_anomaly_check_nan_enabled():
+                _check_nan(node, out_grads)
             if not retain_graph and isinstance(node, BackwardNode):
                 node.release()
             if len(out_grads) < len(node.next_functions):
@@ -166,6 +169,14 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
             del gin, out_grads
             g = None
     return captured
+
+
+def _check_nan(node, out_grads):
+    """detect_anomaly: PyTorch's error for a backward that produced NaN."""
+    import numpy as np
+    for i, g in enumerate(out_grads):
+        if g is not None and g.dtype.is_floating_point and np.isnan(np.asarray(g.detach().cpu())).any():
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 def _acc(t):

@@ -5,7 +5,7 @@ The one place that sets attributes on the Tensor class from the ops layer; run b
 """
 from ..autograd import engine
 from ..autograd import hooks as _hooks
-from ..tensor import memory_format as _mf
+from ..tensor import memfmt as _mf
 from . import shape
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device

@@ -11,7 +11,7 @@ import operator
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import layout as L
-from ..tensor import memory_format as _mf
+from ..tensor import memfmt as _mf
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
 from ..tensor.size import Size
@@ -51,9 +51,28 @@ class _View(Function):
     @staticmethod
     def backward_graph(ctx, g):
         # these views' backwards are views (or sum_to) themselves, so they are recorded under create_graph
-        if ctx.op.name not in ("view", "transpose", "permute", "expand", "unsqueeze", "squeeze"):
-            raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op.node}")
-        return ctx.op.backward(ctx, g, *ctx.args), None, None
+        if ctx.op.name in ("view", "transpose", "permute", "expand", "unsqueeze", "squeeze"):
+            return ctx.op.backward(ctx, g, *ctx.args), None, None
+        if ctx.op.name in ("narrow", "select", "diagonal", "getitem", "as_strided"):
+            return _ScatterBack.apply(g, ctx.op, ctx.args, ctx.shape, ctx.contig), None, None
+        raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op.node}")
+
+
+class _ScatterBack(Function):
+    """The backward of an element-picking view (g written into zeros), recorded: it is linear in g, and its
+    own backward takes the same view of the incoming gradient."""
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, g, op, args, shape, contig):
+        ctx.op, ctx.args = op, args
+        inner = type("ViewCtx", (), {})()
+        inner.op, inner.args, inner.shape, inner.contig = op, args, shape, contig
+        return op.backward(inner, g, *args)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ctx.op(gg, *ctx.args), None, None, None, None
 
 
 class _ViewOp:

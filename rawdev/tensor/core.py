@@ -196,7 +196,7 @@ class Tensor:
     def is_contiguous(self, memory_format=None):
         if memory_format is None:
             return _layout.is_contiguous(self._shape, self._strides)
-        from . import memory_format as _mf
+        from . import memfmt as _mf
         return _mf.is_in_format(self._shape, self._strides, memory_format)
 
     def stride(self, dim=None):
