@@ -206,10 +206,9 @@ class BackwardNode(Node):
             live = any(isinstance(g, Tensor) and g._requires_grad for g in grads) or any(
                 s.tensor is not None and (s.leaf is not None or s.edge is not None or s.own is not None)
                 for s in ctx._saved)
-            if live:
-                raise RuntimeError(f"rawdev: double backward is not supported for {self.name()}")
             with no_grad():
-                return self.apply(*grads)
+                out = self.apply(*grads)
+            return delayed_error(out, self.name()) if live else out
         if ctx.materialize_grads and any(g is None for g in grads):
             from ..ops import dispatch
             grads = tuple(dispatch.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
@@ -308,6 +307,35 @@ class Function:
         else:
             ctx._free()
         return out
+
+
+class _NoDoubleBackward(Function):
+    """The grad_fn of a gradient whose op has no recorded backward: reaching it in a backward pass raises."""
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op_name}")
+
+    backward_graph = backward
+
+
+def delayed_error(grads, name):
+    """Gradients computed by a plain-kernel backward under create_graph=True: usable values, and a grad_fn
+    that raises "double backward is not supported for <name>" only if something differentiates them
+    (PyTorch's DelayedError)."""
+    from ..tensor.core import Tensor
+    out = []
+    for g in grads:
+        if isinstance(g, Tensor) and g.dtype.is_floating_point:
+            ctx = FunctionCtx()
+            ctx.op_name = name
+            node = BackwardNode(_NoDoubleBackward, ctx)
+            node.rename(name + "DoubleBackwardError")
+            node.out_meta = ((g.shape, g.dtype, g.device),)
+            g = g.detach()
+            g.grad_fn, g._requires_grad = node, True
+        out.append(g)
+    return tuple(out)
 
 
 def once_differentiable(fn):

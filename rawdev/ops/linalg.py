@@ -33,13 +33,16 @@ class _Linear(Function):
         x2 = reshape(x, (-1, x.shape[-1])) if x.ndim != 2 else x
         ctx.xshape = x.shape
         ctx.has_bias = b is not None
-        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        # x itself (not the 2-D view made here): a recorded backward needs the tensor that is in the graph
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
         y = B.gemm(x2, w, False, True, bias=b)
         return reshape(y, tuple(x.shape[:-1]) + (w.shape[0],)) if x.ndim != 2 else y
 
     @staticmethod
     def backward(ctx, g):
         x2, w = ctx.saved_tensors
+        if x2 is not None and x2.ndim != 2:
+            x2 = reshape(x2, (-1, x2.shape[-1]))
         B = backend_of(g)
         g2 = reshape(g, (-1, g.shape[-1])) if g.ndim != 2 else g
         gx = gw = gb = None
@@ -58,6 +61,8 @@ class _Linear(Function):
         from .reduce import sum as _sum
         from .shape import transpose
         x2, w = ctx.saved_tensors
+        if x2 is not None and x2.ndim != 2:
+            x2 = reshape(x2, (-1, x2.shape[-1]))
         g2 = reshape(g, (-1, g.shape[-1])) if g.ndim != 2 else g
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:

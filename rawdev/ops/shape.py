@@ -8,7 +8,8 @@ as_strided) write the gradient into the same view of a zero tensor: one strided 
 """
 import operator
 
-from ..autograd.function import Function
+from ..autograd.function import Function, delayed_error
+from ..autograd.grad_mode import no_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import layout as L
 from ..tensor import memfmt as _mf
@@ -55,7 +56,9 @@ class _View(Function):
             return ctx.op.backward(ctx, g, *ctx.args), None, None
         if ctx.op.name in ("narrow", "select", "diagonal", "getitem", "as_strided"):
             return _ScatterBack.apply(g, ctx.op, ctx.args, ctx.shape, ctx.contig), None, None
-        raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op.node}")
+        with no_grad():
+            dx = ctx.op.backward(ctx, g, *ctx.args)
+        return delayed_error((dx,), ctx.op.node)[0], None, None
 
 
 class _ScatterBack(Function):

@@ -1,0 +1,402 @@
+"""Higher-order autograd (create_graph=True), autograd.grad/backward arguments, user Functions, grad modes,
+anomaly mode and autograd.functional.
+
+Double backward is checked against central finite differences of the first derivative (computed by plain
+first-order autograd, float64, cpu): for phi(x) = sum_i <grad_i(x), v_i> with grad = d<f(x), w>/dx, the
+recorded second pass must give d(phi)/dx. cuda (the simulator) is checked against cpu.
+"""
+import warnings
+
+import numpy as np
+import pytest
+import rawdev
+import rawdev.nn.functional as F
+import rawdev.ops.cuda as cuda_ops
+from rawdev.autograd import Function
+from rawdev.tensor.factory import from_numpy
+
+RNG = np.random.default_rng()
+
+
+def t64(*shape, positive=False):
+    a = RNG.standard_normal(shape)
+    if positive:
+        a = np.abs(a) + 0.5
+    return from_numpy(np.ascontiguousarray(a)).requires_grad_()
+
+
+def first_grads(fn, inputs, w, create_graph):
+    out = fn(*inputs)
+    return rawdev.autograd.grad((out * from_numpy(w)).sum(), inputs, create_graph=create_graph)
+
+
+def check_double_backward(fn, *inputs, eps=1e-6, tol=1e-6):
+    w = RNG.standard_normal(tuple(fn(*inputs).shape))
+    vs = [RNG.standard_normal(tuple(x.shape)) for x in inputs]
+
+    def phi():
+        gs = first_grads(fn, inputs, w, create_graph=False)
+        return sum(float((np.asarray(g) * v).sum()) for g, v in zip(gs, vs))
+
+    ref = []
+    for x in inputs:
+        a = x._host_storage()
+        r = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            old = a[i]
+            a[i] = old + eps
+            fp = phi()
+            a[i] = old - eps
+            fm = phi()
+            a[i] = old
+            r[i] = (fp - fm) / (2 * eps)
+        ref.append(r)
+    gs = first_grads(fn, inputs, w, create_graph=True)
+    assert all(g.requires_grad for g in gs)
+    s = sum((g * from_numpy(v)).sum() for g, v in zip(gs, vs))
+    got = rawdev.autograd.grad(s, inputs, allow_unused=True, materialize_grads=True)
+    for g, r in zip(got, ref):
+        err = np.linalg.norm(np.asarray(g) - r) / max(np.linalg.norm(r), 1e-9)
+        assert err < tol, f"relative error {err:.2e}"
+
+
+CASES = {
+    "add_broadcast": (lambda a, b: (a + b) * (a + b), [(3, 4), (4,)], False),
+    "add_alpha": (lambda a, b: rawdev.add(a, b, alpha=2.5) ** 2, [(3, 1), (3, 5)], False),
+    "sub": (lambda a, b: (a - b) * a, [(4, 3), (4, 3)], False),
+    "mul": (lambda a, b: a * b * a, [(2, 5), (5,)], False),
+    "div": (lambda a, b: a / b, [(3, 4), (3, 4)], True),
+    "scalar_ops": (lambda a: (3.0 - a) * (a * 2.0 + 1.0) / 4.0 - 2.0 / a, [(6,)], True),
+    "neg": (lambda a: -(a * a), [(5,)], False),
+    "pow3": (lambda a: a ** 3, [(7,)], False),
+    "pow_half": (lambda a: a ** 0.5, [(7,)], True),
+    "pow2": (lambda a: a ** 2 * a, [(7,)], False),
+    "exp": (lambda a: rawdev.exp(a * 0.5), [(2, 3)], False),
+    "log": (lambda a: rawdev.log(a) * a, [(2, 3)], True),
+    "tanh": (lambda a: rawdev.tanh(a), [(9,)], False),
+    "sigmoid": (lambda a: rawdev.sigmoid(a), [(9,)], False),
+    "relu": (lambda a: F.relu(a) * a, [(11,)], False),
+    "sin_cos_sqrt": (lambda a: rawdev.sin(a) * rawdev.cos(a) + rawdev.sqrt(a), [(5,)], True),
+    "matmul": (lambda a, b: rawdev.tanh(a @ b), [(3, 4), (4, 2)], False),
+    "matmul_batched": (lambda a, b: (a @ b) ** 2, [(2, 3, 4), (4, 2)], False),
+    "matmul_vec": (lambda a, b: (a @ b) ** 2, [(4,), (4, 3)], False),
+    "linear": (lambda x, w, b: rawdev.tanh(F.linear(x, w, b)), [(3, 4), (2, 4), (2,)], False),
+    "linear_3d": (lambda x, w: F.linear(x, w) ** 2, [(2, 3, 4), (5, 4)], False),
+    "sum_dim": (lambda a: a.sum(1, keepdim=True) * a, [(3, 4)], False),
+    "mean": (lambda a: a.mean(0) ** 2, [(3, 4)], False),
+    "mean_all": (lambda a: a.mean() * a, [(3, 4)], False),
+    "views": (lambda a: (a.t().reshape(-1)[2:] ** 2).unsqueeze(0).expand(3, -1), [(4, 3)], False),
+    "select": (lambda a: a[1] * a[:, 0].sum(), [(3, 4)], False),
+    "softmax": (lambda a: F.softmax(a, dim=1) * a, [(3, 5)], False),
+    "log_softmax": (lambda a: F.log_softmax(a, dim=-1) ** 2, [(2, 6)], False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_double_backward_matches_finite_differences(name):
+    fn, shapes, positive = CASES[name]
+    check_double_backward(fn, *[t64(*s, positive=positive) for s in shapes])
+
+
+def test_grad_of_linear_function_is_constant():
+    x = t64(3)
+    g, = rawdev.autograd.grad((x * 2).sum(), x, create_graph=True)
+    assert not g.requires_grad
+    np.testing.assert_allclose(np.asarray(g), np.full(3, 2.0))
+
+
+def test_backward_create_graph_keeps_grad_graph():
+    x = t64(4)
+    (x ** 3).sum().backward(create_graph=True)
+    assert x.grad.requires_grad and x.grad.grad_fn is not None
+    gx = x.grad
+    x.grad = None
+    gx.sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), 6 * np.asarray(x.detach()), rtol=1e-12)
+
+
+def test_gradient_penalty_through_mlp():
+    rawdev.manual_seed(0)
+    net = rawdev.nn.Sequential(rawdev.nn.Linear(3, 8), rawdev.nn.Tanh(), rawdev.nn.Linear(8, 1)).double()
+    x = t64(5, 3)
+    out = net(x)
+    g, = rawdev.autograd.grad(out.sum(), x, create_graph=True)
+    penalty = ((g * g).sum(1) - 1) ** 2
+    penalty.mean().backward()
+    # the penalty depends on every parameter but the last bias (it is not in d(out)/dx)
+    assert [p.grad is not None for p in net.parameters()] == [True, True, True, False]
+    # finite differences of the penalty in the first weight
+    W = net[0].weight
+    a = W.detach()._host_storage()
+
+    def pen():
+        xx = x.detach().requires_grad_()
+        gg, = rawdev.autograd.grad(net(xx).sum(), xx)
+        return float(((np.asarray(gg) ** 2).sum(1) - 1) @ ((np.asarray(gg) ** 2).sum(1) - 1)) / 5
+    ref = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        old = a[i]
+        a[i] = old + 1e-6
+        fp = pen()
+        a[i] = old - 1e-6
+        fm = pen()
+        a[i] = old
+        ref[i] = (fp - fm) / 2e-6
+    got = np.asarray(W.grad)
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-6
+
+
+def test_unsupported_double_backward_raises():
+    # gelu's backward is one kernel: the first derivative is right, differentiating it again raises
+    a = RNG.standard_normal(5)
+    x = from_numpy(a.copy()).requires_grad_()
+    g, = rawdev.autograd.grad(F.gelu(x).sum(), x, create_graph=True)
+    from math import erf, exp, pi, sqrt
+    ref = [0.5 * (1 + erf(v / sqrt(2))) + v * exp(-v * v / 2) / sqrt(2 * pi) for v in a]
+    np.testing.assert_allclose(np.asarray(g.detach()), ref, rtol=1e-10)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for GeluBackward0"):
+        rawdev.autograd.grad(g.sum(), x)
+    y = from_numpy(a.copy()).requires_grad_()
+    with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for MaxBackward1"):
+        g, = rawdev.autograd.grad((y.max() * y).sum(), y, create_graph=True)
+        rawdev.autograd.grad(g.sum(), y)
+
+
+def test_user_function_double_backward_and_ctx():
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.k = k
+            assert ctx.needs_input_grad == (True, False)
+            return x * x * x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 3 * x * x * ctx.k, None
+
+    check_double_backward(lambda a: Cube.apply(a, 2.0), t64(6))
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request):
+    if request.param == "cuda":
+        from rawdev.runtime import reset_for_tests
+        reset_for_tests("sim")
+        cuda_ops.set_poison(True)
+        yield "cuda"
+        cuda_ops.set_poison(False)
+    else:
+        yield "cpu"
+
+
+def test_double_backward_cuda_matches_cpu(device):
+    a = RNG.standard_normal((5, 37)).astype(np.float32)
+    b = RNG.standard_normal((37, 3)).astype(np.float32)
+    v = RNG.standard_normal((5, 37)).astype(np.float32)
+
+    def hvp(dev):
+        x = rawdev.tensor(a, device=dev, requires_grad=True)
+        w = rawdev.tensor(b, device=dev, requires_grad=True)
+        y = (rawdev.sigmoid(x @ w) * rawdev.exp(x.mean(1, keepdim=True)) - x.t().sum(0).unsqueeze(1) / 3).sum()
+        gx, gw = rawdev.autograd.grad(y, (x, w), create_graph=True)
+        s = (gx * rawdev.tensor(v, device=dev)).sum() + (gw * gw).sum()
+        return [np.asarray(t.cpu()) for t in rawdev.autograd.grad(s, (x, w))]
+
+    ref = hvp("cpu")
+    got = hvp(device)
+    for g, r in zip(got, ref):
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ autograd.grad / backward arguments
+def test_grad_arguments():
+    x, y = t64(3), t64(3)
+    out = (x * 2).sum()
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors appears to not have been used in the "
+                                           "graph. Set allow_unused=True if this is the desired behavior."):
+        rawdev.autograd.grad(out, (x, y), retain_graph=True)
+    gx, gy = rawdev.autograd.grad(out, (x, y), allow_unused=True, retain_graph=True)
+    assert gy is None
+    gx, gy = rawdev.autograd.grad(out, (x, y), materialize_grads=True, retain_graph=True)
+    np.testing.assert_array_equal(np.asarray(gy), np.zeros(3))
+    with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed when materialize_grads"):
+        rawdev.autograd.grad(out, x, allow_unused=False, materialize_grads=True)
+    gx, = rawdev.autograd.grad(x * 3, x, grad_outputs=from_numpy(np.array([1.0, 2.0, 3.0])))
+    np.testing.assert_allclose(np.asarray(gx), [3.0, 6.0, 9.0])
+    z = (x * x).sum()
+    rawdev.autograd.grad(z, x)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        rawdev.autograd.grad(z, x)
+    assert x.grad is None     # grad() accumulates nothing
+
+
+def test_autograd_backward_with_inputs():
+    x, y = t64(3), t64(3)
+    rawdev.autograd.backward((x * y).sum(), inputs=[x])
+    np.testing.assert_allclose(np.asarray(x.grad), np.asarray(y.detach()))
+    assert y.grad is None
+    rawdev.autograd.backward([(x * 1).sum(), (y * 2).sum()], [None, None])
+    np.testing.assert_allclose(np.asarray(y.grad), np.full(3, 2.0))
+
+
+# ------------------------------------------------------------------ user Functions
+def test_function_mark_non_differentiable_and_materialize():
+    class SortLike(Function):
+        @staticmethod
+        def forward(ctx, x):
+            idx = x.detach().argmax().reshape(1).to(rawdev.float64)
+            y = x * 2
+            ctx.mark_non_differentiable(idx)
+            ctx.set_materialize_grads(False)
+            return y, idx
+
+        @staticmethod
+        def backward(ctx, gy, gidx):
+            assert gidx is None     # not materialized, and idx is not differentiable
+            return gy * 2
+
+    x = t64(4)
+    y, idx = SortLike.apply(x)
+    assert y.requires_grad and not idx.requires_grad and idx.grad_fn is None
+    y.sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), np.full(4, 2.0))
+
+
+def test_function_materialized_zero_grads_and_setup_context():
+    class Two(Function):
+        @staticmethod
+        def forward(x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            x, = ctx.saved_tensors
+            assert g2 is not None and float(np.abs(np.asarray(g2)).sum()) == 0.0   # materialized zeros
+            return g1 * 2 + g2 * 3 + 0 * x
+
+    x = t64(3)
+    a, b = Two.apply(x)
+    a.sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), np.full(3, 2.0))
+
+
+def test_once_differentiable_gives_constant_second_derivative():
+    from rawdev.autograd.function import once_differentiable
+
+    class Sq(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 2 * x
+
+    x = t64(3)
+    g, = rawdev.autograd.grad(Sq.apply(x).sum(), x, create_graph=True)
+    assert not g.requires_grad
+    np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(x.detach()))
+
+
+# ------------------------------------------------------------------ grad modes
+def test_grad_mode_decorators_and_contexts():
+    x = t64(2)
+
+    @rawdev.no_grad
+    def bare():
+        return x * 2
+
+    @rawdev.no_grad()
+    def called():
+        return x * 2
+
+    @rawdev.enable_grad()
+    def enabled():
+        return x * 2
+
+    assert not bare().requires_grad and not called().requires_grad
+    with rawdev.no_grad():
+        assert enabled().requires_grad
+        assert not (x * 2).requires_grad
+    dec = rawdev.set_grad_enabled(False)
+    assert not rawdev.is_grad_enabled()     # the function form takes effect at once
+    rawdev.set_grad_enabled(True)
+    assert rawdev.is_grad_enabled()
+
+    @rawdev.set_grad_enabled(False)
+    def off():
+        return rawdev.is_grad_enabled()
+    assert rawdev.is_grad_enabled()         # decorating changes nothing yet
+    assert off() is False and rawdev.is_grad_enabled()
+    with dec:
+        assert not rawdev.is_grad_enabled()
+    assert rawdev.is_grad_enabled()
+
+    @rawdev.no_grad()
+    def gen():
+        yield rawdev.is_grad_enabled()
+        yield rawdev.is_grad_enabled()
+    assert list(gen()) == [False, False] and rawdev.is_grad_enabled()
+
+
+def test_inference_mode():
+    assert not rawdev.is_inference_mode_enabled()
+    with rawdev.inference_mode():
+        assert rawdev.is_inference_mode_enabled() and not rawdev.is_grad_enabled()
+        with rawdev.inference_mode(False):
+            assert not rawdev.is_inference_mode_enabled()
+    assert rawdev.is_grad_enabled() and not rawdev.is_inference_mode_enabled()
+
+    @rawdev.inference_mode
+    def f():
+        return rawdev.is_inference_mode_enabled()
+    assert f() is True and not rawdev.is_inference_mode_enabled()
+
+
+def test_detect_anomaly():
+    x = from_numpy(np.array([0.0, 1.0])).requires_grad_()
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        ctx = rawdev.autograd.detect_anomaly()
+    with ctx:
+        with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan values in its 0th output."):
+            (rawdev.sqrt(x) * 0).sum().backward()
+    (rawdev.sqrt(x) * 0).sum().backward()     # off again: no check
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with rawdev.autograd.set_detect_anomaly(True):
+            from rawdev.autograd.anomaly_mode import is_anomaly_enabled
+            assert is_anomaly_enabled()
+        assert not is_anomaly_enabled()
+
+
+# ------------------------------------------------------------------ autograd.functional
+def test_jacobian_and_hessian():
+    from rawdev.autograd.functional import hessian, jacobian, vjp
+    a = RNG.standard_normal(3)
+    x = from_numpy(a.copy())
+    J = jacobian(lambda t: rawdev.sin(t) * t.sum(), x)
+    ref = np.diag(np.cos(a) * a.sum()) + np.sin(a)[:, None]
+    np.testing.assert_allclose(np.asarray(J), ref, rtol=1e-12)
+    H = hessian(lambda t: (t ** 3).sum() + t[0] * t[1], x)
+    Href = np.diag(6 * a)
+    Href[0, 1] = Href[1, 0] = 1.0
+    np.testing.assert_allclose(np.asarray(H), Href, rtol=1e-12, atol=1e-12)
+    y = from_numpy(RNG.standard_normal(2))
+    Jx, Jy = jacobian(lambda s, t: (s[:2] * t), (x, y))
+    assert tuple(Jx.shape) == (2, 3) and tuple(Jy.shape) == (2, 2)
+    np.testing.assert_allclose(np.asarray(Jy), np.diag(a[:2]), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independent of input 1"):
+        jacobian(lambda s, t: s * 2, (x, y), strict=True)
+    out, g = vjp(lambda t: t * t, x, from_numpy(np.ones(3)))
+    np.testing.assert_allclose(np.asarray(g), 2 * a, rtol=1e-12)
