@@ -92,6 +92,21 @@ CASES = {
 }
 
 
+TARGET = from_numpy(np.array([2, 0, 4, 1, 4, 3]))
+CE_WEIGHT = from_numpy(np.array([0.5, 1.0, 2.0, 1.5, 0.25]))
+CASES.update({
+    "cross_entropy": (lambda a: F.cross_entropy(a, TARGET), [(6, 5)], False),
+    "cross_entropy_sum_weight": (lambda a: F.cross_entropy(a, TARGET, weight=CE_WEIGHT, reduction="sum"),
+                                 [(6, 5)], False),
+    "cross_entropy_none_ignore": (lambda a: F.cross_entropy(a, TARGET, ignore_index=4, reduction="none"),
+                                  [(6, 5)], False),
+    "cross_entropy_smoothing": (lambda a: F.cross_entropy(a * a, TARGET, weight=CE_WEIGHT, label_smoothing=0.2),
+                                [(6, 5)], False),
+    "cross_entropy_1d": (lambda a: F.cross_entropy(a, TARGET[0]), [(5,)], False),
+    "mse_loss": (lambda a, b: F.mse_loss(rawdev.tanh(a), b), [(4, 3), (4, 3)], False),
+})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_double_backward_matches_finite_differences(name):
     fn, shapes, positive = CASES[name]
@@ -207,6 +222,29 @@ def test_double_backward_cuda_matches_cpu(device):
 
     ref = hvp("cpu")
     got = hvp(device)
+    for g, r in zip(got, ref):
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)
+
+
+def test_maml_style_inner_step_cuda_matches_cpu(device):
+    """One inner SGD step with create_graph=True, then the outer loss's gradient w.r.t. the initial weights."""
+    rawdev.manual_seed(5)
+    w0 = RNG.standard_normal((7, 33)).astype(np.float32) * 0.3
+    x = RNG.standard_normal((9, 33)).astype(np.float32)
+    y = RNG.integers(0, 7, 9)
+
+    def outer(dev):
+        w = rawdev.tensor(w0, device=dev, requires_grad=True)
+        xs, ys = rawdev.tensor(x, device=dev), rawdev.tensor(y, device=dev)
+        inner = F.cross_entropy(F.linear(xs, w), ys)
+        gw, = rawdev.autograd.grad(inner, w, create_graph=True)
+        w1 = w - 0.5 * gw
+        F.cross_entropy(rawdev.relu(F.linear(xs, w1)) * 2, ys, label_smoothing=0.1).backward()
+        return np.asarray(w.grad.cpu())
+
+    ref = outer("cpu")
+    got = outer(device)
     for g, r in zip(got, ref):
         assert np.isfinite(g).all()
         np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)

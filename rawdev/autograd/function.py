@@ -202,13 +202,11 @@ class BackwardNode(Node):
         if fn is None and (getattr(cls, "differentiable_backward", False) or not cls.__module__.startswith("rawdev.")):
             fn = cls.backward
         if fn is None:
-            from ..tensor.core import Tensor
-            live = any(isinstance(g, Tensor) and g._requires_grad for g in grads) or any(
-                s.tensor is not None and (s.leaf is not None or s.edge is not None or s.own is not None)
-                for s in ctx._saved)
+            # The result depends on the op's inputs in general (through tensors its forward saved or stashed),
+            # which a plain-kernel backward does not record: the value now, an error if differentiated.
             with no_grad():
                 out = self.apply(*grads)
-            return delayed_error(out, self.name()) if live else out
+            return delayed_error(out, self.name())
         if ctx.materialize_grads and any(g is None for g in grads):
             from ..ops import dispatch
             grads = tuple(dispatch.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))

@@ -37,6 +37,55 @@ class _CrossEntropy(Function):
         gx = backend_of(g).cross_entropy_bwd(g, saved, target, weight, *ctx.args)
         return gx, None, None, None, None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: d(loss)/d(logits) = gs * ((1-eps) w (softmax - onehot) + eps/C valid (sum(wc) softmax
+        - wc)), recorded. The first saved tensor (logp on the cpu, the logits on cuda) has the logits' softmax;
+        it is given the logits' place in the graph (the node's first edge), so softmax of it records a node whose
+        backward reaches the logits."""
+        from ..autograd.function import AccumulateGrad
+        from ..tensor.factory import from_numpy
+        from .activation import softmax
+        from .cpu import _ce_weights
+        ignore_index, reduction, smoothing = ctx.args
+        node = ctx._graph_node
+        st = ctx.saved_tensors
+        vals, target, weight = st[0], st[ctx.nsaved], st[ctx.nsaved + 1]
+        t = vals.detach()
+        edge, nr = node.next_functions[0]
+        if edge is None:
+            return None, None, None, None, None, None
+        if isinstance(edge, AccumulateGrad):     # the logits are a leaf: route to its AccumulateGrad
+            t.__dict__["_accumulate_grad"] = edge
+            t._requires_grad = True
+        else:
+            t.grad_fn, t._requires_grad = edge, True
+            if nr:
+                t.__dict__["_output_nr"] = nr
+        p = softmax(t, 1)
+        n, c = t.shape
+        dt, dev = t.dtype, t.device
+        npdt = np.float64 if dt is _dt.float64 else np.float32
+        wv = None if weight is None else weight.detach().cpu()
+        ts, w, valid = _ce_weights(target.detach().cpu(), c, wv, ignore_index, npdt)
+        onehot = np.zeros((n, c), npdt)
+        onehot[np.arange(n), ts] = 1
+
+        def const(a):
+            return from_numpy(np.ascontiguousarray(a, npdt)).to(device=dev, dtype=dt)
+        d = mul(sub(p, const(onehot)), const(w[:, None] * (1 - smoothing)))
+        if smoothing:
+            wc = np.asarray(wv, npdt) if wv is not None else np.ones(c, npdt)
+            d = add(d, mul(sub(mul(p, float(wc.sum())), const(wc[None, :])), const(valid[:, None] * (smoothing / c))))
+        if reduction == "none":
+            gs = reshape(g, (n, 1))
+        elif reduction == "sum":
+            gs = reshape(g, (1, 1))
+        else:
+            total = float(w.sum())
+            gs = reshape(div(g, total) if total else mul(g, 0.0), (1, 1))
+        return mul(d, gs), None, None, None, None, None
+
 
 def _reduction(size_average, reduce, reduction):
     if size_average is None and reduce is None:
