@@ -104,6 +104,19 @@ CASES.update({
                                 [(6, 5)], False),
     "cross_entropy_1d": (lambda a: F.cross_entropy(a, TARGET[0]), [(5,)], False),
     "mse_loss": (lambda a, b: F.mse_loss(rawdev.tanh(a), b), [(4, 3), (4, 3)], False),
+    "gelu": (lambda a: F.gelu(a) * a, [(7,)], False),
+    "silu": (lambda a: F.silu(a) * a, [(7,)], False),
+    "erf": (lambda a: rawdev.erf(a) * a, [(7,)], False),
+    "elu_selu_celu": (lambda a: F.elu(a * 3, 0.7) * F.selu(a) + F.celu(a * 2, 1.3) ** 2, [(9,)], False),
+    "softplus": (lambda a: F.softplus(a * 4, beta=2.0, threshold=5.0) * a, [(9,)], False),
+    "logsigmoid_softsign_tanhshrink": (lambda a: F.logsigmoid(a) * F.softsign(a) + F.tanhshrink(a) * a, [(6,)],
+                                       False),
+    "hard_family": (lambda a: (F.hardtanh(a * 2, -1.5, 1.0) + F.relu6(a * 8) + F.hardswish(a * 5)
+                               + F.hardsigmoid(a * 5)) * a, [(9,)], False),
+    "where": (lambda a, b: rawdev.where(a > 0, a * b, b * b) * a, [(3, 4), (4,)], False),
+    "clamp": (lambda a: rawdev.clamp(a, min=-0.5, max=0.7) * a, [(9,)], False),
+    "maximum": (lambda a, b: rawdev.maximum(a * a, b) * rawdev.minimum(a, b), [(3, 4), (4,)], False),
+    "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
 
@@ -162,15 +175,15 @@ def test_gradient_penalty_through_mlp():
 
 
 def test_unsupported_double_backward_raises():
-    # gelu's backward is one kernel: the first derivative is right, differentiating it again raises
+    # mish's backward is one kernel: the first derivative is right, differentiating it again raises
     a = RNG.standard_normal(5)
     x = from_numpy(a.copy()).requires_grad_()
-    g, = rawdev.autograd.grad(F.gelu(x).sum(), x, create_graph=True)
-    from math import erf, exp, pi, sqrt
-    ref = [0.5 * (1 + erf(v / sqrt(2))) + v * exp(-v * v / 2) / sqrt(2 * pi) for v in a]
+    g, = rawdev.autograd.grad(F.mish(x).sum(), x, create_graph=True)
+    sp = np.log1p(np.exp(a))
+    ref = np.tanh(sp) + a * (1 - np.tanh(sp) ** 2) / (1 + np.exp(-a))
     np.testing.assert_allclose(np.asarray(g.detach()), ref, rtol=1e-10)
     assert g.requires_grad
-    with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for GeluBackward0"):
+    with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for MishBackward0"):
         rawdev.autograd.grad(g.sum(), x)
     y = from_numpy(a.copy()).requires_grad_()
     with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for MaxBackward1"):
@@ -438,3 +451,20 @@ def test_jacobian_and_hessian():
         jacobian(lambda s, t: s * 2, (x, y), strict=True)
     out, g = vjp(lambda t: t * t, x, from_numpy(np.ones(3)))
     np.testing.assert_allclose(np.asarray(g), 2 * a, rtol=1e-12)
+
+
+def test_double_backward_activations_cuda_matches_cpu(device):
+    a = RNG.standard_normal((3, 41)).astype(np.float32)
+    v = RNG.standard_normal((3, 41)).astype(np.float32)
+
+    def hvp(dev):
+        x = rawdev.tensor(a, device=dev, requires_grad=True)
+        y = (F.gelu(x) * F.silu(x) + rawdev.clamp(x, -0.3, 0.8) * F.softplus(x)
+             + rawdev.where(x > 0, x * x, rawdev.cat([x[:, :20], x[:, 20:] * 2], 1))).sum()
+        gx, = rawdev.autograd.grad(y, x, create_graph=True)
+        return np.asarray(rawdev.autograd.grad((gx * rawdev.tensor(v, device=dev)).sum(), x)[0].cpu())
+
+    ref = hvp("cpu")
+    got = hvp(device)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

@@ -61,6 +61,7 @@ def _tensor_list(tensors, op):
 # ------------------------------------------------------------------ cat
 class _Cat(Function):
     node_name = "CatBackward0"
+    differentiable_backward = True    # narrow views of g: recorded under create_graph
 
     @staticmethod
     def forward(ctx, dim, shape, dt, *tensors):

@@ -105,7 +105,38 @@ GRAPH_GRADS = {
     "frac": lambda g, x, y: g * 1.0,
     "sign": lambda g, x, y: g * 0.0, "floor": lambda g, x, y: g * 0.0, "ceil": lambda g, x, y: g * 0.0,
     "round": lambda g, x, y: g * 0.0, "trunc": lambda g, x, y: g * 0.0,
+    "erf": lambda g, x, y: g * (x * x * -1.0).exp() * (2 / math.sqrt(math.pi)),
+    "gelu": lambda g, x, y: g * (0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())
+                                 + x * (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))),
+    "silu": lambda g, x, y: g * _silu_d(x),
+    "logsigmoid": lambda g, x, y: g * (-x).sigmoid(),
+    "softsign": lambda g, x, y: g / (1 + x.abs()) ** 2,
+    "tanhshrink": lambda g, x, y: g * x.tanh() ** 2,
+    # piecewise: the branch masks are constants; exp only sees the negative side (no inf * 0)
+    "elu": lambda g, x, y, a: g * _neg_side(x, lambda xn, m: m + (1 - m) * a * xn.exp()),
+    "selu": lambda g, x, y: g * _neg_side(x, lambda xn, m: (m + (1 - m) * _SELU_A * xn.exp()) * _SELU_S),
+    "celu": lambda g, x, y, a: g * _neg_side(x, lambda xn, m: m + (1 - m) * (xn / a).exp()),
+    "softplus": lambda g, x, y, b, t: g * _softplus_d(x, b, t),
+    "hardtanh": lambda g, x, y, lo, hi: g * (_const(x > lo, g) * _const(x < hi, g)),
+    "relu6": lambda g, x, y: g * (_const(x > 0, g) * _const(x < 6, g)),
+    "hardswish": lambda g, x, y: g * (_const(x >= -3, g) * _const(x <= 3, g) * (x / 3 + 0.5) + _const(x > 3, g)),
+    "hardsigmoid": lambda g, x, y: g * (_const(x > -3, g) * _const(x < 3, g) * (1 / 6)),
 }
+
+
+def _silu_d(x):
+    s = x.sigmoid()
+    return s * (1 + x * (1 - s))
+
+
+def _neg_side(x, f):
+    m = _const(x > 0, x)
+    return f(x * (1 - m), m)
+
+
+def _softplus_d(x, b, t):
+    m = _const(x * b > t, x)
+    return m + (1 - m) * (x * b).sigmoid()
 
 
 def apply(op, x, p=()):
