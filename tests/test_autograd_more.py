@@ -116,6 +116,9 @@ CASES.update({
     "where": (lambda a, b: rawdev.where(a > 0, a * b, b * b) * a, [(3, 4), (4,)], False),
     "clamp": (lambda a: rawdev.clamp(a, min=-0.5, max=0.7) * a, [(9,)], False),
     "maximum": (lambda a, b: rawdev.maximum(a * a, b) * rawdev.minimum(a, b), [(3, 4), (4,)], False),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x * x, (4,), w, b) * x, [(2, 3, 4), (4,), (4,)], False),
+    "layer_norm_2d_no_affine": (lambda x: F.layer_norm(x, (2, 3)) ** 2, [(3, 2, 3)], False),
+    "rms_norm": (lambda x, w: F.rms_norm(x, (5,), w, eps=1e-3) * x, [(3, 5), (5,)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
@@ -459,7 +462,7 @@ def test_double_backward_activations_cuda_matches_cpu(device):
 
     def hvp(dev):
         x = rawdev.tensor(a, device=dev, requires_grad=True)
-        y = (F.gelu(x) * F.silu(x) + rawdev.clamp(x, -0.3, 0.8) * F.softplus(x)
+        y = (F.gelu(x) * F.silu(x) + F.layer_norm(x * x, (41,)) * x + rawdev.clamp(x, -0.3, 0.8) * F.softplus(x)
              + rawdev.where(x > 0, x * x, rawdev.cat([x[:, :20], x[:, 20:] * 2], 1))).sum()
         gx, = rawdev.autograd.grad(y, x, create_graph=True)
         return np.asarray(rawdev.autograd.grad((gx * rawdev.tensor(v, device=dev)).sum(), x)[0].cpu())
