@@ -471,3 +471,35 @@ def test_double_backward_activations_cuda_matches_cpu(device):
     got = hvp(device)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_function_apply_keyword_arguments_and_variable():
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, k=2.0, shift=0.0):
+            ctx.k = k
+            return x * k + shift
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None, None
+
+    x = t64(3)
+    y = Scale.apply(x, shift=1.0)
+    np.testing.assert_allclose(np.asarray(y.detach()), 2 * np.asarray(x.detach()) + 1)
+    Scale.apply(x, k=5.0).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), np.full(3, 5.0))
+    from rawdev.autograd import Variable
+    v = Variable(rawdev.ones(2), requires_grad=True)
+    assert isinstance(v, rawdev.Tensor) and isinstance(v, Variable) and v.requires_grad and v.is_leaf
+    assert not isinstance(3, Variable)
+
+
+def test_register_backward_hook_runs_as_full_hook():
+    m = rawdev.nn.Linear(3, 2)
+    got = []
+    m.register_backward_hook(lambda mod, gi, go: got.append(tuple(go[0].shape)))
+    m(rawdev.randn(4, 3, requires_grad=True)).sum().backward()
+    assert got == [(4, 2)]
+    with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks"):
+        m.register_full_backward_hook(lambda *a: None)

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from .grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 
-__all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx"]
+__all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error"]
 
 _seq = itertools.count()
 
@@ -273,7 +273,14 @@ class Function:
         raise NotImplementedError("setup_context is not implemented.")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
+        if kwargs:   # bound to forward's parameters (defaults filled in), as PyTorch's bind_default_args
+            import inspect
+            old_style = cls.setup_context is Function.setup_context    # forward(ctx, ...)
+            sig = inspect.signature(cls.forward)
+            bound = sig.bind(None, *args, **kwargs) if old_style else sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args[1:] if old_style else bound.args
         from ..tensor.core import Tensor
         ctx = FunctionCtx()
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
@@ -344,3 +351,20 @@ def once_differentiable(fn):
         with no_grad():
             return fn(ctx, *args)
     return wrapper
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        from ..tensor.core import Tensor
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The pre-0.4 wrapper: Variable(t, requires_grad=False) is a tensor sharing t's data (every tensor is an
+    instance of Variable, as in PyTorch)."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        t = data.detach()
+        if requires_grad:
+            t.requires_grad_(True)
+        return t

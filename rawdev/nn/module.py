@@ -258,6 +258,15 @@ class Module:
         self.__dict__["_is_full_backward_hook"] = True
         return self._add_hook("_backward_hooks", hook, prepend)
 
+    def register_backward_hook(self, hook):
+        """PyTorch's deprecated non-full backward hook, run here as a full backward hook: grad_output is the
+        same; grad_input is with respect to the module's inputs (PyTorch's old hook gave the last op's)."""
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = False
+        return self._add_hook("_backward_hooks", hook)
+
     def register_state_dict_pre_hook(self, hook):
         """hook(module, prefix, keep_vars) before state_dict() saves this module's entries."""
         return self._add_hook("_state_dict_pre_hooks", hook)
