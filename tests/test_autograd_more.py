@@ -119,6 +119,12 @@ CASES.update({
     "layer_norm": (lambda x, w, b: F.layer_norm(x * x, (4,), w, b) * x, [(2, 3, 4), (4,), (4,)], False),
     "layer_norm_2d_no_affine": (lambda x: F.layer_norm(x, (2, 3)) ** 2, [(3, 2, 3)], False),
     "rms_norm": (lambda x, w: F.rms_norm(x, (5,), w, eps=1e-3) * x, [(3, 5), (5,)], False),
+    "dropout": (lambda a: (rawdev.manual_seed(7), F.dropout(a * a, 0.4))[1] * a, [(5, 9)], False),
+    "index_select": (lambda a: rawdev.index_select(a, 1, from_numpy(np.array([2, 0, 2, 3]))) ** 2, [(3, 4)],
+                     False),
+    "embedding": (lambda w: F.embedding(from_numpy(np.array([[1, 3, 1], [0, 3, 2]])), w * w, padding_idx=0) ** 2,
+                  [(4, 3)], False),
+    "masked_fill_flip": (lambda a: rawdev.masked_fill(a, a > 0.3, 2.0).flip(1) * a, [(3, 4)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
@@ -503,3 +509,23 @@ def test_register_backward_hook_runs_as_full_hook():
     assert got == [(4, 2)]
     with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks and full backward hooks"):
         m.register_full_backward_hook(lambda *a: None)
+
+
+def test_double_backward_index_ops_cuda_matches_cpu(device):
+    a = RNG.standard_normal((6, 37)).astype(np.float32)
+    v = RNG.standard_normal((6, 37)).astype(np.float32)
+    idx = np.array([[5, 1, 1], [0, 5, 3]])
+
+    def hvp(dev):
+        w = rawdev.tensor(a, device=dev, requires_grad=True)
+        i = rawdev.tensor(idx, device=dev)
+        e = F.embedding(i, w * w, padding_idx=1)
+        s = rawdev.index_select(w, 0, rawdev.tensor([4, 4, 2], device=dev))
+        y = (e.sum(0) * s).sum() + (rawdev.masked_fill(w, w > 0.5, 0.0) ** 3).sum()
+        gw, = rawdev.autograd.grad(y, w, create_graph=True)
+        return np.asarray(rawdev.autograd.grad((gw * rawdev.tensor(v, device=dev)).sum(), w)[0].cpu())
+
+    ref = hvp("cpu")
+    got = hvp(device)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

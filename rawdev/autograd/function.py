@@ -12,7 +12,8 @@ from collections import OrderedDict
 
 from .grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 
-__all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error"]
+__all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error",
+           "linear_backward"]
 
 _seq = itertools.count()
 
@@ -341,6 +342,27 @@ def delayed_error(grads, name):
             g.grad_fn, g._requires_grad = node, True
         out.append(g)
     return tuple(out)
+
+
+class _LinearBackward(Function):
+    """The backward of an op that is linear in its input (index_select, embedding, dropout, ...), recorded:
+    forward runs the op's own backward kernels on g; its backward is the op itself applied to gg (the adjoint
+    of the adjoint), written with recorded ops by the caller."""
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, g, bwd, adj):
+        ctx.adj = adj
+        return bwd(g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ctx.adj(gg), None, None
+
+
+def linear_backward(g, bwd, adj):
+    """bwd(g) as a graph node whose gradient is adj(gg) (see _LinearBackward)."""
+    return _LinearBackward.apply(g, bwd, adj)
 
 
 def once_differentiable(fn):

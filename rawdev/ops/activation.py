@@ -119,6 +119,19 @@ class _Dropout(Function):
         mask, = ctx.saved_tensors
         return backend_of(g).dropout_bwd(g, mask, ctx.p), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # the mask is a constant: the backward is its own adjoint
+        from ..autograd.function import linear_backward
+        mask, = ctx.saved_tensors
+        p = ctx.p
+
+        def bwd(t):
+            return backend_of(t).dropout_bwd(t, mask, p)
+
+        def adj(t):
+            return linear_backward(t, bwd, adj)
+        return adj(g), None, None
+
 
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa: A002
     """Zero each element with probability p, scale the rest by 1/(1-p). The mask comes from rawdev's generator:

@@ -398,6 +398,7 @@ def _flip_copy(x, dims):
 
 class _Flip(Function):
     node_name = "FlipBackward0"
+    differentiable_backward = True    # the backward is this op again when g is in the graph
 
     @staticmethod
     def forward(ctx, x, dims):

@@ -140,6 +140,21 @@ class _Embedding(Function):
         B.index_add_(gw, 1, ctx.V, ctx.D, idx, g)
         return gw, None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # the scatter-add recorded; its adjoint is the lookup again
+        from ..autograd.function import linear_backward
+        (idx,) = ctx.saved_tensors
+        pad = ctx.padding_idx
+        inner = type("EmbeddingCtx", (), {})()
+        inner.V, inner.D, inner.padding_idx, inner.saved_tensors = ctx.V, ctx.D, pad, (idx,)
+
+        def adj(gg):
+            rows = _Embedding.apply(gg, idx, pad)
+            if pad is not None:
+                rows = rows * backend_of(idx).compare(idx, pad, "ne").reshape(idx.numel(), 1).to(dtype=rows.dtype)
+            return rows
+        return linear_backward(g, lambda t: _Embedding.backward(inner, t)[0], adj), None, None
+
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
               sparse=False):

@@ -115,6 +115,11 @@ class _MaskedFill(Function):
         (mask,) = ctx.saved_tensors
         return sum_to(backend_of(g).fill_where(g, mask, 0), ctx.sx), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # g where the mask is False (a constant)
+        (mask,) = ctx.saved_tensors
+        return sum_to(g * (1 - mask.detach().to(dtype=g.dtype)), ctx.sx), None, None
+
 
 def masked_fill(input, mask, value):  # noqa: A002
     """input with value where mask is True (mask broadcast with input; value a number or a 0-dim tensor)."""
