@@ -93,6 +93,9 @@ CASES = {
 
 
 TARGET = from_numpy(np.array([2, 0, 4, 1, 4, 3]))
+TARGET_P = from_numpy(np.array([[0.2, 0.9, 0.5], [1.0, 0.0, 0.3]]))
+TARGET_45 = from_numpy(RNG.standard_normal((4, 5)))
+POS_W = from_numpy(np.array([0.5, 2.0, 1.5]))
 CE_WEIGHT = from_numpy(np.array([0.5, 1.0, 2.0, 1.5, 0.25]))
 CASES.update({
     "cross_entropy": (lambda a: F.cross_entropy(a, TARGET), [(6, 5)], False),
@@ -125,6 +128,13 @@ CASES.update({
     "embedding": (lambda w: F.embedding(from_numpy(np.array([[1, 3, 1], [0, 3, 2]])), w * w, padding_idx=0) ** 2,
                   [(4, 3)], False),
     "masked_fill_flip": (lambda a: rawdev.masked_fill(a, a > 0.3, 2.0).flip(1) * a, [(3, 4)], False),
+    "pointwise_losses": (lambda a: F.l1_loss(a * a, TARGET_45) + F.smooth_l1_loss(a * a, TARGET_45, beta=0.5)
+                         + F.huber_loss(a * a, TARGET_45, delta=0.7, reduction="sum"), [(4, 5)], False),
+    "bce": (lambda a: F.binary_cross_entropy(rawdev.sigmoid(a), TARGET_P), [(2, 3)], False),
+    "bce_logits": (lambda a: F.binary_cross_entropy_with_logits(a * a, TARGET_P, pos_weight=POS_W), [(2, 3)],
+                   False),
+    "kl_div": (lambda a: F.kl_div(F.log_softmax(a, 1), TARGET_P / 3, reduction="batchmean")
+               + F.kl_div(a * a, TARGET_P, log_target=True, reduction="sum"), [(2, 3)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
@@ -529,3 +539,12 @@ def test_double_backward_index_ops_cuda_matches_cpu(device):
     got = hvp(device)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_pointwise_loss_target_grad_is_a_delayed_error():
+    x, t = t64(3), t64(3)
+    gx, gt = rawdev.autograd.grad(F.l1_loss(x * x, t), (x, t), create_graph=True)
+    np.testing.assert_allclose(np.asarray(gt.detach()), -np.sign(np.asarray((x * x - t).detach())) / 3)
+    rawdev.autograd.grad(gx.sum(), x, retain_graph=True)    # the input's gradient is recorded
+    with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for L1LossBackward0"):
+        rawdev.autograd.grad(gt.sum(), t)

@@ -14,7 +14,7 @@ from .dispatch import backend, backend_of
 from .reduce import mean, sum
 from .registry import declare
 from .shape import expand, reshape
-from .unary import abs, relu, softplus, sqrt
+from .unary import abs, relu, sigmoid, softplus, sqrt
 
 
 # ------------------------------------------------------------------ losses
@@ -375,6 +375,45 @@ class _PointwiseLoss(Function):
                [gx.data_ptr() if gx is not None else 0, gt.data_ptr() if gt is not None else 0, g.data_ptr(),
                 x.data_ptr(), t.data_ptr(), w.data_ptr() if w is not None else 0, _PW[op], float(a), n], n,
                op + " backward")
+        return gx, gt, gw, None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: d(loss)/d(input) from recorded ops (branch masks and the target as constants);
+        gradients for a target or pos_weight that need one keep the kernels' values, with a delayed error."""
+        from ..autograd.function import delayed_error
+        from ..autograd.grad_mode import no_grad
+        x, t, w = ctx.saved_tensors
+        op, a = ctx.op, ctx.a
+        need_x, need_t, need_w = ctx.needs_input_grad[:3]
+        gx = None
+        if need_x:
+            td = t.detach()
+
+            def const(m):
+                return m.detach().to(dtype=g.dtype)
+            d = sub(x, td)
+            if op == "l1":
+                gx = mul(g, const(d.sign()))
+            elif op in ("smooth_l1", "huber"):
+                m = const(abs(d.detach()) < a)
+                lin = div(d, a) if op == "smooth_l1" else d
+                out = mul(const(d.sign()), 1.0 if op == "smooth_l1" else a)
+                gx = mul(g, add(mul(m, lin), mul(sub(1, m), out)))
+            elif op == "bce":
+                gx = mul(g, div(d, mul(sub(1, x), x)))
+            elif op == "bce_logits":
+                lw = 1 if w is None else add(mul(sub(w.detach(), 1), td), 1)
+                gx = mul(g, sub(sub(1, td), mul(lw, sigmoid(neg(x)))))
+            elif op == "kl":
+                gx = mul(g, neg(td))
+            else:
+                gx = mul(g, neg(td.exp()))
+        gt = gw = None
+        if need_t or need_w:
+            with no_grad():
+                _, gt, gw, _, _ = _PointwiseLoss.backward(ctx, g.detach())
+            gt, gw = delayed_error((gt, gw), _PW_NODE[op])
         return gx, gt, gw, None, None
 
 
