@@ -135,6 +135,8 @@ CASES.update({
                    False),
     "kl_div": (lambda a: F.kl_div(F.log_softmax(a, 1), TARGET_P / 3, reduction="batchmean")
                + F.kl_div(a * a, TARGET_P, log_target=True, reduction="sum"), [(2, 3)], False),
+    "max_min": (lambda a: a.max() * a + a.max(1).values.unsqueeze(1) * a.min(0, keepdim=True).values * a,
+                [(3, 4)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
@@ -204,10 +206,11 @@ def test_unsupported_double_backward_raises():
     assert g.requires_grad
     with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for MishBackward0"):
         rawdev.autograd.grad(g.sum(), x)
-    y = from_numpy(a.copy()).requires_grad_()
-    with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for MaxBackward1"):
-        g, = rawdev.autograd.grad((y.max() * y).sum(), y, create_graph=True)
-        rawdev.autograd.grad(g.sum(), y)
+    q = from_numpy(RNG.standard_normal((1, 2, 3, 4))).requires_grad_()    # a Function with plain kernels
+    g, = rawdev.autograd.grad((F.scaled_dot_product_attention(q, q, q) * q).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError,
+                       match="rawdev: double backward is not supported for ScaledDotProductAttentionBackward0"):
+        rawdev.autograd.grad(g.sum(), q)
 
 
 def test_user_function_double_backward_and_ctx():
@@ -531,7 +534,8 @@ def test_double_backward_index_ops_cuda_matches_cpu(device):
         i = rawdev.tensor(idx, device=dev)
         e = F.embedding(i, w * w, padding_idx=1)
         s = rawdev.index_select(w, 0, rawdev.tensor([4, 4, 2], device=dev))
-        y = (e.sum(0) * s).sum() + (rawdev.masked_fill(w, w > 0.5, 0.0) ** 3).sum()
+        y = ((e.sum(0) * s).sum() + (rawdev.masked_fill(w, w > 0.5, 0.0) ** 3).sum()
+             + (w.max(1).values ** 2).sum() * w.max())
         gw, = rawdev.autograd.grad(y, w, create_graph=True)
         return np.asarray(rawdev.autograd.grad((gw * rawdev.tensor(v, device=dev)).sum(), w)[0].cpu())
 
