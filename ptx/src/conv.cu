@@ -56,20 +56,26 @@ struct PoolGeom {
 };
 
 // doc: y, idx [N, C, OH, OW] = max over each (padded, dilated) window of x[N, C, H, W] and the flat h*W+w of
-// the first maximum (NaN wins, as PyTorch); g: PoolGeom.
-extern "C" __global__ void max_pool2d_f32(float* __restrict__ y, long long* __restrict__ idx, const float* __restrict__ x, PoolGeom g)
+// the first maximum (NaN wins, as PyTorch); mode 0 max_pool2d, mode 1 adaptive windows; g: PoolGeom.
+extern "C" __global__ void max_pool2d_f32(float* __restrict__ y, long long* __restrict__ idx, const float* __restrict__ x, PoolGeom g, int mode)
 {
     GRID_STRIDE(t, g.N * g.C * g.OH * g.OW)
     {
         const long long ow = t % g.OW, oh = (t / g.OW) % g.OH, nc = t / (g.OW * g.OH);
         const float* xp = x + nc * g.H * g.W;
+        // the window as a start, a count and a step along each axis
+        long long h0 = oh * g.SH - g.PH, nh = g.KH, dh = g.DH, w0 = ow * g.SW - g.PW, nw = g.KW, dw = g.DW;
+        if (mode == 1) {
+            h0 = oh * g.H / g.OH; nh = ((oh + 1) * g.H + g.OH - 1) / g.OH - h0; dh = 1;
+            w0 = ow * g.W / g.OW; nw = ((ow + 1) * g.W + g.OW - 1) / g.OW - w0; dw = 1;
+        }
         float best = __int_as_float(0xff800000);
         long long arg = -1;
-        for (long long i = 0; i < g.KH; ++i) {
-            const long long h = oh * g.SH - g.PH + i * g.DH;
+        for (long long i = 0; i < nh; ++i) {
+            const long long h = h0 + i * dh;
             if (h < 0 || h >= g.H) continue;
-            for (long long j = 0; j < g.KW; ++j) {
-                const long long w = ow * g.SW - g.PW + j * g.DW;
+            for (long long j = 0; j < nw; ++j) {
+                const long long w = w0 + j * dw;
                 if (w < 0 || w >= g.W) continue;
                 const float v = xp[h * g.W + w];
                 if (arg < 0 || v > best || (v != v && best == best)) {

@@ -30,4 +30,11 @@ from .layers import (GRU, LSTM, RNN, GRUCell, LSTMCell, MultiheadAttention, RNNB
                      RNNCellBase)
 
 __all__ += ["MultiheadAttention", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,  # noqa: E402
+                     AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose1d,
+                     ConvTranspose2d, MaxPool1d, MaxPool2d)
+
+__all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+            "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+            "BatchNorm1d", "BatchNorm2d"]
 from . import modules  # noqa: E402,F401

@@ -3,11 +3,20 @@ import numpy as np
 
 from .cpu import v, wrap
 
-__all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd"]
+__all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd",
+           "bn_stats", "bn_apply", "bn_bwd"]
 
 
-def _padded(xv, PH, PW, fill=0.0):
-    return np.pad(xv, ((0, 0), (0, 0), (PH, PH), (PW, PW)), constant_values=fill)
+def _far(n, p, k, s, d, o):
+    """Padding needed after the input so the last window (o-1)*s + d*(k-1) fits: padding='same' with an even
+    kernel pads one more cell after than before, and ceil_mode's last window may pass the input's end."""
+    return max(0, (o - 1) * s + d * (k - 1) + 1 - (n + p))
+
+
+def _padded(xv, geom, fill=0.0):
+    N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = geom
+    return np.pad(xv, ((0, 0), (0, 0), (PH, _far(H, PH, KH, SH, DH, OH)), (PW, _far(W, PW, KW, SW, DW, OW))),
+                  constant_values=fill)
 
 
 def _window(xp, i, j, SH, SW, DH, DW, OH, OW):
@@ -16,7 +25,7 @@ def _window(xp, i, j, SH, SW, DH, DW, OH, OW):
 
 def im2col(x, geom):
     N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = geom
-    xp = _padded(v(x), PH, PW)
+    xp = _padded(v(x), geom)
     cols = np.empty((C, KH, KW, N, OH, OW), xp.dtype)
     for i in range(KH):
         for j in range(KW):
@@ -27,17 +36,26 @@ def im2col(x, geom):
 def col2im(dcols, geom):
     N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = geom
     d = v(dcols).reshape(C, KH, KW, N, OH, OW)
-    dxp = np.zeros((N, C, H + 2 * PH, W + 2 * PW), d.dtype)
+    dxp = np.zeros((N, C, H + PH + _far(H, PH, KH, SH, DH, OH), W + PW + _far(W, PW, KW, SW, DW, OW)), d.dtype)
     for i in range(KH):
         for j in range(KW):
             _window(dxp, i, j, SH, SW, DH, DW, OH, OW)[...] += d[:, i, j].transpose(1, 0, 2, 3)
     return wrap(dxp[:, :, PH:PH + H, PW:PW + W], dcols.dtype)
 
 
-def max_pool2d(x, geom):
+def max_pool2d(x, geom, adaptive=False):
     N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW = geom
     xv = v(x)
-    xp = _padded(xv, PH, PW, -np.inf)
+    if adaptive:
+        best = np.empty((N, C, OH, OW), xv.dtype)
+        arg = np.empty((N, C, OH, OW), np.int64)
+        for oh, ow, h0, h1, w0, w1, _ in _avg_windows(geom, True, False):
+            win = xv[:, :, h0:h1, w0:w1].reshape(N, C, -1)
+            k = np.where(np.isnan(win).any(-1), np.isnan(win).argmax(-1), win.argmax(-1))
+            best[:, :, oh, ow] = np.take_along_axis(win, k[..., None], -1)[..., 0]
+            arg[:, :, oh, ow] = (h0 + k // (w1 - w0)) * W + w0 + k % (w1 - w0)
+        return wrap(best, x.dtype), wrap(arg)
+    xp = _padded(xv, geom, -np.inf)
     best = np.full((N, C, OH, OW), -np.inf, xv.dtype)
     arg = np.full((N, C, OH, OW), -1, np.int64)
     oh = np.arange(OH)[:, None] * SH - PH
@@ -98,3 +116,29 @@ def avg_pool2d_bwd(g, geom, adaptive, count_pad):
     for oh, ow, h0, h1, w0, w1, div in _avg_windows(geom, adaptive, count_pad):
         dx[:, :, h0:h1, w0:w1] += (gv[:, :, oh, ow] / div)[:, :, None, None]
     return wrap(dx, g.dtype)
+
+
+# ------------------------------------------------------------------ batch norm
+def bn_stats(x3):
+    xv = v(x3)
+    return wrap(xv.mean(axis=(0, 2)), x3.dtype), wrap(xv.var(axis=(0, 2)), x3.dtype)
+
+
+def bn_apply(x3, mean, invstd, w, b):
+    y = (v(x3) - v(mean)[:, None]) * v(invstd)[:, None]
+    if w is not None:
+        y = y * v(w)[:, None]
+    if b is not None:
+        y = y + v(b)[:, None]
+    return wrap(y, x3.dtype)
+
+
+def bn_bwd(g3, x3, mean, invstd, w, training):
+    gv, xv = v(g3), v(x3)
+    istd = v(invstd)[:, None]
+    xhat = (xv - v(mean)[:, None]) * istd
+    sdy, sdx = gv.sum(axis=(0, 2)), (gv * xhat).sum(axis=(0, 2))
+    M = max(xv.shape[0] * xv.shape[2], 1)
+    g = gv - (sdy[:, None] + xhat * sdx[:, None]) / M if training else gv
+    scale = istd * (v(w)[:, None] if w is not None else 1)
+    return wrap(g * scale, g3.dtype), wrap(sdy, g3.dtype), wrap(sdx, g3.dtype)

@@ -9,6 +9,10 @@ from .flatten import Flatten, Identity, Unflatten
 from .linear import Linear
 from .normalization import LayerNorm, RMSNorm
 from .sparse import Embedding
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+                      AvgPool2d, MaxPool1d, MaxPool2d)
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss, TripletMarginLoss)
 
@@ -19,7 +23,10 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
            "CosineEmbeddingLoss", "TripletMarginLoss", "LayerNorm", "RMSNorm", "Embedding", "MultiheadAttention",
-           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+           "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+           "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "BatchNorm1d", "BatchNorm2d"]
 
 
 def tag_modules(model):
