@@ -137,6 +137,18 @@ CASES.update({
                + F.kl_div(a * a, TARGET_P, log_target=True, reduction="sum"), [(2, 3)], False),
     "max_min": (lambda a: a.max() * a + a.max(1).values.unsqueeze(1) * a.min(0, keepdim=True).values * a,
                 [(3, 4)], False),
+    "conv2d": (lambda x, w, b: rawdev.tanh(F.conv2d(x, w, b, stride=2, padding=1, dilation=1)),
+               [(2, 2, 5, 6), (4, 2, 3, 3), (4,)], False),
+    "conv2d_groups_dilation": (lambda x, w: F.conv2d(x * x, w, groups=2, dilation=2) ** 2,
+                               [(1, 4, 6, 5), (2, 2, 2, 2)], False),
+    "conv1d": (lambda x, w: F.conv1d(x, w, padding=1) ** 2, [(2, 3, 7), (2, 3, 3)], False),
+    "conv_transpose2d": (lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, output_padding=1) ** 2,
+                         [(1, 3, 3, 4), (3, 2, 3, 3), (2,)], False),
+    "pools": (lambda x: F.max_pool2d(x * x, 2, stride=2, padding=1) ** 2 + F.avg_pool2d(x * x, 3, stride=2,
+                                                                                        padding=1) * 3,
+              [(2, 2, 5, 5)], False),
+    "adaptive_pools": (lambda x: F.adaptive_avg_pool2d(x * x, (2, 3)) * F.adaptive_max_pool2d(x, (2, 3)),
+                       [(1, 2, 5, 7)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
@@ -552,3 +564,30 @@ def test_pointwise_loss_target_grad_is_a_delayed_error():
     rawdev.autograd.grad(gx.sum(), x, retain_graph=True)    # the input's gradient is recorded
     with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for L1LossBackward0"):
         rawdev.autograd.grad(gt.sum(), t)
+
+
+def test_gradient_penalty_conv_net_cuda_matches_cpu(device):
+    """WGAN-GP's penalty on a small conv critic: conv, leaky_relu, pooling, linear, double backward."""
+    rawdev.manual_seed(11)
+    net = rawdev.nn.Sequential(rawdev.nn.Conv2d(3, 5, 3, stride=1, padding=1), rawdev.nn.LeakyReLU(0.2),
+                               rawdev.nn.MaxPool2d(2), rawdev.nn.Conv2d(5, 4, 3, padding=1), rawdev.nn.Tanh(),
+                               rawdev.nn.AvgPool2d(2), rawdev.nn.Flatten(), rawdev.nn.Linear(4 * 2 * 2, 1))
+    state = {k: v.clone() for k, v in net.state_dict().items()}
+    x0 = RNG.standard_normal((3, 3, 9, 9)).astype(np.float32)
+
+    def run(dev):
+        net.load_state_dict(state)
+        net.to(dev)
+        net.zero_grad()
+        x = rawdev.tensor(x0, device=dev, requires_grad=True)
+        g, = rawdev.autograd.grad(net(x).sum(), x, create_graph=True)
+        ((g.reshape(3, -1) ** 2).sum(1).sqrt() - 1).pow(2).mean().backward()
+        # every parameter but the last bias shapes d(out)/dx
+        assert [p.grad is None for p in net.parameters()] == [False] * 5 + [True]
+        return [np.asarray(p.grad.cpu()) for p in list(net.parameters())[:5]]
+
+    ref = run("cpu")
+    got = run(device)
+    for a, r in zip(got, ref):
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(a, r, rtol=1e-3, atol=1e-4)
