@@ -9,16 +9,29 @@ import rawdev.ops.cuda as cuda_ops
 RNG = np.random.default_rng()
 
 
-@pytest.fixture(params=["cpu", "cuda"])
+@pytest.fixture(params=["cpu", "sim", pytest.param("gpu", marks=pytest.mark.gpu)])
 def device(request):
-    if request.param == "cuda":
-        from rawdev.runtime import reset_for_tests
-        reset_for_tests("sim")
-        cuda_ops.set_poison(True)
-        yield "cuda"
-        cuda_ops.set_poison(False)
-    else:
+    """'cpu', or 'cuda' on the simulator (outputs poisoned before kernels run), or on a real GPU when present."""
+    if request.param == "cpu":
         yield "cpu"
+        return
+    import os
+
+    from rawdev.runtime import reset_for_tests
+
+    from conftest import real_gpu
+    name = request.param
+    if name == "gpu":
+        if os.environ.get("RAWDEV_GPU_TESTS_ON") == "sim":
+            name = "sim"
+        elif real_gpu():
+            pytest.skip(f"needs a real GPU: {real_gpu().split(': install')[0]}")
+        else:
+            name = "cuda"
+    reset_for_tests(name)
+    cuda_ops.set_poison(True)
+    yield "cuda"
+    cuda_ops.set_poison(False)
 
 
 # ------------------------------------------------------------------ Size
