@@ -95,6 +95,7 @@ CASES = {
 TARGET = from_numpy(np.array([2, 0, 4, 1, 4, 3]))
 TARGET_P = from_numpy(np.array([[0.2, 0.9, 0.5], [1.0, 0.0, 0.3]]))
 TARGET_45 = from_numpy(RNG.standard_normal((4, 5)))
+BN_MEAN, BN_VAR = from_numpy(np.array([0.3, -0.2])), from_numpy(np.array([1.5, 0.7]))
 POS_W = from_numpy(np.array([0.5, 2.0, 1.5]))
 CE_WEIGHT = from_numpy(np.array([0.5, 1.0, 2.0, 1.5, 0.25]))
 CASES.update({
@@ -149,6 +150,11 @@ CASES.update({
               [(2, 2, 5, 5)], False),
     "adaptive_pools": (lambda x: F.adaptive_avg_pool2d(x * x, (2, 3)) * F.adaptive_max_pool2d(x, (2, 3)),
                        [(1, 2, 5, 7)], False),
+    "batch_norm_train": (lambda x, w, b: F.batch_norm(x * x, None, None, w, b, training=True, eps=1e-3) * x,
+                         [(3, 2, 4), (2,), (2,)], False),
+    "batch_norm_2d_no_affine": (lambda x: F.batch_norm(x, None, None, training=True) ** 2, [(2, 3, 2, 2)], False),
+    "batch_norm_eval": (lambda x, w: F.batch_norm(x * x, BN_MEAN, BN_VAR, w, None, training=False) ** 2,
+                        [(4, 2), (2,)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
 
@@ -580,9 +586,10 @@ def test_pointwise_loss_target_grad_is_a_delayed_error():
 
 
 def test_gradient_penalty_conv_net_cuda_matches_cpu(device):
-    """WGAN-GP's penalty on a small conv critic: conv, leaky_relu, pooling, linear, double backward."""
+    """WGAN-GP's penalty on a small conv critic: conv, batch norm, leaky_relu, pooling, linear, double backward."""
     rawdev.manual_seed(11)
-    net = rawdev.nn.Sequential(rawdev.nn.Conv2d(3, 5, 3, stride=1, padding=1), rawdev.nn.LeakyReLU(0.2),
+    net = rawdev.nn.Sequential(rawdev.nn.Conv2d(3, 5, 3, stride=1, padding=1, bias=False), rawdev.nn.BatchNorm2d(5),
+                               rawdev.nn.LeakyReLU(0.2),
                                rawdev.nn.MaxPool2d(2), rawdev.nn.Conv2d(5, 4, 3, padding=1), rawdev.nn.Tanh(),
                                rawdev.nn.AvgPool2d(2), rawdev.nn.Flatten(), rawdev.nn.Linear(4 * 2 * 2, 1))
     state = {k: v.clone() for k, v in net.state_dict().items()}
@@ -596,8 +603,8 @@ def test_gradient_penalty_conv_net_cuda_matches_cpu(device):
         g, = rawdev.autograd.grad(net(x).sum(), x, create_graph=True)
         ((g.reshape(3, -1) ** 2).sum(1).sqrt() - 1).pow(2).mean().backward()
         # every parameter but the last bias shapes d(out)/dx
-        assert [p.grad is None for p in net.parameters()] == [False] * 5 + [True]
-        return [np.asarray(p.grad.cpu()) for p in list(net.parameters())[:5]]
+        assert [p.grad is None for p in net.parameters()] == [False] * 6 + [True]
+        return [np.asarray(p.grad.cpu()) for p in list(net.parameters())[:6]]
 
     ref = run("cpu")
     got = run(device)

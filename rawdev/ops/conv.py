@@ -587,6 +587,50 @@ class _BatchNorm(Function):
         return (dx.reshape(ctx.shape) if need[0] else None, sdx if need[1] else None, sdy if need[2] else None,
                 None, None, None)
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: batch norm rebuilt from differentiable ops on the input. The saved [N, C, L] rows
+        were made inside forward, so an alias of them in the input's shape takes the input's place in the graph
+        (the node's first edge). In training the statistics are the batch's: invstd = (var(x) + c)^-1/2 with
+        c = 1/invstd² − var, the constant that stands for eps (so the value is the forward's)."""
+        import numpy as np
+
+        from ..autograd.function import AccumulateGrad
+        from ..tensor.factory import from_numpy
+        x3, mean, invstd, w = ctx.saved_tensors
+        N, C, L = x3.shape
+        need = ctx.needs_input_grad
+        edge, nr = ctx._graph_node.next_functions[0]
+        x = x3.detach().reshape(ctx.shape)
+        if isinstance(edge, AccumulateGrad):
+            x.__dict__["_accumulate_grad"] = edge
+            x._requires_grad = True
+        elif edge is not None:
+            x.grad_fn, x._requires_grad = edge, True
+            if nr:
+                x.__dict__["_output_nr"] = nr
+        xr = x.reshape(N, C, L)
+        g3 = g.reshape(N, C, L)
+        wc = w.reshape(1, C, 1) if w is not None else None
+        if ctx.training:
+            mu = xr.mean((0, 2), keepdim=True)
+            xc = xr - mu
+            var = (xc * xc).mean((0, 2), keepdim=True)
+            xv = np.asarray(x3.detach().cpu(), np.float64)
+            c = 1.0 / np.asarray(invstd.detach().cpu(), np.float64) ** 2 - xv.var(axis=(0, 2))
+            cst = from_numpy(np.ascontiguousarray(c.reshape(1, C, 1))).to(device=x.device, dtype=x.dtype)
+            rstd = (var + cst) ** -0.5
+            xhat = xc * rstd
+            gxhat = g3 * wc if wc is not None else g3
+            dx = rstd * (gxhat - gxhat.mean((0, 2), keepdim=True) - xhat * (gxhat * xhat).mean((0, 2), keepdim=True))
+        else:
+            rstd = invstd.detach().reshape(1, C, 1)
+            xhat = (xr - mean.detach().reshape(1, C, 1)) * rstd
+            dx = g3 * (wc * rstd if wc is not None else rstd)
+        dw = (g3 * xhat).sum((0, 2)) if w is not None and need[1] else None
+        db = g3.sum((0, 2)) if need[2] else None
+        return dx.reshape(ctx.shape) if need[0] else None, dw, db, None, None, None
+
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
                eps=1e-5):
