@@ -9,7 +9,7 @@ from .. import random as _random
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "kaiming_uniform_",
-           "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "trunc_normal_"]
+           "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "trunc_normal_", "orthogonal_", "dirac_", "eye_"]
 
 
 def _gen(generator):
@@ -127,3 +127,50 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """Fill tensor (≥ 2-D, viewed as [rows, the rest]) with a (semi-)orthogonal matrix: the Q of a QR
+    decomposition of a standard normal sample, its columns' signs fixed by R's diagonal, times gain
+    (Saxe et al. 2013, as PyTorch's)."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _gen(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
+
+
+def dirac_(tensor, groups=1):
+    """Fill a {3,4,5}-D conv weight so the convolution is the identity (per group), as PyTorch's."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_g = shape[0] // groups
+    w = np.zeros(shape)
+    for g in range(groups):
+        for d in range(min(out_g, shape[1])):
+            w[(g * out_g + d, d) + tuple(s // 2 for s in shape[2:])] = 1
+    return _fill(tensor, w)
+
+
+def eye_(tensor):
+    """Fill a 2-D tensor with the identity matrix."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def xavier_uniform(tensor, gain=1.0):
+    """Deprecated alias of xavier_uniform_ (PyTorch keeps it)."""
+    return xavier_uniform_(tensor, gain)

@@ -8,11 +8,12 @@ import operator
 import numpy as np
 
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
 from .dispatch import backend, backend_of
+from .inplace import check_inplace_graph
 from .registry import declare
-from ..autograd.grad_mode import is_grad_enabled
 from .shape import _view_op, make_view, reshape, wrap_dim
 
 __all__ = ["getitem", "setitem", "basic_index_meta"]
@@ -105,12 +106,13 @@ def check_graph_write(self, value):
 
 def setitem(self, idx, value):
     """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage."""
+    plan = _plan_advanced(self, idx)
+    if plan is not None and check_inplace_graph(self, (value,)):   # recorded: IndexPutBackward0
+        _put_recorded(self, plan, value, False)
+        return
     check_graph_write(self, value)
-    split = _split_advanced(self, idx)
-    if split is not None:           # one index tensor / list / mask: an index_copy_ into the basic view
-        basic, t, d = split
-        view = make_view(self, basic_index_meta(self, basic))
-        _put_along(view, d, t, value, accumulate=False)
+    if plan is not None:            # index tensors / lists / masks: an index_copy_ into the basic view
+        _put_advanced(self, plan, value, accumulate=False)
         return
     view = make_view(self, basic_index_meta(self, idx))
     if isinstance(value, Tensor):
@@ -121,30 +123,19 @@ def setitem(self, idx, value):
         view._write(Tensor._from_values(value, self.dtype))
 
 
-def _put_along(view, d, t, value, accumulate):
-    """view[..., t, ...] (=|+=) value along dim d: t an int index of any shape or a 1-D mask."""
-    if t.dtype.name == "bool":
-        t = _mask_to_index(t, view.shape[d])
-    idx = _index_vector(t.reshape(-1), "index_put_", view.device)
-    want = list(view.shape)
-    want[d] = idx.numel()
-    src = value if isinstance(value, Tensor) else Tensor._from_values(np.asarray(value), view.dtype)
-    if src.device != view.device:
-        src = src.to(view.device)
-    lead = tuple(view.shape[:d]) + tuple(t.shape) + tuple(view.shape[d + 1:])   # value broadcasts to x[idx]'s shape
-    src = src.expand(lead).reshape(want)
-    _write_along(view, d, idx, src, accumulate)
-
-
 def index_put_(input, indices, values, accumulate=False):  # noqa: A002
     """input[indices] = values (or += with accumulate, where repeated indices add up), in place."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put_(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    plan = _plan_advanced(input, tuple(indices))
+    if plan is not None and check_inplace_graph(input, (values,)):
+        _put_recorded(input, plan, values, accumulate)
+        return input
     check_graph_write(input, values)
-    split = _split_advanced(input, tuple(indices))
-    if split is None:
+    if plan is None:
         setitem(input, tuple(indices), values)
         return input
-    basic, t, d = split
-    _put_along(make_view(input, basic_index_meta(input, basic)), d, t, values, accumulate)
+    _put_advanced(input, plan, values, accumulate)
     return input
 
 
@@ -286,7 +277,7 @@ def index_copy(input, dim, index, source):  # noqa: A002
     return _index_put(input, dim, index, source, False, 1, "index_copy")
 
 
-# ------------------------------------------------------------------ advanced indexing (one index tensor)
+# ------------------------------------------------------------------ advanced indexing (index tensors, lists, masks)
 def _as_index_tensor(i, device):
     """An advanced index entry (int/bool tensor, list, numpy array) as a tensor, or None for a basic one."""
     if isinstance(i, Tensor):
@@ -295,64 +286,244 @@ def _as_index_tensor(i, device):
         return i
     if isinstance(i, (list, np.ndarray)):
         from ..tensor.factory import tensor
+        if isinstance(i, list) and np.size(i) == 0:
+            return tensor(np.zeros(np.shape(i), np.int64), device=device)   # x[[]]: an empty long index
         return tensor(i, device=device)
     return None
 
 
-def _split_advanced(x, idx):
-    """(basic index with the advanced entry as a full slice, advanced tensor, its position among the view's dims)
-    or None when idx is basic; NotImplementedError for several advanced entries."""
+def _plan_advanced(x, idx):
+    """None for a basic index; else (basic index with every advanced entry as full slices, the view dims the index
+    tensors address, the int64 index tensors, whether the result dims stay in place). PyTorch's rule: ints select
+    first; the indexed dims' result goes where they were when the index tensors sit next to each other, else first.
+    A k-dim boolean mask counts as k index tensors (its nonzero positions) over k consecutive dims."""
     entries = idx if isinstance(idx, tuple) else (idx,)
-    adv = [(k, t) for k, t in ((k, _as_index_tensor(e, x.device)) for k, e in enumerate(entries)) if t is not None]
-    if not adv:
+    conv = [(e, _as_index_tensor(e, x.device)) for e in entries]
+    if all(t is None for _, t in conv):
         return None
-    if len(adv) > 1:
-        raise NotImplementedError("rawdev's advanced indexing takes one index tensor (or list, or mask) combined "
-                                  "with basic indices; index one dimension at a time")
-    k, t = adv[0]
-    if t.dtype.name == "bool" and t.ndim != 1:
-        raise NotImplementedError("rawdev's boolean-mask indexing takes a 1-D mask (flatten the masked dims first)")
-    basic = entries[:k] + (slice(None),) + entries[k + 1:]
-    # the advanced entry's dim in the basic view: every earlier entry but ints keeps or adds a dim
-    pos = 0
-    for e in entries[:k]:
-        if e is Ellipsis:
-            used = sum(1 for q in entries if q is not None and q is not Ellipsis)
-            pos += x.ndim - used
-        elif not _is_int(e):
-            pos += 1
-    return basic, t, pos
+    for e, t in conv:
+        if t is None and not (e is None or e is Ellipsis or isinstance(e, slice) or _is_int(e)):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             "valid indices (got " + type(e).__name__ + ")")
+        if t is not None and t.dtype.name not in ("bool", "uint8", "int64", "int32", "int16", "int8"):
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if sum(1 for e, _ in conv if e is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+
+    def consumed(e, t):
+        if t is not None:
+            return t.ndim if t.dtype.name in ("bool", "uint8") else 1
+        return 0 if e is None or e is Ellipsis else 1
+    used = sum(consumed(e, t) for e, t in conv)
+    if used > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    basic, marks, tensors, xdim = [], [], [], 0
+    for e, t in conv:
+        if t is None:
+            if e is Ellipsis:
+                n = x.ndim - used
+                basic += [slice(None)] * n
+                marks += ["b"] * n
+                xdim += n
+            else:
+                basic.append(e)
+                if not _is_int(e):
+                    marks.append("b")
+                if e is not None:
+                    xdim += 1
+            continue
+        if t.dtype.name in ("bool", "uint8"):
+            k = t.ndim
+            want = tuple(x.shape[xdim:xdim + k])
+            for j in range(k):
+                if t.shape[j] != want[j]:
+                    raise IndexError(f"The shape of the mask {list(t.shape)} at index {j} does not match the shape of "
+                                     f"the indexed tensor {list(x.shape)} at index {xdim + j}")
+            from ..tensor.factory import tensor
+            # the count of True entries decides the result's shape: a host read, as in PyTorch (a sync on cuda)
+            for pos in np.nonzero(np.asarray(t.detach().cpu()).astype(bool)):
+                tensors.append(tensor(pos.astype(np.int64), device=x.device))
+                marks.append("a")
+            basic += [slice(None)] * k
+            xdim += k
+            continue
+        if t.device != x.device:
+            t = t.to(x.device)
+        tensors.append(t.long() if t.dtype.name != "int64" else t)
+        marks.append("a")
+        basic.append(slice(None))
+        xdim += 1
+    dims = [k for k, m in enumerate(marks) if m == "a"]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims))) if dims else True
+    return tuple(basic), dims, tensors, adjacent
 
 
-def _mask_to_index(mask, size):
-    if mask.numel() != size:
-        raise IndexError(f"The shape of the mask [{mask.numel()}] at index 0 does not match the shape of the indexed "
-                         f"tensor [{size}] at index 0")
-    from ..tensor.factory import tensor
-    # the count of True entries decides the result's shape: a host read, as in PyTorch (a sync on cuda)
-    return tensor(np.flatnonzero(np.asarray(mask.detach().cpu())), device=mask.device)
+def _linear_index(view, dims, tensors):
+    """(broadcast shape B of the index tensors, a [prod(B)] int64 vector of positions in the indexed dims)."""
+    shapes = [tuple(t.shape) for t in tensors]
+    try:
+        B = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes " +
+                         ", ".join(str(list(s)) for s in shapes)) from None
+    flat = [t.detach().expand(B).reshape(-1) for t in tensors]
+    if len(flat) == 1:
+        return B, flat[0].contiguous()        # the index kernels wrap negatives and check the range themselves
+    from .join import stack
+    sizes = [view.shape[d] for d in dims]
+    return B, backend("index", flat[0]).linear_index(stack(flat).contiguous(), sizes)
+
+
+def _adv_order(nb, before, ndim):
+    """The permutation that moves the first nb dims (the index result) after the next `before` dims."""
+    return list(range(nb, nb + before)) + list(range(nb)) + list(range(nb + before, ndim))
 
 
 def getitem(self, idx):
-    """x[idx]: a view for basic indices (SliceBackward0 / SelectBackward0); with one index tensor, list or 1-D
-    mask, the selected slices (index_select, IndexBackward0 in the graph)."""
-    split = _split_advanced(self, idx)
-    if split is None:
+    """x[idx]: a view for basic indices (SliceBackward0 / SelectBackward0); with index tensors, lists or masks,
+    the selected elements (index_select over the indexed dims, IndexBackward0 in the graph; its gradient is an
+    index_put with accumulate: atomics on cuda)."""
+    plan = _plan_advanced(self, idx)
+    if plan is None:
         out = _index(self, idx)
         if out.grad_fn is not None and _is_int(idx):
             out.grad_fn.rename("SelectBackward0")
         return out
-    basic, t, d = split
+    return _get_advanced(self, plan, "IndexBackward0")
+
+
+def _get_advanced(self, plan, node=None):
+    basic, dims, tensors, adjacent = plan
     view = _index(self, basic)
-    if t.dtype.name == "bool":
-        t = _mask_to_index(t, view.shape[d])
-    flat = t.reshape(-1)
-    out = index_select(view, d, flat)
-    shape = tuple(view.shape[:d]) + tuple(t.shape) + tuple(view.shape[d + 1:])
-    out = reshape(out, shape)
-    if out.grad_fn is not None:
-        out.grad_fn.rename("IndexBackward0")
+    B, lin = _linear_index(view, dims, tensors)
+    if len(dims) == 1:
+        d = dims[0]
+        out = index_select(view, d, lin)
+        out = reshape(out, tuple(view.shape[:d]) + B + tuple(view.shape[d + 1:]))
+        if node and out.grad_fn is not None:
+            out.grad_fn.rename(node)
+    else:
+        others = [k for k in range(view.ndim) if k not in dims]
+        perm = dims + others
+        xp = view.permute(perm) if perm != list(range(view.ndim)) else view
+        P = 1
+        for d in dims:
+            P *= view.shape[d]
+        rest = tuple(view.shape[k] for k in others)
+        out = reshape(index_select(reshape(xp, (P,) + rest), 0, lin), B + rest)
+        if node and out.grad_fn is not None:
+            out.grad_fn.rename(node)
+        if adjacent and dims[0] > 0:
+            out = out.permute(_adv_order(len(B), dims[0], out.ndim))
     return out
+
+
+def _put_advanced(self, plan, value, accumulate):
+    """self[plan] (=|+=) value: value broadcast to the indexing result's shape."""
+    basic, dims, tensors, adjacent = plan
+    view = make_view(self, basic_index_meta(self, basic))
+    B, lin = _linear_index(view, dims, tensors)
+    src = value if isinstance(value, Tensor) else Tensor._from_values(np.asarray(value), self.dtype)
+    if src.device != self.device:
+        src = src.to(self.device)
+    if len(dims) == 1:
+        d = dims[0]
+        result = tuple(view.shape[:d]) + B + tuple(view.shape[d + 1:])
+    else:
+        others = [k for k in range(view.ndim) if k not in dims]
+        rest = tuple(view.shape[k] for k in others)
+        moved = adjacent and dims[0] > 0
+        result = (rest[:dims[0]] + B + rest[dims[0]:]) if moved else B + rest
+    try:
+        src = src.expand(result)
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(src.shape)} cannot be broadcast to indexing "
+                           f"result of shape {list(result)}") from None
+    if lin.numel() == 0:
+        return
+    if len(dims) == 1:
+        want = list(view.shape)
+        want[d] = lin.numel()
+        _write_along(view, d, lin, src.reshape(want), accumulate)
+        return
+    if moved:                           # back to the index-dims-first order
+        order = _adv_order(len(B), dims[0], len(result))
+        src = src.permute([order.index(k) for k in range(len(order))])
+    src = src.reshape((lin.numel(),) + rest)
+    xp = view.permute(dims + others)
+    work = xp if xp.is_contiguous() else xp._contiguous_copy("index_put work copy")
+    P = 1
+    for d in dims:
+        P *= view.shape[d]
+    flat = make_view(work, ((P,) + rest, list(_contig_strides((P,) + rest)), work.storage_offset()))
+    _write_along(flat, 0, lin, src, accumulate)
+    if work is not xp:
+        xp._write(work)
+
+
+class _IndexPutAdv(Function):
+    """input with values written (or added) at an advanced index, out of place: IndexPutBackward0."""
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, values, plan, accumulate):
+        ctx.plan, ctx.accumulate, ctx.vshape = plan, accumulate, tuple(values.shape)
+        out = x._contiguous_copy("index_put output")
+        _put_advanced(out, plan, values, accumulate)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..autograd.grad_mode import no_grad
+        from .shape import sum_to
+        with no_grad():
+            gx = g
+            if not ctx.accumulate:      # the overwritten places take no gradient back to input
+                gx = g._contiguous_copy("index_put grad")
+                _put_advanced(gx, ctx.plan, 0, False)
+            gv = sum_to(_get_advanced(g, ctx.plan), ctx.vshape) if ctx.needs_input_grad[1] else None
+        return gx, gv, None, None
+
+
+def _values_for(input, values):  # noqa: A002
+    v = values if isinstance(values, Tensor) else Tensor._from_values(np.asarray(values), input.dtype)
+    if v.device != input.device:
+        v = v.to(input.device)
+    return v if v.dtype is input.dtype else v.to(input.dtype)
+
+
+def _put_recorded(self, plan, values, accumulate):
+    """self[plan] (=|+=) values in place, recorded in the graph (self takes over the IndexPut node)."""
+    from .inplace import apply_inplace
+    apply_inplace(self, lambda x, v: _IndexPutAdv.apply(x, v, plan, accumulate), "index_put_",
+                  (_values_for(self, values),), {})
+
+
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    """input with values written at indices (a tuple of index tensors / masks), or added with accumulate (repeated
+    indices add up); out of place, with gradients for input and values."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not {type(indices).__name__}")
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype.name.capitalize()} for the destination and "
+                           f"{values.dtype.name.capitalize()} for the source.")
+    plan = _plan_advanced(input, tuple(indices))
+    if plan is None:
+        from ..autograd.grad_mode import no_grad
+        out = input._contiguous_copy("index_put output")
+        with no_grad():
+            index_put_(out, indices, values, accumulate)
+        return out
+    return _IndexPutAdv.apply(input, _values_for(input, values), plan, accumulate)
+
+
+def _contig_strides(shape):
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
 
 
 def _index_add_(self, dim, index, source, *, alpha=1):
@@ -376,3 +547,4 @@ declare("index_copy", index_copy, family="index")
 declare("index_add_", _index_add_, family="index", torch=False)
 declare("index_copy_", _index_copy_, family="index", torch=False)
 declare("index_put_", index_put_, family="index")
+declare("index_put", index_put, family="index")

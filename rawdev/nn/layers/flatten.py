@@ -22,7 +22,7 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input):  # noqa: A002
-        return F.unflatten(input, self.dim, self.unflattened_size)
+        return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -1,0 +1,115 @@
+"""Small everyday ops composed from declared ones (so autograd and both devices come with them): square, diag,
+numel, type_as, and the functional one_hot and normalize."""
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor.core import Tensor
+from .registry import declare
+
+
+def square(input):  # noqa: A002
+    """input * input.
+
+    Example:
+        >>> torch.square(torch.tensor([2., -3.]))
+        tensor([4., 9.])
+    """
+    return input * input
+
+
+class _DiagEmbed(Function):
+    node_name = "DiagEmbedBackward0"
+
+    @staticmethod
+    def forward(ctx, v, offset):
+        from ..tensor.factory import zeros
+        n = v.shape[0] + abs(offset)
+        out = zeros((n, n), dtype=v.dtype, device=v.device)
+        out.diagonal(offset).copy_(v)
+        ctx.offset = offset
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.diagonal(ctx.offset), None
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """1-D input: the square matrix with input on its diagonal-th diagonal. 2-D input: that diagonal, a copy.
+
+    Example:
+        >>> torch.diag(torch.tensor([1, 2]))
+        tensor([[1, 0],
+                [0, 2]])
+    """
+    if input.ndim == 1:
+        return _DiagEmbed.apply(input, int(diagonal))
+    if input.ndim == 2:
+        return input.diagonal(diagonal).clone()
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " f"{input.ndim}D")
+
+
+def numel(input):  # noqa: A002
+    """The number of elements of input."""
+    return input.numel()
+
+
+def type_as(input, other):  # noqa: A002
+    """input converted to other's dtype."""
+    return input.to(dtype=other.dtype)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 tensor of shape tensor.shape + (num_classes,) with a 1 at each value's position.
+    num_classes=-1 takes max(tensor) + 1 (a host read on cuda, as PyTorch's).
+
+    Example:
+        >>> F.one_hot(torch.tensor([0, 2]), 3)
+        tensor([[1, 0, 0],
+                [0, 0, 1]])
+    """
+    from ..tensor.factory import arange
+    if not isinstance(tensor, Tensor) or tensor.dtype is not _dt.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1 and tensor.numel() == 0:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    if tensor.numel():
+        host = tensor.detach().cpu()       # the range check reads the values, as PyTorch's does
+        lo, hi = int(host.min().item()), int(host.max().item())
+        if num_classes == -1:
+            num_classes = hi + 1
+        if lo < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if hi >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(dtype=_dt.int64)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    """input / max(‖input‖_p along dim, eps).
+
+    Example:
+        >>> F.normalize(torch.tensor([[3., 4.]]), dim=1)
+        tensor([[0.6000, 0.8000]])
+    """
+    if out is not None:
+        raise TypeError("normalize(out=...) is not supported by rawdev")
+    a = input.abs()
+    # the clamp goes before the root so a zero vector's gradient is 0, not 0·∞ (max(‖x‖, eps) is unchanged)
+    if p == float("inf"):
+        norm = a.max(dim, keepdim=True)[0].clamp_min(eps)
+    elif p == 1:
+        norm = a.sum(dim, keepdim=True).clamp_min(eps)
+    elif p == 2:
+        norm = (a * a).sum(dim, keepdim=True).clamp_min(eps * eps).sqrt()
+    else:
+        norm = (a ** p).sum(dim, keepdim=True).clamp_min(eps ** p) ** (1.0 / p)
+    return input / norm.expand_as(input)
+
+
+declare("square", square, family="misc", inplace=True)
+declare("diag", diag, family="misc")
+declare("numel", numel, family="misc", method=False)
+declare("type_as", type_as, family="misc", torch=False)
+declare("one_hot", one_hot, family="misc", functional=True, torch=False, method=False)
+declare("normalize", normalize, family="misc", functional=True, torch=False, method=False)
