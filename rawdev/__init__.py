@@ -54,3 +54,5 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
 __all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)
 __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules[__name__ + ".tensor"].__all__
             if n not in __all__]
+from .autograd import is_inference_mode_enabled  # noqa: E402
+__all__ += ["is_inference_mode_enabled"]

@@ -2,10 +2,15 @@
 
     x.requires_grad_(); y = f(x); y.backward(); x.grad
     with rawdev.no_grad(): ...          # record nothing
+    rawdev.autograd.grad(y, x, create_graph=True)   # a gradient that can be differentiated again
 """
+from . import anomaly_mode, functional, graph  # noqa: F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import backward, grad
-from .function import AccumulateGrad, Function, FunctionCtx, Node, once_differentiable
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .function import AccumulateGrad, Function, FunctionCtx, Node, Variable, once_differentiable
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "AccumulateGrad", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "inference_mode", "once_differentiable"]
+           "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
+           "once_differentiable", "Variable", "detect_anomaly", "set_detect_anomaly", "functional", "graph"]

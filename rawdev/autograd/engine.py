@@ -4,8 +4,9 @@ Gradients that meet at a node are summed (out of place) before the node runs; a 
 added into `.grad` (rawdev.ops.dispatch.accumulate_leaf_grad). Unless retain_graph, each node frees
 its saved tensors right after it ran, so activations are released during the backward pass.
 """
+from . import anomaly_mode as _anomaly
 from .function import AccumulateGrad, BackwardNode
-from .grad_mode import no_grad
+from .grad_mode import no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "run_backward"]
 
@@ -17,7 +18,7 @@ def _as_tuple(x):
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
-def _make_grads(outputs, grad_outputs):
+def _make_grads(outputs, grad_outputs, create_graph=False):
     from ..ops import dispatch
     from ..tensor.core import Tensor
     grads = []
@@ -36,19 +37,24 @@ def _make_grads(outputs, grad_outputs):
             if g.device != out.device:
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                    f"{g.device} (grad_output[{i}]) and {out.device} (output[{i}])!")
-            g = g.detach()
+            if not create_graph:
+                g = g.detach()
         else:
             raise TypeError(f"gradients can be Tensors or None, but got {type(g).__name__}")
         grads.append(g)
     return grads
 
 
-def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture=False, accumulate=True):
-    """Core engine. With capture, returns {id(input): grad} for `inputs` instead of accumulating into them."""
+def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture=False, accumulate=True,
+                 create_graph=False):
+    """Core engine. With capture, returns {id(input): grad} for `inputs` instead of accumulating into them.
+
+    create_graph: the backward pass is itself recorded (each node's apply_graph), so the gradients it returns
+    or accumulates can be differentiated again."""
     from ..ops import dispatch
     handed_over = outputs if isinstance(outputs, list) else None
     outputs = _as_tuple(outputs)
-    grads = _make_grads(outputs, _as_tuple(grad_outputs))
+    grads = _make_grads(outputs, _as_tuple(grad_outputs), create_graph)
     roots = []
     for i, out in enumerate(outputs):
         if not out.requires_grad:
@@ -85,7 +91,12 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * max(node.num_outputs, 1)
-        buf[idx] = g if buf[idx] is None else dispatch.add_grads(buf[idx], g)
+        if buf[idx] is None:
+            buf[idx] = g
+        elif create_graph:
+            buf[idx] = buf[idx] + g    # a recorded sum (AddBackward0)
+        else:
+            buf[idx] = dispatch.add_grads(buf[idx], g)
 
     for (node, idx), g in zip(roots, grads):
         add_grad(node, idx, g)
@@ -99,29 +110,49 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
     captured = {}
     ready = [n for n, _ in roots if deps.get(n, 0) == 0]
     ready = list({id(n): n for n in ready}.values())
-    with no_grad():
+    with set_grad_enabled(create_graph):
         while ready:
             ready.sort(key=lambda n: n.seq)
             node = ready.pop()          # the most recently created ready node first, like PyTorch
             gin = buffers.pop(node, None) or [None] * node.num_outputs
+            if node._tensor_hooks:      # Tensor.register_hook: each hook may replace the gradient
+                for i, hooks in node._tensor_hooks.items():
+                    for hook in tuple(hooks.values()):
+                        if i < len(gin) and gin[i] is not None:
+                            r = hook(gin[i])
+                            if r is not None:
+                                gin[i] = r
             for i, g in enumerate(gin):
                 for t in capture_map.get((node, i), ()):
                     captured[id(t)] = g
             if node._retained is not None and gin[0] is not None:
                 t = node._retained()
                 if t is not None:
-                    t._grad = dispatch.clone(gin[0])
+                    t._grad = gin[0] if create_graph else dispatch.clone(gin[0])
             if isinstance(node, AccumulateGrad):
                 if accumulate and not (capture and (node, 0) in capture_map) and gin[0] is not None:
-                    node.apply(gin[0])
+                    if create_graph:
+                        _accumulate_graph(node, gin[0])
+                    else:
+                        node.apply(gin[0])
+                    if node._post_hooks:
+                        v = node.variable
+                        for hook in tuple(node._post_hooks.values()):
+                            hook(v)
                 del gin
                 continue
             if all(g is None for g in gin):
                 out_grads = (None,) * len(node.next_functions)
             elif getattr(node, "consumes_grads", False):
+                if create_graph:
+                    raise RuntimeError(f"rawdev: double backward is not supported for {node.name()}")
                 out_grads = node.apply_consuming(gin)     # empties gin: the grads die when no longer needed
+            elif create_graph:
+                out_grads = node.apply_graph(*gin)
             else:
                 out_grads = node.apply(*gin)
+            if _anomaly.is_anomaly_enabled() and _anomaly.is_anomaly_check_nan_enabled():
+                _check_nan(node, out_grads)
             if not retain_graph and isinstance(node, BackwardNode):
                 node.release()
             if len(out_grads) < len(node.next_functions):
@@ -140,43 +171,76 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
     return captured
 
 
+def _check_nan(node, out_grads):
+    """detect_anomaly: PyTorch's error for a backward that produced NaN."""
+    import numpy as np
+    for i, g in enumerate(out_grads):
+        if g is not None and g.dtype.is_floating_point and np.isnan(np.asarray(g.detach().cpu())).any():
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
 def _acc(t):
     from .function import _edge
     return _edge(t)[0]
 
 
+def _accumulate_graph(node, g):
+    """AccumulateGrad under create_graph=True: .grad keeps the gradient's graph (first: the gradient itself;
+    later: an out-of-place, recorded sum), as PyTorch."""
+    v = node.variable
+    if v is None:
+        return
+    if tuple(g.shape) != tuple(v.shape):
+        raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient - got {list(g.shape)} but expected "
+                           f"shape compatible with {list(v.shape)}")
+    if g.dtype is not v.dtype:
+        g = g.to(dtype=v.dtype)
+    v._grad = g if v._grad is None else v._grad + g
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """rawdev.autograd.backward: accumulate d(tensors)/d(leaf) into every leaf's .grad."""
     __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("backward")  # a mark on the memory timeline
-    if create_graph:
-        raise NotImplementedError("rawdev's autograd does not record the backward pass (create_graph=True); "
-                                  "higher-order gradients are not supported")
+    if retain_graph is None:
+        retain_graph = create_graph
     if inputs is not None:
         inputs = _as_tuple(inputs)
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         captured = run_backward(tensors, grad_tensors, bool(retain_graph), inputs=inputs, capture=True,
-                                accumulate=False)
+                                accumulate=False, create_graph=create_graph)
         from ..ops import dispatch
         for t in inputs:
             g = captured.get(id(t))
             if g is not None:
                 if t.grad_fn is None:
-                    dispatch.accumulate_leaf_grad(t, g)
+                    if create_graph:
+                        _accumulate_graph(t.__dict__.get("_accumulate_grad") or _acc(t), g)
+                    else:
+                        dispatch.accumulate_leaf_grad(t, g)
                 else:
-                    t._grad = dispatch.clone(g)
+                    t._grad = g if create_graph else dispatch.clone(g)
         return
-    run_backward(tensors, grad_tensors, bool(retain_graph))
+    run_backward(tensors, grad_tensors, bool(retain_graph), create_graph=create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
          materialize_grads=False):
     """rawdev.autograd.grad: the gradients of outputs w.r.t. inputs, returned (nothing accumulated)."""
-    if create_graph:
-        raise NotImplementedError("rawdev's autograd does not record the backward pass (create_graph=True)")
+    if retain_graph is None:
+        retain_graph = create_graph
+    from ..tensor.core import Tensor
     inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("grad requires non-empty inputs.")
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, but got {type(t).__name__}")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
     captured = run_backward(outputs, grad_outputs, bool(retain_graph), inputs=inputs, capture=True,
-                            accumulate=False)
+                            accumulate=False, create_graph=create_graph)
     res = []
     from ..ops import dispatch
     for i, t in enumerate(inputs):

@@ -5,12 +5,15 @@ A tensor made by an op that needs gradients carries `grad_fn`, a Node. A Node's 
 leaf that requires grad, or None. Saved tensors remember their version, so an in-place write after
 the forward is caught at backward time, with PyTorch's message.
 """
+import functools
 import itertools
 import weakref
+from collections import OrderedDict
 
-from .grad_mode import is_grad_enabled, no_grad
+from .grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 
-__all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx"]
+__all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error",
+           "linear_backward"]
 
 _seq = itertools.count()
 
@@ -25,6 +28,12 @@ class Node:
         self.num_outputs = 1
         self.seq = next(_seq)
         self._retained = None      # weakref to the output tensor when retain_grad() was called
+        self._tensor_hooks = None  # {output_nr: {handle id: hook(grad)}}: Tensor.register_hook
+
+    def _hooks_for(self, nr):
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        return self._tensor_hooks.setdefault(nr, OrderedDict())
 
     def name(self):
         return self._name or type(self).__name__
@@ -44,6 +53,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__()
         self._var = weakref.ref(variable)   # the tensor holds this node; no cycle back
+        self._post_hooks = None             # {handle id: hook(tensor)}: register_post_accumulate_grad_hook
 
     @property
     def variable(self):
@@ -58,7 +68,7 @@ class AccumulateGrad(Node):
 
 
 class _Saved:
-    __slots__ = ("tensor", "version", "producer", "source")
+    __slots__ = ("tensor", "version", "producer", "source", "leaf", "edge", "own")
 
     def __init__(self, t):
         # A detached alias (same storage and version counter, no grad_fn): saving an op's own output
@@ -70,6 +80,28 @@ class _Saved:
         fn = t.grad_fn if t is not None else None
         self.producer = (weakref.ref(fn), t.__dict__.get("_output_nr", 0)) if fn is not None else None
         self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
+        # What a differentiable backward (create_graph=True) needs to give the saved tensor its place in the
+        # graph again: the leaf itself, or the (node, output_nr) that made it (an upstream node, which the
+        # recording node's next_functions hold anyway); `own` is set for the recording op's own output.
+        self.leaf = t if t is not None and t._requires_grad and fn is None else None
+        self.edge = (fn, t.__dict__.get("_output_nr", 0)) if fn is not None else None
+        self.own = None
+
+    def graph_tensor(self, node):
+        """The saved tensor connected to the graph (for a backward that is itself recorded)."""
+        if self.leaf is not None:
+            return self.leaf
+        if self.own is not None:
+            fn, nr = node, self.own
+        elif self.edge is not None:
+            fn, nr = self.edge
+        else:
+            return self.tensor
+        t = self.tensor.detach()
+        t.grad_fn, t._requires_grad = fn, True
+        if nr:
+            t.__dict__["_output_nr"] = nr
+        return t
 
 
 class FunctionCtx:
@@ -80,11 +112,17 @@ class FunctionCtx:
         self._freed = False
         self.needs_input_grad = ()
         self.materialize_grads = True
+        self._non_differentiable = ()
+        self._graph_node = None    # set while a recorded (create_graph) backward runs
 
     def save_for_backward(self, *tensors):
         self._saved = tuple(_Saved(t) for t in tensors)
 
     def mark_non_differentiable(self, *tensors):
+        """These outputs get no grad_fn and requires_grad=False; their gradient is always None/zero."""
+        self._non_differentiable = tuple(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors):
         pass
 
     def set_materialize_grads(self, value):
@@ -108,7 +146,7 @@ class FunctionCtx:
                     f"one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.type()} {list(t.shape)}]{made_by} is at version {t._version}; expected "
                     f"version {s.version} instead.")
-            out.append(t)
+            out.append(s.graph_tensor(self._graph_node) if self._graph_node is not None and t is not None else t)
         return tuple(out)
 
     def _free(self):
@@ -149,6 +187,37 @@ class BackwardNode(Node):
         if not isinstance(grads, tuple):
             grads = (grads,)
         return grads
+
+    def apply_graph(self, *grads):
+        """The backward recorded as a graph of its own (create_graph=True): the Function's backward runs with
+        grad mode on and its saved tensors connected to the graph, so its result can be differentiated again.
+
+        rawdev's own ops opt in: `backward_graph` (a backward written with differentiable ops) or
+        `differentiable_backward = True` (their backward already is). A user's Function is trusted as
+        PyTorch does. Another op's backward is plain kernels: fine while nothing it reads needs a gradient,
+        an error otherwise (its result would silently be a constant)."""
+        ctx, cls = self.ctx, self.fn_cls
+        if ctx._freed:
+            ctx.saved_tensors
+        fn = getattr(cls, "backward_graph", None)
+        if fn is None and (getattr(cls, "differentiable_backward", False) or not cls.__module__.startswith("rawdev.")):
+            fn = cls.backward
+        if fn is None:
+            # The result depends on the op's inputs in general (through tensors its forward saved or stashed),
+            # which a plain-kernel backward does not record: the value now, an error if differentiated.
+            with no_grad():
+                out = self.apply(*grads)
+            return delayed_error(out, self.name())
+        if ctx.materialize_grads and any(g is None for g in grads):
+            from ..ops import dispatch
+            grads = tuple(dispatch.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
+        ctx._graph_node = self
+        try:
+            with set_grad_enabled(True):
+                out = fn(ctx, *grads)
+        finally:
+            ctx._graph_node = None
+        return out if isinstance(out, tuple) else (out,)
 
     @property
     def consumes_grads(self):
@@ -196,25 +265,43 @@ class Function:
 
     @staticmethod
     def backward(ctx, *grads):
-        raise NotImplementedError
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function to use it "
+            "with backward mode AD.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
+        if kwargs:   # bound to forward's parameters (defaults filled in), as PyTorch's bind_default_args
+            import inspect
+            old_style = cls.setup_context is Function.setup_context    # forward(ctx, ...)
+            sig = inspect.signature(cls.forward)
+            bound = sig.bind(None, *args, **kwargs) if old_style else sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args[1:] if old_style else bound.args
         from ..tensor.core import Tensor
         ctx = FunctionCtx()
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = is_grad_enabled() and any(needs)
         ctx.needs_input_grad = needs if record else tuple(False for _ in args)
         with no_grad():
-            out = cls.forward(ctx, *args)
+            if cls.setup_context is not Function.setup_context:    # forward(*args) + setup_context(ctx, ...)
+                out = cls.forward(*args)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args)
         if record:
             node = BackwardNode(cls, ctx)
             node.next_functions = tuple(_edge(a) if n else (None, 0) for a, n in zip(args, needs))
             outs = out if isinstance(out, tuple) else (out,)
             node.num_outputs = len(outs)
             node.out_meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs)
+            nondiff = ctx._non_differentiable
             for i, o in enumerate(outs):
-                if isinstance(o, Tensor) and o._dtype.is_floating_point:
+                if isinstance(o, Tensor) and o._dtype.is_floating_point and id(o) not in nondiff:
                     o.grad_fn, o._requires_grad = node, True
                     if i:
                         o.__dict__["_output_nr"] = i
@@ -222,11 +309,84 @@ class Function:
             for sv in ctx._saved:
                 if sv.producer is None and sv.source in own:
                     sv.producer = (weakref.ref(node), own[sv.source])
+                    sv.own, sv.leaf = own[sv.source], None
         else:
             ctx._free()
         return out
 
 
-class once_differentiable:  # noqa: N801 (PyTorch's name); backward is never differentiated here anyway
-    def __new__(cls, fn):
-        return fn
+class _NoDoubleBackward(Function):
+    """The grad_fn of a gradient whose op has no recorded backward: reaching it in a backward pass raises."""
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"rawdev: double backward is not supported for {ctx.op_name}")
+
+    backward_graph = backward
+
+
+def delayed_error(grads, name):
+    """Gradients computed by a plain-kernel backward under create_graph=True: usable values, and a grad_fn
+    that raises "double backward is not supported for <name>" only if something differentiates them
+    (PyTorch's DelayedError)."""
+    from ..tensor.core import Tensor
+    out = []
+    for g in grads:
+        if isinstance(g, Tensor) and g.dtype.is_floating_point:
+            ctx = FunctionCtx()
+            ctx.op_name = name
+            node = BackwardNode(_NoDoubleBackward, ctx)
+            node.rename(name + "DoubleBackwardError")
+            node.out_meta = ((g.shape, g.dtype, g.device),)
+            g = g.detach()
+            g.grad_fn, g._requires_grad = node, True
+        out.append(g)
+    return tuple(out)
+
+
+class _LinearBackward(Function):
+    """The backward of an op that is linear in its input (index_select, embedding, dropout, ...), recorded:
+    forward runs the op's own backward kernels on g; its backward is the op itself applied to gg (the adjoint
+    of the adjoint), written with recorded ops by the caller."""
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, g, bwd, adj):
+        ctx.adj = adj
+        return bwd(g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ctx.adj(gg), None, None
+
+
+def linear_backward(g, bwd, adj):
+    """bwd(g) as a graph node whose gradient is adj(gg) (see _LinearBackward)."""
+    return _LinearBackward.apply(g, bwd, adj)
+
+
+def once_differentiable(fn):
+    """PyTorch's decorator for a backward that is not itself differentiable: it runs with grad mode off, so
+    under create_graph=True its results are constants."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        from ..tensor.core import Tensor
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The pre-0.4 wrapper: Variable(t, requires_grad=False) is a tensor sharing t's data (every tensor is an
+    instance of Variable, as in PyTorch)."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        t = data.detach()
+        if requires_grad:
+            t.requires_grad_(True)
+        return t

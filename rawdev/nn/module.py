@@ -12,10 +12,54 @@ import threading
 import warnings
 from collections import OrderedDict, namedtuple
 
+from ..autograd.hooks import RemovableHandle
 from ..tensor.core import Tensor
 from .parameter import Buffer, Parameter
 
-__all__ = ["Module", "typename"]
+__all__ = ["Module", "typename", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook"]
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
+               "_forward_hooks_always_called", "_backward_pre_hooks", "_backward_hooks", "_state_dict_pre_hooks",
+               "_state_dict_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+# Hooks for every module (nn.modules.module.register_module_*): they run before each module's own.
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
+_global_forward_hooks_always_called: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+
+
+def _global_hook(hooks, hook, extra=None):
+    handle = RemovableHandle(hooks, extra_dict=extra)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook common to all modules: hook(module, args) -> None or new args."""
+    return _global_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """A forward hook common to all modules: hook(module, args, output) -> None or a new output."""
+    handle = _global_hook(_global_forward_hooks, hook,
+                          [_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called])
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook):
+    return _global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    return _global_hook(_global_backward_hooks, hook)
 
 
 def typename(obj):
@@ -82,38 +126,177 @@ class Module:
         super().__setattr__("_buffers", {})
         super().__setattr__("_non_persistent_buffers_set", set())
         super().__setattr__("_modules", {})
-        super().__setattr__("_forward_pre_hooks", OrderedDict())
-        super().__setattr__("_forward_hooks", OrderedDict())
-        super().__setattr__("_next_hook_id", 0)  # an int, not itertools.count: modules must deepcopy
+        for name in _HOOK_DICTS:
+            super().__setattr__(name, OrderedDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
         __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("forward")  # a mark on the memory timeline
-        for hook in tuple(self._forward_pre_hooks.values()):
-            res = hook(self, args)
-            if res is not None:
-                args = res if isinstance(res, tuple) else (res,)
-        out = self.forward(*args, **kwargs)
-        for hook in tuple(self._forward_hooks.values()):
-            res = hook(self, args, out)
-            if res is not None:
-                out = res
-        return out
+        d = self.__dict__
+        if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks") or _global_forward_pre_hooks or _global_forward_hooks
+                or _global_backward_hooks or _global_backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
 
-    def _hook_handle(self, hooks, hook):
-        hid = self.__dict__["_next_hook_id"]
-        self.__dict__["_next_hook_id"] = hid + 1
-        return _RemovableHandle(hooks, hid, hook)
+    def _call_with_hooks(self, args, kwargs):
+        """PyTorch's Module._call_impl: global then module forward pre-hooks, backward hooks set up around
+        the tensors going in and out, forward, global then module forward hooks (always_call ones also when
+        forward raised)."""
+        from .. import autograd
+        self._ensure_hook_dicts()
+        result = None
+        called_always = set()
+        try:
+            for hid, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+                if hid in self._forward_pre_hooks_with_kwargs:
+                    res = hook(self, args, kwargs)
+                    if res is not None:
+                        if isinstance(res, tuple) and len(res) == 2:
+                            args, kwargs = res
+                        else:
+                            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
+                                               f"new_kwargs), but got {res}.")
+                else:
+                    res = hook(self, args)
+                    if res is not None:
+                        args = res if isinstance(res, tuple) else (res,)
+            bw_hook = None
+            full = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+            pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+            if (full or pre) and autograd.is_grad_enabled():
+                from .hooks import BackwardHook
+                bw_hook = BackwardHook(self, full, pre)
+                args = bw_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            for hid, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if hid in self._forward_hooks_always_called or hid in _global_forward_hooks_always_called:
+                    called_always.add(hid)
+                if hid in self._forward_hooks_with_kwargs or hid in _global_forward_hooks_with_kwargs:
+                    res = hook(self, args, kwargs, result)
+                else:
+                    res = hook(self, args, result)
+                if res is not None:
+                    result = res
+            if bw_hook is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                                  f"Tensors but received {type(result)}", stacklevel=3)
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            for hid, hook in _global_forward_hooks.items():
+                if hid in _global_forward_hooks_always_called and hid not in called_always:
+                    try:
+                        res = hook(self, args, result)
+                        if res is not None:
+                            result = res
+                    except Exception as e:
+                        warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
+                                      f"that was silenced as another error was raised in forward: {e}", stacklevel=3)
+            for hid, hook in self._forward_hooks.items():
+                if hid in self._forward_hooks_always_called and hid not in called_always:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            res = hook(self, args, kwargs, result)
+                        else:
+                            res = hook(self, args, result)
+                        if res is not None:
+                            result = res
+                    except Exception as e:
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+                                      f"silenced as another error was raised in forward: {e}", stacklevel=3)
+            raise
 
-    def register_forward_pre_hook(self, hook):
-        """hook(module, args) -> None or new args; runs before forward."""
-        return self._hook_handle(self._forward_pre_hooks, hook)
+    def _ensure_hook_dicts(self):
+        """Modules made without __init__ (copied, unpickled from an older rawdev) get their hook dicts here."""
+        for name in _HOOK_DICTS:
+            if name not in self.__dict__:
+                object.__setattr__(self, name, OrderedDict())
 
-    def register_forward_hook(self, hook):
-        """hook(module, args, output) -> None or a new output; runs after forward."""
-        return self._hook_handle(self._forward_hooks, hook)
+    def _add_hook(self, name, hook, prepend=False, extra=()):
+        self._ensure_hook_dicts()
+        hooks = self.__dict__[name]
+        handle = RemovableHandle(hooks, extra_dict=[self.__dict__[e] for e in extra] or None)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a single value becomes a 1-tuple); with_kwargs:
+        hook(module, args, kwargs) -> None or (new_args, new_kwargs). Runs before forward."""
+        handle = self._add_hook("_forward_pre_hooks", hook, prepend, ("_forward_pre_hooks_with_kwargs",))
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output)) -> None or a new
+        output; runs after forward; always_call: also when forward raised."""
+        handle = self._add_hook("_forward_hooks", hook, prepend,
+                                ("_forward_hooks_with_kwargs", "_forward_hooks_always_called"))
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a replacement grad_output tuple, when the gradients with
+        respect to the module's outputs have been computed."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a replacement grad_input tuple, when the gradients
+        with respect to the module's (tensor) inputs have been computed."""
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = True
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_backward_hook(self, hook):
+        """PyTorch's deprecated non-full backward hook, run here as a full backward hook: grad_output is the
+        same; grad_input is with respect to the module's inputs (PyTorch's old hook gave the last op's)."""
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = False
+        return self._add_hook("_backward_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) before state_dict() saves this module's entries."""
+        return self._add_hook("_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, after this module's entries were saved."""
+        def must_return_none(module, state_dict, prefix, local_metadata):
+            if hook(module, state_dict, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+        return self._add_hook("_state_dict_hooks", must_return_none)
+
+    def _register_state_dict_hook(self, hook):
+        """The private form: hook may return a new state_dict."""
+        return self._add_hook("_state_dict_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        before this module's entries are checked; it may edit state_dict in place."""
+        return self._add_hook("_load_state_dict_pre_hooks", hook)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return self.register_load_state_dict_pre_hook(
+            lambda module, *a: hook(*a))
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None after load_state_dict checked everything; it may clear
+        missing/unexpected keys in place (strict then sees the edited lists)."""
+        return self._add_hook("_load_state_dict_post_hooks", hook)
 
     # ------------------------------------------------------------------ registration
     def register_buffer(self, name, tensor, persistent=True):
@@ -296,6 +479,7 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._ensure_hook_dicts()
 
     # ------------------------------------------------------------------ iteration
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
@@ -473,6 +657,8 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        for hook in tuple(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
         local_metadata = dict(version=self._version)
         if hasattr(destination, "_metadata"):
             destination._metadata[prefix[:-1]] = local_metadata
@@ -480,6 +666,10 @@ class Module:
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in tuple(self.__dict__.get("_state_dict_hooks", {}).values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -553,6 +743,9 @@ class Module:
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
+            for hook in tuple(module.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+                hook(module, local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys,
+                     error_msgs)
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
@@ -560,6 +753,13 @@ class Module:
                     child_prefix = prefix + name + "."
                     child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
                     load(child, child_state_dict, child_prefix)
+            incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in tuple(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                out = hook(module, incompatible)
+                if out is not None:
+                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values, if incompatible_keys need to be modified, "
+                                       "it should be done inplace.")
 
         outer = getattr(_loading, "plan", None)
         _loading.plan = plan
@@ -617,21 +817,6 @@ def _plain(t):
     p._vc, p._base = t._vc, None
     p._requires_grad, p._grad, p.grad_fn = t.requires_grad, None, None
     return p
-
-
-class _RemovableHandle:
-    def __init__(self, hooks, hid, hook):
-        self.hooks_dict, self.id = hooks, hid
-        hooks[hid] = hook
-
-    def remove(self):
-        self.hooks_dict.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _apply_load_plan(plan):

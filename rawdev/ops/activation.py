@@ -28,6 +28,13 @@ class _Softmax(Function):
         y, = ctx.saved_tensors
         return backend_of(g).softmax_bwd(g, y, ctx.dim, ctx.log), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        y, = ctx.saved_tensors
+        if ctx.log:   # g - exp(y) * sum(g)
+            return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
+        return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
+
 
 def _softmax(x, dim, log, dtype):
     if dtype is not None:
@@ -111,6 +118,19 @@ class _Dropout(Function):
     def backward(ctx, g):
         mask, = ctx.saved_tensors
         return backend_of(g).dropout_bwd(g, mask, ctx.p), None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):   # the mask is a constant: the backward is its own adjoint
+        from ..autograd.function import linear_backward
+        mask, = ctx.saved_tensors
+        p = ctx.p
+
+        def bwd(t):
+            return backend_of(t).dropout_bwd(t, mask, p)
+
+        def adj(t):
+            return linear_backward(t, bwd, adj)
+        return adj(g), None, None
 
 
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa: A002

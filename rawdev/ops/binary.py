@@ -36,6 +36,16 @@ class _Add(Function):
                 gb = B.scale(gb, ctx.alpha)
         return ga, gb, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # create_graph=True: the same, from differentiable ops
+        ga = sum_to(g, ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            gb = sum_to(g, ctx.sb)
+            if ctx.alpha != 1:
+                gb = mul(gb, ctx.alpha)
+        return ga, gb, None
+
 
 class _Mul(Function):
     node_name = "MulBackward0"
@@ -54,6 +64,13 @@ class _Mul(Function):
         B = backend_of(g)
         ga = sum_to(B.mul(g, b, g.dtype), ctx.sa) if ctx.needs_input_grad[0] else None
         gb = sum_to(B.mul(g, a, g.dtype), ctx.sb) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = sum_to(mul(g, b), ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(mul(g, a), ctx.sb) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -81,6 +98,13 @@ class _Div(Function):
             gb = sum_to(B.neg(B.div(B.mul(g, a, g.dtype), B.mul(b, b, g.dtype), g.dtype)), ctx.sb)
         return ga, gb
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = sum_to(div(g, b), ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(neg(div(mul(g, a), mul(b, b))), ctx.sb) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
 
 class _Scale(Function):
     node_name = "MulBackward0"
@@ -93,6 +117,10 @@ class _Scale(Function):
     @staticmethod
     def backward(ctx, g):
         return backend_of(g).scale(g, ctx.s), None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        return mul(g, ctx.s), None
 
 
 class _DivScalar(Function):
@@ -109,9 +137,14 @@ class _DivScalar(Function):
     def backward(ctx, g):
         return backend_of(g).div_scalar(g, ctx.s), None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        return div(g, ctx.s), None
+
 
 class _AddScalar(Function):
     node_name = "AddBackward0"
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x, s):
@@ -133,6 +166,10 @@ class _RSubScalar(Function):
     def backward(ctx, g):
         return backend_of(g).neg(g), None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        return neg(g), None
+
 
 class _RDivScalar(Function):
     node_name = "DivBackward0"
@@ -151,6 +188,11 @@ class _RDivScalar(Function):
         B = backend_of(g)
         return B.neg(B.div(B.mul(g, y, g.dtype), x, g.dtype)), None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        x, y = ctx.saved_tensors
+        return neg(div(mul(g, y), x)), None
+
 
 class _Neg(Function):
     node_name = "NegBackward0"
@@ -162,6 +204,10 @@ class _Neg(Function):
     @staticmethod
     def backward(ctx, g):
         return backend_of(g).neg(g)
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        return neg(g)
 
 
 class _PowScalar(Function):
@@ -186,6 +232,18 @@ class _PowScalar(Function):
         if e == 2:
             return B.scale(B.mul(g, x, g.dtype), 2.0), None
         return B.mul(g, B.scale(B.pow_scalar(x, e - 1), e), g.dtype), None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        x, = ctx.saved_tensors
+        e = ctx.e
+        if e == 0:
+            return mul(g, 0.0), None
+        if e == 1:
+            return g, None
+        if e == 2:
+            return mul(mul(g, x), 2.0), None
+        return mul(g, mul(pow(x, e - 1), e)), None
 
 
 def _same_device(a, b):

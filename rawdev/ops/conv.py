@@ -117,6 +117,44 @@ class _Conv(Function):
             db = backend_of(g).sum_dims(g, (0, 2, 3))
         return dx, dw, db, None, None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: the same three products, each a recorded node. With F the convolution, D its input
+        gradient (the transposed convolution) and W its weight gradient, conv's backward is (D(g, w), W(x, g)),
+        the transposed one's (F(g, w), W(g, x)); F and D are _Conv itself, W is _ConvWeightGrad."""
+        x, w = ctx.saved_tensors
+        geom, groups, need = ctx.geom, ctx.groups, ctx.needs_input_grad
+        g = g.contiguous()
+        dx = dw = db = None
+        if need[0]:
+            dx = _Conv.apply(g, w, None, geom, groups, not ctx.transposed)
+        if need[1]:
+            a, b = (g, x) if ctx.transposed else (x, g)
+            dw = _ConvWeightGrad.apply(a, b, geom, groups, tuple(w.shape))
+        if ctx.has_bias and need[2]:
+            db = g.sum((0, 2, 3))
+        return dx, dw, db, None, None, None
+
+
+class _ConvWeightGrad(Function):
+    """W(x, g), the convolution's weight gradient, as a node (create_graph=True). It is bilinear:
+    <h, W(x, g)> = <F(x, h), g>, so its backward is (D(g, h), F(x, h)), both _Conv nodes."""
+    node_name = "ConvolutionBackwardBackward0"
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, x, g, geom, groups, wshape):
+        ctx.save_for_backward(x, g)
+        ctx.geom, ctx.groups = geom, groups
+        return _conv_bwd_weight(x, g.contiguous(), geom, groups, wshape)
+
+    @staticmethod
+    def backward(ctx, h):
+        x, g = ctx.saved_tensors
+        dx = _Conv.apply(g.contiguous(), h, None, ctx.geom, ctx.groups, True) if ctx.needs_input_grad[0] else None
+        dg = _Conv.apply(x, h, None, ctx.geom, ctx.groups, False) if ctx.needs_input_grad[1] else None
+        return dx, dg, None, None, None
+
 
 def _batched(input, dims, op):  # noqa: A002
     """(input with a batch dim, whether one was added): PyTorch's unbatched inputs."""
@@ -303,6 +341,26 @@ class _MaxPool(Function):
         (idx,) = ctx.saved_tensors
         return backend_of(g).max_pool2d_bwd(g.contiguous(), idx, ctx.geom), None, None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # linear in g: the adjoint picks gg at the recorded argmax positions
+        import numpy as np
+
+        from ..autograd.function import linear_backward
+        from ..tensor.factory import from_numpy
+        from .index import index_select
+        (idx,) = ctx.saved_tensors
+        geom = ctx.geom
+        N, C, H, W = geom[:4]
+        plane = np.arange(N * C, dtype=np.int64).reshape(N, C, 1, 1) * (H * W)
+        flat = from_numpy(np.ascontiguousarray(np.asarray(idx.cpu()) + plane).reshape(-1)).to(idx.device)
+
+        def bwd(t):
+            return backend_of(t).max_pool2d_bwd(t.contiguous(), idx, geom)
+
+        def adj(gg):
+            return index_select(gg.reshape(-1), 0, flat).reshape(tuple(idx.shape))
+        return linear_backward(g, bwd, adj), None, None, None
+
 
 class _AvgPool(Function):
     node_name = "AvgPool2DBackward0"
@@ -315,6 +373,15 @@ class _AvgPool(Function):
     @staticmethod
     def backward(ctx, g):
         return backend_of(g).avg_pool2d_bwd(g.contiguous(), ctx.geom, ctx.adaptive, ctx.count_pad), None, None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):   # linear in g: the adjoint of the spreading is the pooling again
+        from ..autograd.function import linear_backward
+        geom, adaptive, count_pad = ctx.geom, ctx.adaptive, ctx.count_pad
+
+        def bwd(t):
+            return backend_of(t).avg_pool2d_bwd(t.contiguous(), geom, adaptive, count_pad)
+        return linear_backward(g, bwd, lambda gg: _AvgPool.apply(gg, geom, adaptive, count_pad)), None, None, None
 
 
 def _pool_out(n, k, s, p, d, ceil_mode):
@@ -519,6 +586,50 @@ class _BatchNorm(Function):
         need = ctx.needs_input_grad
         return (dx.reshape(ctx.shape) if need[0] else None, sdx if need[1] else None, sdy if need[2] else None,
                 None, None, None)
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: batch norm rebuilt from differentiable ops on the input. The saved [N, C, L] rows
+        were made inside forward, so an alias of them in the input's shape takes the input's place in the graph
+        (the node's first edge). In training the statistics are the batch's: invstd = (var(x) + c)^-1/2 with
+        c = 1/invstd² − var, the constant that stands for eps (so the value is the forward's)."""
+        import numpy as np
+
+        from ..autograd.function import AccumulateGrad
+        from ..tensor.factory import from_numpy
+        x3, mean, invstd, w = ctx.saved_tensors
+        N, C, L = x3.shape
+        need = ctx.needs_input_grad
+        edge, nr = ctx._graph_node.next_functions[0]
+        x = x3.detach().reshape(ctx.shape)
+        if isinstance(edge, AccumulateGrad):
+            x.__dict__["_accumulate_grad"] = edge
+            x._requires_grad = True
+        elif edge is not None:
+            x.grad_fn, x._requires_grad = edge, True
+            if nr:
+                x.__dict__["_output_nr"] = nr
+        xr = x.reshape(N, C, L)
+        g3 = g.reshape(N, C, L)
+        wc = w.reshape(1, C, 1) if w is not None else None
+        if ctx.training:
+            mu = xr.mean((0, 2), keepdim=True)
+            xc = xr - mu
+            var = (xc * xc).mean((0, 2), keepdim=True)
+            xv = np.asarray(x3.detach().cpu(), np.float64)
+            c = 1.0 / np.asarray(invstd.detach().cpu(), np.float64) ** 2 - xv.var(axis=(0, 2))
+            cst = from_numpy(np.ascontiguousarray(c.reshape(1, C, 1))).to(device=x.device, dtype=x.dtype)
+            rstd = (var + cst) ** -0.5
+            xhat = xc * rstd
+            gxhat = g3 * wc if wc is not None else g3
+            dx = rstd * (gxhat - gxhat.mean((0, 2), keepdim=True) - xhat * (gxhat * xhat).mean((0, 2), keepdim=True))
+        else:
+            rstd = invstd.detach().reshape(1, C, 1)
+            xhat = (xr - mean.detach().reshape(1, C, 1)) * rstd
+            dx = g3 * (wc * rstd if wc is not None else rstd)
+        dw = (g3 * xhat).sum((0, 2)) if w is not None and need[1] else None
+        db = g3.sum((0, 2)) if need[2] else None
+        return dx.reshape(ctx.shape) if need[0] else None, dw, db, None, None, None
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002

@@ -17,6 +17,7 @@ def convert(x, device, dtype, non_blocking=False):
 
 class _ToCopy(Function):
     node_name = "ToCopyBackward0"
+    differentiable_backward = True    # g.to(...) is this op again
 
     @staticmethod
     def forward(ctx, x, device, dtype, non_blocking):

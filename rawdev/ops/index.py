@@ -206,6 +206,18 @@ class _IndexSelect(Function):
         _write_along(gx, ctx.d, idx, g, accumulate=True)
         return gx, None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # the scatter-add recorded; its adjoint is index_select again
+        from ..autograd.function import linear_backward
+        idx, = ctx.saved_tensors
+        shape, d = ctx.shape, ctx.d
+
+        def bwd(t):
+            gx = zeros(shape, dtype=t.dtype, device=t.device)
+            _write_along(gx, d, idx, t, accumulate=True)
+            return gx
+        return linear_backward(g, bwd, lambda gg: _IndexSelect.apply(gg, d, idx)), None, None
+
 
 def index_select(input, dim, index):  # noqa: A002
     """The slices of input at `index` (an int64 vector) along dim; gradient: their rows added back."""

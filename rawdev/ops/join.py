@@ -61,6 +61,7 @@ def _tensor_list(tensors, op):
 # ------------------------------------------------------------------ cat
 class _Cat(Function):
     node_name = "CatBackward0"
+    differentiable_backward = True    # narrow views of g: recorded under create_graph
 
     @staticmethod
     def forward(ctx, dim, shape, dt, *tensors):
@@ -397,6 +398,7 @@ def _flip_copy(x, dims):
 
 class _Flip(Function):
     node_name = "FlipBackward0"
+    differentiable_backward = True    # the backward is this op again when g is in the graph
 
     @staticmethod
     def forward(ctx, x, dims):

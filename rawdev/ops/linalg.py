@@ -33,13 +33,16 @@ class _Linear(Function):
         x2 = reshape(x, (-1, x.shape[-1])) if x.ndim != 2 else x
         ctx.xshape = x.shape
         ctx.has_bias = b is not None
-        ctx.save_for_backward(x2 if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        # x itself (not the 2-D view made here): a recorded backward needs the tensor that is in the graph
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
         y = B.gemm(x2, w, False, True, bias=b)
         return reshape(y, tuple(x.shape[:-1]) + (w.shape[0],)) if x.ndim != 2 else y
 
     @staticmethod
     def backward(ctx, g):
         x2, w = ctx.saved_tensors
+        if x2 is not None and x2.ndim != 2:
+            x2 = reshape(x2, (-1, x2.shape[-1]))
         B = backend_of(g)
         g2 = reshape(g, (-1, g.shape[-1])) if g.ndim != 2 else g
         gx = gw = gb = None
@@ -51,6 +54,25 @@ class _Linear(Function):
             gw = B.gemm(g2, x2, True, False)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = B.sum_dims(g2, (0,), False)
+        return gx, gw, gb
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        from .reduce import sum as _sum
+        from .shape import transpose
+        x2, w = ctx.saved_tensors
+        if x2 is not None and x2.ndim != 2:
+            x2 = reshape(x2, (-1, x2.shape[-1]))
+        g2 = reshape(g, (-1, g.shape[-1])) if g.ndim != 2 else g
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = matmul(g2, w)
+            if len(ctx.xshape) != 2:
+                gx = reshape(gx, ctx.xshape)
+        if ctx.needs_input_grad[1]:
+            gw = matmul(transpose(g2, 0, 1), x2)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = _sum(g2, 0)
         return gx, gw, gb
 
 
@@ -84,6 +106,14 @@ class _Matmul2d(Function):
         gb = B.gemm(a, g, True, False) if ctx.needs_input_grad[1] else None
         return ga, gb
 
+    @staticmethod
+    def backward_graph(ctx, g):
+        from .shape import transpose
+        a, b = ctx.saved_tensors
+        ga = matmul(g, transpose(b, 0, 1)) if ctx.needs_input_grad[0] else None
+        gb = matmul(transpose(a, 0, 1), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
 
 class _MatmulBatched(Function):
     node_name = "BmmBackward0"
@@ -109,6 +139,14 @@ class _MatmulBatched(Function):
             ga = C.wrap(np.matmul(gv, np.swapaxes(bv, -1, -2)), g.dtype) if ctx.needs_input_grad[0] else None
             gb = C.wrap(np.matmul(np.swapaxes(av, -1, -2), gv), g.dtype) if ctx.needs_input_grad[1] else None
         return (sum_to(ga, a.shape) if ga is not None else None, sum_to(gb, b.shape) if gb is not None else None)
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        from .shape import transpose
+        a, b = ctx.saved_tensors
+        ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to(matmul(transpose(a, -1, -2), g), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
 
 
 def _cuda_bmm(a, b, ta, tb):

@@ -14,7 +14,7 @@ from .dispatch import backend, backend_of
 from .reduce import mean, sum
 from .registry import declare
 from .shape import expand, reshape
-from .unary import abs, relu, softplus, sqrt
+from .unary import abs, relu, sigmoid, softplus, sqrt
 
 
 # ------------------------------------------------------------------ losses
@@ -36,6 +36,55 @@ class _CrossEntropy(Function):
         saved, target, weight = st[:ctx.nsaved], st[ctx.nsaved], st[ctx.nsaved + 1]
         gx = backend_of(g).cross_entropy_bwd(g, saved, target, weight, *ctx.args)
         return gx, None, None, None, None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: d(loss)/d(logits) = gs * ((1-eps) w (softmax - onehot) + eps/C valid (sum(wc) softmax
+        - wc)), recorded. The first saved tensor (logp on the cpu, the logits on cuda) has the logits' softmax;
+        it is given the logits' place in the graph (the node's first edge), so softmax of it records a node whose
+        backward reaches the logits."""
+        from ..autograd.function import AccumulateGrad
+        from ..tensor.factory import from_numpy
+        from .activation import softmax
+        from .cpu import _ce_weights
+        ignore_index, reduction, smoothing = ctx.args
+        node = ctx._graph_node
+        st = ctx.saved_tensors
+        vals, target, weight = st[0], st[ctx.nsaved], st[ctx.nsaved + 1]
+        t = vals.detach()
+        edge, nr = node.next_functions[0]
+        if edge is None:
+            return None, None, None, None, None, None
+        if isinstance(edge, AccumulateGrad):     # the logits are a leaf: route to its AccumulateGrad
+            t.__dict__["_accumulate_grad"] = edge
+            t._requires_grad = True
+        else:
+            t.grad_fn, t._requires_grad = edge, True
+            if nr:
+                t.__dict__["_output_nr"] = nr
+        p = softmax(t, 1)
+        n, c = t.shape
+        dt, dev = t.dtype, t.device
+        npdt = np.float64 if dt is _dt.float64 else np.float32
+        wv = None if weight is None else weight.detach().cpu()
+        ts, w, valid = _ce_weights(target.detach().cpu(), c, wv, ignore_index, npdt)
+        onehot = np.zeros((n, c), npdt)
+        onehot[np.arange(n), ts] = 1
+
+        def const(a):
+            return from_numpy(np.ascontiguousarray(a, npdt)).to(device=dev, dtype=dt)
+        d = mul(sub(p, const(onehot)), const(w[:, None] * (1 - smoothing)))
+        if smoothing:
+            wc = np.asarray(wv, npdt) if wv is not None else np.ones(c, npdt)
+            d = add(d, mul(sub(mul(p, float(wc.sum())), const(wc[None, :])), const(valid[:, None] * (smoothing / c))))
+        if reduction == "none":
+            gs = reshape(g, (n, 1))
+        elif reduction == "sum":
+            gs = reshape(g, (1, 1))
+        else:
+            total = float(w.sum())
+            gs = reshape(div(g, total) if total else mul(g, 0.0), (1, 1))
+        return mul(d, gs), None, None, None, None, None
 
 
 def _reduction(size_average, reduce, reduction):
@@ -326,6 +375,45 @@ class _PointwiseLoss(Function):
                [gx.data_ptr() if gx is not None else 0, gt.data_ptr() if gt is not None else 0, g.data_ptr(),
                 x.data_ptr(), t.data_ptr(), w.data_ptr() if w is not None else 0, _PW[op], float(a), n], n,
                op + " backward")
+        return gx, gt, gw, None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: d(loss)/d(input) from recorded ops (branch masks and the target as constants);
+        gradients for a target or pos_weight that need one keep the kernels' values, with a delayed error."""
+        from ..autograd.function import delayed_error
+        from ..autograd.grad_mode import no_grad
+        x, t, w = ctx.saved_tensors
+        op, a = ctx.op, ctx.a
+        need_x, need_t, need_w = ctx.needs_input_grad[:3]
+        gx = None
+        if need_x:
+            td = t.detach()
+
+            def const(m):
+                return m.detach().to(dtype=g.dtype)
+            d = sub(x, td)
+            if op == "l1":
+                gx = mul(g, const(d.sign()))
+            elif op in ("smooth_l1", "huber"):
+                m = const(abs(d.detach()) < a)
+                lin = div(d, a) if op == "smooth_l1" else d
+                out = mul(const(d.sign()), 1.0 if op == "smooth_l1" else a)
+                gx = mul(g, add(mul(m, lin), mul(sub(1, m), out)))
+            elif op == "bce":
+                gx = mul(g, div(d, mul(sub(1, x), x)))
+            elif op == "bce_logits":
+                lw = 1 if w is None else add(mul(sub(w.detach(), 1), td), 1)
+                gx = mul(g, sub(sub(1, td), mul(lw, sigmoid(neg(x)))))
+            elif op == "kl":
+                gx = mul(g, neg(td))
+            else:
+                gx = mul(g, neg(td.exp()))
+        gt = gw = None
+        if need_t or need_w:
+            with no_grad():
+                _, gt, gw, _, _ = _PointwiseLoss.backward(ctx, g.detach())
+            gt, gw = delayed_error((gt, gw), _PW_NODE[op])
         return gx, gt, gw, None, None
 
 

@@ -4,6 +4,9 @@ the fused in-place arithmetic, indexing, backward and the differentiable to().
 The one place that sets attributes on the Tensor class from the ops layer; run by rawdev.ops on import.
 """
 from ..autograd import engine
+from ..autograd import hooks as _hooks
+from ..tensor import memfmt as _mf
+from . import shape
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device
 from ..tensor.core import Tensor, _parse_to
@@ -112,9 +115,14 @@ def _to(self, *args, **kwargs):
     the graph (requires grad, grad mode on) the copy is differentiable (ToCopyBackward0); a dtype change on
     one cuda device is one cast kernel.
     """
+    fmt = kwargs.pop("memory_format", None)
     dev, dt, non_blocking, copy = _parse_to(args, kwargs)
     dev = as_device(dev) if dev is not None else self.device
     dt = dt or self.dtype
+    if fmt is not None and fmt is not _mf.preserve_format:
+        _mf.check(fmt, self.ndim)
+        out = _to(self, dev, dt, non_blocking=non_blocking, copy=copy)
+        return out if out.is_contiguous(memory_format=fmt) else shape.contiguous(out, memory_format=fmt)
     if dev == self.device and dt is self.dtype and not copy:
         return self
     if self.requires_grad and dt.is_floating_point and is_grad_enabled():
@@ -153,5 +161,7 @@ def install():
     T.__setitem__ = index.setitem
     T.backward = _backward
     T.retain_grad = _retain_grad
+    T.register_hook = _hooks.register_hook
+    T.register_post_accumulate_grad_hook = _hooks.register_post_accumulate_grad_hook
     T.retains_grad = property(lambda s: s.grad_fn is not None and s.grad_fn._retained is not None
                               and s.grad_fn._retained() is s)

@@ -27,7 +27,7 @@ class _RowNorm(Function):
         x2 = x.reshape(-1, w.numel() if w is not None else shape[1]).contiguous()
         y, mean, rstd = B.row_norm(x2, w, b, eps, rms)
         ctx.save_for_backward(x2, mean, rstd, w)
-        ctx.rms, ctx.xshape = rms, x.shape
+        ctx.rms, ctx.xshape, ctx.eps = rms, x.shape, eps
         return y.reshape(x.shape)
 
     @staticmethod
@@ -38,6 +38,39 @@ class _RowNorm(Function):
         dx, gxhat = B.row_norm_bwd(g2, x2, mean, rstd, w, ctx.rms)
         dw = B.sum_dims(gxhat, (0,)) if w is not None and ctx.needs_input_grad[1] else None
         db = B.sum_dims(g2, (0,)) if ctx.needs_input_grad[2] else None
+        return dx.reshape(ctx.xshape) if ctx.needs_input_grad[0] else None, dw, db, None, None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: the normalization rebuilt from differentiable ops on the input. The saved rows
+        were made inside forward (a reshaped copy), so an alias of them in the input's shape is given the
+        input's place in the graph (the node's first edge)."""
+        from ..autograd.function import AccumulateGrad
+        x2, _mean, _rstd, w = ctx.saved_tensors
+        n, d = x2.shape
+        edge, nr = ctx._graph_node.next_functions[0]
+        x = x2.detach().reshape(ctx.xshape)
+        if isinstance(edge, AccumulateGrad):
+            x.__dict__["_accumulate_grad"] = edge
+            x._requires_grad = True
+        elif edge is not None:
+            x.grad_fn, x._requires_grad = edge, True
+            if nr:
+                x.__dict__["_output_nr"] = nr
+        xr = x.reshape(n, d)
+        g2 = g.reshape(n, d)
+        if ctx.rms:
+            rstd = ((xr * xr).mean(1, keepdim=True) + ctx.eps) ** -0.5
+            xhat = xr * rstd
+        else:
+            xc = xr - xr.mean(1, keepdim=True)
+            rstd = ((xc * xc).mean(1, keepdim=True) + ctx.eps) ** -0.5
+            xhat = xc * rstd
+        gxhat = g2 * w if w is not None else g2
+        proj = xhat * (gxhat * xhat).mean(1, keepdim=True)
+        dx = rstd * (gxhat - proj if ctx.rms else gxhat - gxhat.mean(1, keepdim=True) - proj)
+        dw = (g2 * xhat).sum(0) if w is not None and ctx.needs_input_grad[1] else None
+        db = g2.sum(0) if ctx.needs_input_grad[2] else None
         return dx.reshape(ctx.xshape) if ctx.needs_input_grad[0] else None, dw, db, None, None, None
 
 
@@ -106,6 +139,21 @@ class _Embedding(Function):
         gw = B.full((ctx.V, ctx.D), 0, g.dtype, g.device)
         B.index_add_(gw, 1, ctx.V, ctx.D, idx, g)
         return gw, None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):   # the scatter-add recorded; its adjoint is the lookup again
+        from ..autograd.function import linear_backward
+        (idx,) = ctx.saved_tensors
+        pad = ctx.padding_idx
+        inner = type("EmbeddingCtx", (), {})()
+        inner.V, inner.D, inner.padding_idx, inner.saved_tensors = ctx.V, ctx.D, pad, (idx,)
+
+        def adj(gg):
+            rows = _Embedding.apply(gg, idx, pad)
+            if pad is not None:
+                rows = rows * backend_of(idx).compare(idx, pad, "ne").reshape(idx.numel(), 1).to(dtype=rows.dtype)
+            return rows
+        return linear_backward(g, lambda t: _Embedding.backward(inner, t)[0], adj), None, None
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002

@@ -32,6 +32,7 @@ def _unreduce(g, ctx):
 
 class _Sum(Function):
     node_name = "SumBackward1"
+    differentiable_backward = True    # _unreduce is a reshape and an expand, both recorded under create_graph
 
     @staticmethod
     def forward(ctx, x, dims, keepdim, dt):
@@ -64,6 +65,10 @@ class _Mean(Function):
     @staticmethod
     def backward(ctx, g):
         return _unreduce(backend_of(g).div_scalar(g, ctx.n), ctx), None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        return _unreduce(g / ctx.n, ctx), None, None
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
@@ -153,6 +158,21 @@ class _MaxDim(Function):
         gx = backend_of(g).arg_reduce_bwd(reshape(g, (-1,)), idx, *ctx.layout)
         return reshape(gx, ctx.shape), None, None, None
 
+    @staticmethod
+    def backward_graph(ctx, g, _gi):   # linear in g: the adjoint picks gg at the selected index again
+        from ..autograd.function import linear_backward
+        idx, = ctx.saved_tensors
+        layout, shape, gshape = ctx.layout, ctx.shape, g.shape
+
+        def bwd(t):
+            return reshape(backend_of(t).arg_reduce_bwd(reshape(t, (-1,)), idx, *layout), shape)
+        B = backend_of(g)
+        onehot = bwd(B.full(gshape, 1, g.dtype, g.device))    # 1 at each selected element (a constant)
+
+        def adj(gg):
+            return reshape((gg * onehot).reshape(layout).sum(1), gshape)
+        return linear_backward(g, bwd, adj), None, None, None
+
 
 class _MaxAll(Function):
     """max/min of every element (a 0-d tensor); the gradient is shared evenly by every element equal to the
@@ -173,6 +193,14 @@ class _MaxAll(Function):
         mask = B.cast(B.compare(x, y, "same"), g.dtype)
         count = B.sum_dims(mask, tuple(range(mask.ndim)), False)
         return B.mul(mask, B.div(g, count, g.dtype), g.dtype), None
+
+    @staticmethod
+    def backward_graph(ctx, g):   # the share of each tied element is a constant
+        x, y = ctx.saved_tensors
+        B = backend_of(g)
+        mask = B.cast(B.compare(x.detach(), y.detach(), "same"), g.dtype)
+        count = B.sum_dims(mask, tuple(range(mask.ndim)), False)
+        return mask / count * g, None
 
 
 def _max_min(input, dim, keepdim, is_max):  # noqa: A002

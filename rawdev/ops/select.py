@@ -43,6 +43,14 @@ class _Where(Function):
         gb = sum_to(B.fill_where(g, cond, 0), ctx.sb) if ctx.needs_input_grad[2] else None
         return None, ga, gb
 
+    @staticmethod
+    def backward_graph(ctx, g):   # create_graph=True: the condition as a constant mask
+        (cond,) = ctx.saved_tensors
+        m = cond.detach().to(dtype=g.dtype)
+        ga = sum_to(g * m, ctx.sa) if ctx.needs_input_grad[1] else None
+        gb = sum_to(g * (1 - m), ctx.sb) if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
 
 def where(condition, input=None, other=None):  # noqa: A002
     """where(condition, input, other): input where condition holds, else other (broadcast together; a Python
@@ -107,6 +115,11 @@ class _MaskedFill(Function):
         (mask,) = ctx.saved_tensors
         return sum_to(backend_of(g).fill_where(g, mask, 0), ctx.sx), None, None
 
+    @staticmethod
+    def backward_graph(ctx, g):   # g where the mask is False (a constant)
+        (mask,) = ctx.saved_tensors
+        return sum_to(g * (1 - mask.detach().to(dtype=g.dtype)), ctx.sx), None, None
+
 
 def masked_fill(input, mask, value):  # noqa: A002
     """input with value where mask is True (mask broadcast with input; value a number or a 0-dim tensor)."""
@@ -143,6 +156,17 @@ class _Clamp(Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return backend_of(g).clamp_bwd(g, x, ctx.lo, ctx.hi), None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):   # g where lo <= x <= hi (a constant mask)
+        (x,) = ctx.saved_tensors
+        xd = x.detach()
+        m = None
+        for cond in ((xd >= ctx.lo) if ctx.lo is not None else None, (xd <= ctx.hi) if ctx.hi is not None else None):
+            if cond is not None:
+                c = cond.to(dtype=g.dtype)
+                m = c if m is None else m * c
+        return (g if m is None else g * m), None, None
 
 
 def clamp(input, min=None, max=None):  # noqa: A001,A002
@@ -207,6 +231,15 @@ class _MaxMin(Function):
         da, db = backend_of(g).max_min_bwd(g, a, b, ctx.is_max)
         return (sum_to(da, a.shape) if ctx.needs_input_grad[0] else None,
                 sum_to(db, b.shape) if ctx.needs_input_grad[1] else None, None)
+
+    @staticmethod
+    def backward_graph(ctx, g):   # the winner's share (ties split in half) as a constant weight
+        a, b = ctx.saved_tensors
+        ad, bd = a.detach(), b.detach()
+        win = (ad > bd) if ctx.is_max else (ad < bd)
+        w = win.to(dtype=g.dtype) + (ad == bd).to(dtype=g.dtype) * 0.5
+        return (sum_to(g * w, a.shape) if ctx.needs_input_grad[0] else None,
+                sum_to(g * (1 - w), b.shape) if ctx.needs_input_grad[1] else None, None)
 
 
 def _max_min(input, other, is_max):  # noqa: A002

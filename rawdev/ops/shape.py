@@ -8,9 +8,11 @@ as_strided) write the gradient into the same view of a zero tensor: one strided 
 """
 import operator
 
-from ..autograd.function import Function
+from ..autograd.function import Function, delayed_error
+from ..autograd.grad_mode import no_grad
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import layout as L
+from ..tensor import memfmt as _mf
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
 from ..tensor.size import Size
@@ -46,6 +48,34 @@ class _View(Function):
     @staticmethod
     def backward(ctx, g):
         return ctx.op.backward(ctx, g, *ctx.args), None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        # these views' backwards are views (or sum_to) themselves, so they are recorded under create_graph
+        if ctx.op.name in ("view", "transpose", "permute", "expand", "unsqueeze", "squeeze"):
+            return ctx.op.backward(ctx, g, *ctx.args), None, None
+        if ctx.op.name in ("narrow", "select", "diagonal", "getitem", "as_strided"):
+            return _ScatterBack.apply(g, ctx.op, ctx.args, ctx.shape, ctx.contig), None, None
+        with no_grad():
+            dx = ctx.op.backward(ctx, g, *ctx.args)
+        return delayed_error((dx,), ctx.op.node)[0], None, None
+
+
+class _ScatterBack(Function):
+    """The backward of an element-picking view (g written into zeros), recorded: it is linear in g, and its
+    own backward takes the same view of the incoming gradient."""
+    differentiable_backward = True
+
+    @staticmethod
+    def forward(ctx, g, op, args, shape, contig):
+        ctx.op, ctx.args = op, args
+        inner = type("ViewCtx", (), {})()
+        inner.op, inner.args, inner.shape, inner.contig = op, args, shape, contig
+        return op.backward(inner, g, *args)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ctx.op(gg, *ctx.args), None, None, None, None
 
 
 class _ViewOp:
@@ -490,6 +520,7 @@ def unbind(input, dim=0):  # noqa: A002
 # ------------------------------------------------------------------ copies
 class _Clone(Function):
     node_name = "CloneBackward0"
+    differentiable_backward = True
 
     @staticmethod
     def forward(ctx, x):
@@ -502,6 +533,8 @@ class _Clone(Function):
 
 def clone(input, *, memory_format=None):  # noqa: A002
     """A contiguous copy; differentiable (CloneBackward0) when grad is on, as PyTorch's."""
+    if memory_format is not None and memory_format in _mf._ORDER:
+        return _in_format(input, memory_format)
     if is_grad_enabled() and input.requires_grad:
         return _Clone.apply(input)
     t = input._contiguous_copy("clone")
@@ -509,10 +542,23 @@ def clone(input, *, memory_format=None):  # noqa: A002
 
 
 def contiguous(input, memory_format=None):  # noqa: A002
-    """self when already contiguous, else a contiguous copy (one strided-copy launch on cuda)."""
-    if input.is_contiguous():
+    """self when already contiguous, else a contiguous copy (one strided-copy launch on cuda).
+    memory_format=rawdev.channels_last(_3d): the same shape laid out channels-last (NHWC order)."""
+    _mf.check(memory_format, input.ndim)
+    if input.is_contiguous(memory_format=memory_format):
         return input
+    if memory_format in _mf._ORDER:
+        return _in_format(input, memory_format)
     return clone(input)
+
+
+def _in_format(x, fmt):
+    """A copy of x laid out in a channels-last format: permute to that order, copy dense, permute back
+    (all differentiable)."""
+    _mf.check(fmt, x.ndim)
+    order = _mf._ORDER[fmt]
+    inv = [order.index(i) for i in range(len(order))]
+    return permute(clone(permute(x, order)), inv)
 
 
 # ------------------------------------------------------------------ declarations

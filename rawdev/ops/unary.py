@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.function import Function
+from ..autograd.function import Function, delayed_error
+from ..autograd.grad_mode import no_grad
 from . import cuda as _cuda
 from .cpu import _erf, _gelu_tanh, v, wrap
 from .registry import declare, get, inplace_form
@@ -60,6 +61,82 @@ class _Unary(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         return ctx.op.grad(g, x, y, ctx.p), None, None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        """create_graph=True: the op's derivative from differentiable ops (GRAPH_GRADS), where it has one."""
+        f = GRAPH_GRADS.get(ctx.op.name)
+        x, y = ctx.saved_tensors
+        if f is None:   # the value now; an error if it is ever differentiated
+            with no_grad():
+                dx = ctx.op.grad(g, x, y, ctx.p)
+            return delayed_error((dx,), ctx.op.node)[0], None, None
+        return f(g, x, y, *ctx.p), None, None
+
+
+def _const(mask, like):
+    """A mask as a constant (no graph) in like's dtype."""
+    return mask.detach().to(dtype=like.dtype)
+
+
+# name -> dx(g, x, y, *p) from Tensor operators: what backward_graph records (x or y, per the op's `saves`)
+GRAPH_GRADS = {
+    "exp": lambda g, x, y: g * y,
+    "log": lambda g, x, y: g / x,
+    "tanh": lambda g, x, y: g * (1 - y * y),
+    "sigmoid": lambda g, x, y: g * (y * (1 - y)),
+    "relu": lambda g, x, y: g * _const(y > 0, g),
+    "abs": lambda g, x, y: g * _const(x.sign(), g),
+    "leaky_relu": lambda g, x, y, s: g * (_const(x > 0, g) * (1 - s) + s),
+    "sin": lambda g, x, y: g * x.cos(),
+    "cos": lambda g, x, y: -(g * x.sin()),
+    "sqrt": lambda g, x, y: g / (2 * y),
+    "rsqrt": lambda g, x, y: g * (y * y * y) * -0.5,
+    "tan": lambda g, x, y: g * (1 + y * y),
+    "sinh": lambda g, x, y: g * x.cosh(),
+    "cosh": lambda g, x, y: g * x.sinh(),
+    "atan": lambda g, x, y: g / (1 + x * x),
+    "exp2": lambda g, x, y: g * y * _LN2,
+    "expm1": lambda g, x, y: g * (y + 1),
+    "log2": lambda g, x, y: g / (x * _LN2),
+    "log10": lambda g, x, y: g / (x * _LN10),
+    "log1p": lambda g, x, y: g / (x + 1),
+    "reciprocal": lambda g, x, y: -(g * y * y),
+    "frac": lambda g, x, y: g * 1.0,
+    "sign": lambda g, x, y: g * 0.0, "floor": lambda g, x, y: g * 0.0, "ceil": lambda g, x, y: g * 0.0,
+    "round": lambda g, x, y: g * 0.0, "trunc": lambda g, x, y: g * 0.0,
+    "erf": lambda g, x, y: g * (x * x * -1.0).exp() * (2 / math.sqrt(math.pi)),
+    "gelu": lambda g, x, y: g * (0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())
+                                 + x * (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))),
+    "silu": lambda g, x, y: g * _silu_d(x),
+    "logsigmoid": lambda g, x, y: g * (-x).sigmoid(),
+    "softsign": lambda g, x, y: g / (1 + x.abs()) ** 2,
+    "tanhshrink": lambda g, x, y: g * x.tanh() ** 2,
+    # piecewise: the branch masks are constants; exp only sees the negative side (no inf * 0)
+    "elu": lambda g, x, y, a: g * _neg_side(x, lambda xn, m: m + (1 - m) * a * xn.exp()),
+    "selu": lambda g, x, y: g * _neg_side(x, lambda xn, m: (m + (1 - m) * _SELU_A * xn.exp()) * _SELU_S),
+    "celu": lambda g, x, y, a: g * _neg_side(x, lambda xn, m: m + (1 - m) * (xn / a).exp()),
+    "softplus": lambda g, x, y, b, t: g * _softplus_d(x, b, t),
+    "hardtanh": lambda g, x, y, lo, hi: g * (_const(x > lo, g) * _const(x < hi, g)),
+    "relu6": lambda g, x, y: g * (_const(x > 0, g) * _const(x < 6, g)),
+    "hardswish": lambda g, x, y: g * (_const(x >= -3, g) * _const(x <= 3, g) * (x / 3 + 0.5) + _const(x > 3, g)),
+    "hardsigmoid": lambda g, x, y: g * (_const(x > -3, g) * _const(x < 3, g) * (1 / 6)),
+}
+
+
+def _silu_d(x):
+    s = x.sigmoid()
+    return s * (1 + x * (1 - s))
+
+
+def _neg_side(x, f):
+    m = _const(x > 0, x)
+    return f(x * (1 - m), m)
+
+
+def _softplus_d(x, b, t):
+    m = _const(x * b > t, x)
+    return m + (1 - m) * (x * b).sigmoid()
 
 
 def apply(op, x, p=()):

@@ -194,7 +194,10 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_contiguous(self, memory_format=None):
-        return _layout.is_contiguous(self._shape, self._strides)
+        if memory_format is None:
+            return _layout.is_contiguous(self._shape, self._strides)
+        from . import memfmt as _mf
+        return _mf.is_in_format(self._shape, self._strides, memory_format)
 
     def stride(self, dim=None):
         """Strides in elements: a tuple, or one axis's stride."""

@@ -22,7 +22,24 @@ class Size(tuple):
         return Size(r) if isinstance(i, slice) else r
 
     def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
         return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        if not isinstance(n, int):
+            return NotImplemented
+        return Size(tuple(self) * n)
+
+    __rmul__ = __mul__
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
 
 
 def parse_size(args, what="size"):

@@ -2,3 +2,4 @@
 from . import checkpoint, data, dlpack
 
 __all__ = ["data", "checkpoint", "dlpack"]
+from . import hooks  # noqa: E402,F401
