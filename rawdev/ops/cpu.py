@@ -536,3 +536,4 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .cpu_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
 from .cpu_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
+from .cpu_layers2 import *  # noqa: F401,F403,E402  (group_norm, instance_norm)
