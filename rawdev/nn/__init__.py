@@ -37,6 +37,8 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, Ad
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
             "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "BatchNorm1d", "BatchNorm2d"]
-from .layers import GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: E402
+from .layers import (GroupNorm, InstanceNorm1d, InstanceNorm2d, Transformer, TransformerDecoder,  # noqa: E402
+                     TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 
-__all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Transformer", "TransformerEncoder", "TransformerDecoder",
+            "TransformerEncoderLayer", "TransformerDecoderLayer"]
