@@ -336,3 +336,242 @@ def test_encoder_layer_against_numpy_and_cuda_grads_match_cpu(norm_first, driver
     np.testing.assert_allclose(res["cpu"][0], ref, rtol=1e-4, atol=1e-4)
     for a, b in zip(res["cpu"], res["cuda"]):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------- interpolate
+def ref_nearest_idx(inp, out, scale=None, exact=False):
+    s = inp / out if scale is None else 1.0 / scale
+    d = np.arange(out) + (0.5 if exact else 0.0)
+    return np.minimum(np.floor(d * s).astype(int), inp - 1)
+
+
+def ref_linear_weights(inp, out, align, scale=None):
+    """[out, inp] matrix of the linear interpolation weights (PyTorch's source-index rule)."""
+    m = np.zeros((out, inp))
+    for o in range(out):
+        if align:
+            src = o * (inp - 1) / (out - 1) if out > 1 else 0.0
+        else:
+            s = inp / out if scale is None else 1.0 / scale
+            src = max((o + 0.5) * s - 0.5, 0.0)
+        i0 = min(int(np.floor(src)), inp - 1)
+        i1 = min(i0 + 1, inp - 1)
+        lam = src - i0
+        m[o, i0] += 1 - lam
+        m[o, i1] += lam
+    return m
+
+
+def ref_interp(x, out_hw, mode, align=False, scales=(None, None)):
+    """x [N, C, H, W] (float64): separable, so y = A_h @ x @ A_w^T per plane."""
+    H, W = x.shape[2:]
+    OH, OW = out_hw
+    if mode.startswith("nearest"):
+        exact = mode == "nearest-exact"
+        ah = np.eye(H)[ref_nearest_idx(H, OH, scales[0], exact)]
+        aw = np.eye(W)[ref_nearest_idx(W, OW, scales[1], exact)]
+    else:
+        ah = ref_linear_weights(H, OH, align, scales[0])
+        aw = ref_linear_weights(W, OW, align, scales[1])
+    return np.einsum("oh,nchw,pw->ncop", ah, x, aw)
+
+
+INTERP_CASES = [  # (input shape, kwargs, out spatial, ref mode, align, ref scales)
+    ((2, 3, 5, 4), {"size": (7, 9)}, (7, 9), "nearest", False, (None, None)),
+    ((2, 3, 5, 4), {"scale_factor": 2}, (10, 8), "nearest", False, (2.0, 2.0)),
+    ((1, 2, 7, 3), {"size": (3, 8), "mode": "nearest-exact"}, (3, 8), "nearest-exact", False, (None, None)),
+    ((2, 3, 5, 4), {"size": (7, 9), "mode": "bilinear"}, (7, 9), "bilinear", False, (None, None)),
+    ((2, 3, 5, 4), {"size": (7, 3), "mode": "bilinear", "align_corners": True}, (7, 3), "bilinear", True,
+     (None, None)),
+    ((1, 2, 5, 4), {"scale_factor": 1.5, "mode": "bilinear"}, (7, 6), "bilinear", False, (1.5, 1.5)),
+    ((1, 2, 5, 4), {"scale_factor": 1.5, "mode": "bilinear", "recompute_scale_factor": True}, (7, 6), "bilinear",
+     False, (None, None)),
+    ((3, 2, 1, 300), {"size": (1, 301), "mode": "bilinear"}, (1, 301), "bilinear", False, (None, None)),
+]
+
+
+@pytest.mark.parametrize("shape,kw,out,mode,align,scales", INTERP_CASES)
+def test_interpolate_2d_against_numpy_and_cuda_vs_cpu_grads(shape, kw, out, mode, align, scales, driver, poison):
+    N, C, H, W = shape
+    base = RNG.standard_normal((H, W, N, C)).astype(np.float32)          # read through a permuted view
+    gout = RNG.standard_normal((N, C) + out).astype(np.float32)
+    ref = ref_interp(base.transpose(2, 3, 0, 1).astype(np.float64), out, mode, align, scales)
+    res = {}
+    for dev in ("cpu", "cuda"):
+        t = _t(base, dev, grad=True)
+        x = t.permute(2, 3, 0, 1)
+        y = F.interpolate(x, **kw)
+        assert tuple(y.shape) == (N, C) + out
+        # the source coordinates are float32 (as PyTorch's): ~1e-7 * W of error in each weight
+        np.testing.assert_allclose(y.detach().cpu().numpy(), ref, rtol=1e-4, atol=2e-4)
+        (y * _t(gout, dev)).sum().backward()
+        res[dev] = t.grad.cpu().numpy()
+    np.testing.assert_allclose(res["cuda"], res["cpu"], rtol=1e-4, atol=1e-5)
+
+
+def test_interpolate_gradients_finite_differences_and_1d():
+    for kw in ({"size": (4, 7), "mode": "bilinear"}, {"size": (3, 5), "mode": "bilinear", "align_corners": True},
+               {"scale_factor": 2}):
+        x = RNG.standard_normal((1, 2, 3, 4))
+        y0 = F.interpolate(_t(x), **kw)
+        gout = RNG.standard_normal(tuple(y0.shape))
+        tx = _t(x, grad=True)
+        y = F.interpolate(tx, **kw)
+        (y * _t(gout)).sum().backward()
+        np.testing.assert_allclose(tx.grad.numpy(),
+                                   _fd(lambda z, kw=kw: F.interpolate(_t(z), **kw).numpy(), x, gout), rtol=1e-6,
+                                       atol=1e-7)
+    x = RNG.standard_normal((2, 3, 5))
+    y = F.interpolate(_t(x, grad=True), size=8, mode="linear")
+    assert y.grad_fn.name() == "UpsampleLinear1DBackward0"
+    np.testing.assert_allclose(y.detach().numpy(), np.einsum("ncw,ow->nco", x, ref_linear_weights(5, 8, False)),
+                               rtol=1e-12)
+    y = F.interpolate(_t(x, grad=True), scale_factor=3)
+    assert y.grad_fn.name() == "UpsampleNearest1DBackward0"
+    np.testing.assert_array_equal(y.detach().numpy(), np.repeat(x, 3, axis=2))
+    assert F.interpolate(_t(x[None], grad=True), scale_factor=2).grad_fn.name() == "UpsampleNearest2DBackward0"
+
+
+def test_interpolate_errors():
+    x = rawdev.randn(1, 1, 3)
+    with pytest.raises(ValueError, match="either size or scale_factor should be defined"):
+        F.interpolate(x)
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(x, size=4, scale_factor=2)
+    with pytest.raises(ValueError, match="align_corners option can only be set with the interpolating modes"):
+        F.interpolate(x, size=4, align_corners=True)
+    with pytest.raises(NotImplementedError, match="Got 3D input, but bilinear mode needs 4D input"):
+        F.interpolate(x, size=4, mode="bilinear")
+    with pytest.raises(ValueError, match="Input and output must have the same number of spatial dimensions"):
+        F.interpolate(x, size=(4, 5))
+    up = nn.Upsample(scale_factor=2, mode="bilinear")
+    assert repr(up) == "Upsample(scale_factor=2.0, mode='bilinear')"
+    assert list(up.state_dict()) == []
+
+
+# ---------------------------------------------------------------------------------------------- pad
+@pytest.mark.parametrize("mode,np_mode", [("constant", "constant"), ("reflect", "reflect"), ("replicate", "edge"),
+                                          ("circular", "wrap")])
+def test_pad_modes_against_numpy(mode, np_mode, driver, poison):
+    base = RNG.standard_normal((5, 4, 2, 3)).astype(np.float32)      # [H, W, N, C], read as a permuted view
+    x_np = base.transpose(2, 3, 0, 1)
+    pads = (2, 1, 3, 0)                                              # (left, right, top, bottom)
+    ref = np.pad(x_np.astype(np.float64), ((0, 0), (0, 0), (3, 0), (2, 1)), mode=np_mode)
+    gout = RNG.standard_normal(ref.shape).astype(np.float32)
+    grads = {}
+    for dev in ("cpu", "cuda"):
+        t = _t(base, dev, grad=True)
+        y = F.pad(t.permute(2, 3, 0, 1), pads, mode=mode)
+        np.testing.assert_allclose(y.detach().cpu().numpy(), ref, rtol=1e-6, atol=1e-6)
+        (y * _t(gout, dev)).sum().backward()
+        grads[dev] = t.grad.cpu().numpy()
+    np.testing.assert_allclose(grads["cuda"], grads["cpu"], rtol=1e-5, atol=1e-5)
+    x64 = x_np[:1, :1].astype(np.float64).copy()
+    g64 = RNG.standard_normal((1, 1) + ref.shape[2:])
+    tx = _t(x64, grad=True)
+    (F.pad(tx, pads, mode=mode) * _t(g64)).sum().backward()
+    want = _fd(lambda z: np.pad(z, ((0, 0), (0, 0), (3, 0), (2, 1)), mode=np_mode), x64, g64)
+    np.testing.assert_allclose(tx.grad.numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_pad_constant_value_negative_and_errors():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = F.pad(_t(x), (1, -2), value=7.5).numpy()
+    np.testing.assert_array_equal(y, np.pad(x[:, :2], ((0, 0), (1, 0)), constant_values=7.5))
+    with pytest.raises(RuntimeError, match="Padding length must be divisible by 2"):
+        F.pad(_t(x), (1,))
+    with pytest.raises(RuntimeError, match=r"Padding size should be less than the corresponding input dimension, "
+                                           r"but got: padding \(3, 3\) at dimension 2 of input \[1, 1, 3\]"):
+        F.pad(rawdev.ones(1, 1, 3), (3, 3), mode="reflect")
+    assert repr(nn.ZeroPad2d(1)) == "ZeroPad2d((1, 1, 1, 1))"
+    assert repr(nn.ConstantPad1d((1, 2), 0.5)) == "ConstantPad1d(padding=(1, 2), value=0.5)"
+    assert repr(nn.ReflectionPad2d((1, 0, 2, 1))) == "ReflectionPad2d((1, 0, 2, 1))"
+    np.testing.assert_array_equal(nn.ReplicationPad1d(2)(_t(x[None])).numpy(), np.pad(x[None], ((0, 0),) * 2 +
+                                                                                        ((2, 2),), mode="edge"))
+
+
+# ---------------------------------------------------------------------------------------------- pixel shuffle
+def test_pixel_shuffle_roundtrip_against_loops(driver, poison):
+    r, N, C, H, W = 2, 2, 3, 3, 5
+    x = RNG.standard_normal((N, C * r * r, H, W)).astype(np.float32)
+    ref = np.zeros((N, C, H * r, W * r), np.float32)
+    for n, c, h, w, i, j in np.ndindex(N, C, H, W, r, r):
+        ref[n, c, h * r + i, w * r + j] = x[n, c * r * r + i * r + j, h, w]
+    for dev in ("cpu", "cuda"):
+        y = nn.PixelShuffle(r)(_t(x, dev))
+        np.testing.assert_array_equal(y.cpu().numpy(), ref)
+        np.testing.assert_array_equal(nn.PixelUnshuffle(r)(y).cpu().numpy(), x)
+    with pytest.raises(RuntimeError, match=r"input.size\(-3\)=3 is not divisible by 4"):
+        F.pixel_shuffle(rawdev.ones(1, 3, 2, 2), 2)
+
+
+# ---------------------------------------------------------------------------------------------- embedding bag
+def ref_embedding_bag(w, idx, bounds, mode, psw=None, pad=None):
+    out = np.zeros((len(bounds) - 1, w.shape[1]))
+    for b in range(len(bounds) - 1):
+        rows = [(j, i) for j, i in enumerate(idx[bounds[b]:bounds[b + 1]], bounds[b]) if i != pad]
+        if not rows:
+            continue
+        vals = np.stack([w[i] * (1 if psw is None else psw[j]) for j, i in rows])
+        out[b] = {"sum": vals.sum(0), "mean": vals.mean(0), "max": vals.max(0)}[mode]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("pad", [None, 3])
+def test_embedding_bag_offsets_against_numpy_cuda_vs_cpu(mode, pad, driver, poison):
+    V, D = 13, 37
+    idx = RNG.integers(0, V, 23)
+    idx[[4, 9]] = 3
+    offsets = np.array([0, 5, 5, 11, 20])                       # bag 1 is empty
+    bounds = np.append(offsets, len(idx))
+    w = RNG.standard_normal((V, D)).astype(np.float32)
+    psw = RNG.random(23).astype(np.float32) if mode == "sum" else None
+    ref = ref_embedding_bag(w.astype(np.float64), idx, bounds, mode, psw, pad)
+    gout = RNG.standard_normal(ref.shape).astype(np.float32)
+    res = {}
+    for dev in ("cpu", "cuda"):
+        tw = _t(w, dev, grad=True)
+        tp = _t(psw, dev, grad=True) if psw is not None else None
+        y = F.embedding_bag(_t(idx, dev), tw, _t(offsets, dev), mode=mode, per_sample_weights=tp, padding_idx=pad)
+        np.testing.assert_allclose(y.detach().cpu().numpy(), ref, rtol=1e-5, atol=1e-5)
+        (y * _t(gout, dev)).sum().backward()
+        res[dev] = [tw.grad.cpu().numpy()] + ([tp.grad.cpu().numpy()] if tp is not None else [])
+    for a, b in zip(res["cpu"], res["cuda"]):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    # the weight's gradient by finite differences (float64, cpu; a small slice of D)
+    w64, g64 = w[:, :3].astype(np.float64), gout[:, :3].astype(np.float64)
+    tw = _t(w64, grad=True)
+    tp = _t(psw.astype(np.float64), grad=True) if psw is not None else None
+    (F.embedding_bag(_t(idx), tw, _t(offsets), mode=mode, per_sample_weights=tp, padding_idx=pad)
+     * _t(g64)).sum().backward()
+    np.testing.assert_allclose(tw.grad.numpy(), _fd(lambda z: ref_embedding_bag(z, idx, bounds, mode, psw, pad),
+                                                    w64, g64), rtol=1e-6, atol=1e-7)
+    if psw is not None:
+        np.testing.assert_allclose(tp.grad.numpy(), _fd(lambda z: ref_embedding_bag(w64, idx, bounds, mode, z, pad),
+                                                        psw.astype(np.float64), g64), rtol=1e-6, atol=1e-7)
+
+
+def test_embedding_bag_2d_last_offset_module_and_errors(driver):
+    bag = nn.EmbeddingBag(10, 4, mode="sum", padding_idx=0)
+    assert repr(bag) == "EmbeddingBag(10, 4, mode='sum', padding_idx=0)"
+    assert list(bag.state_dict()) == ["weight"] and (bag.weight.detach().numpy()[0] == 0).all()
+    w = bag.weight.detach().numpy().astype(np.float64)
+    x2 = np.array([[1, 0, 4], [9, 9, 2]])
+    want = ref_embedding_bag(w, x2.reshape(-1), [0, 3, 6], "sum", pad=0)
+    np.testing.assert_allclose(bag(_t(x2)).detach().numpy(), want, rtol=1e-6)
+    bag.cuda()
+    np.testing.assert_allclose(bag(_t(x2, "cuda")).detach().cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+    last = F.embedding_bag(_t(np.array([1, 2, 3, 4])), _t(w), _t(np.array([0, 1, 3])), mode="sum",
+                           include_last_offset=True)
+    np.testing.assert_allclose(last.numpy(), [w[1], w[2] + w[3]])
+    with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
+        F.embedding_bag(_t(np.array([1, 2])), _t(w))
+    with pytest.raises(ValueError, match="if input is 2D, then offsets has to be None"):
+        F.embedding_bag(_t(x2), _t(w), _t(np.array([0])))
+    with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
+        F.embedding_bag(_t(x2), _t(w), per_sample_weights=rawdev.ones(2, 3))
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        F.embedding_bag(_t(np.array([1, 2])), _t(w), _t(np.array([1])))
+    with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
+        F.embedding_bag(_t(x2), _t(w), mode="min")
