@@ -575,3 +575,22 @@ def test_embedding_bag_2d_last_offset_module_and_errors(driver):
         F.embedding_bag(_t(np.array([1, 2])), _t(w), _t(np.array([1])))
     with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
         F.embedding_bag(_t(x2), _t(w), mode="min")
+
+
+@pytest.fixture
+def fresh_sim():
+    from rawdev.runtime import reset_for_tests
+    reset_for_tests("sim")
+    yield
+    reset_for_tests("sim")   # the next test gets a power-on device, not this one's sticky error
+
+
+def test_embedding_bag_index_out_of_range_is_a_device_side_assert(fresh_sim):
+    from rawdev.errors import DeviceAssertError
+    w = RNG.standard_normal((5, 3)).astype(np.float32)
+    idx, offsets = np.array([1, 5, 2]), np.array([0, 2])
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        F.embedding_bag(_t(idx), _t(w), _t(offsets))
+    out = F.embedding_bag(_t(idx, "cuda"), _t(w, "cuda"), _t(offsets, "cuda"))
+    with pytest.raises(DeviceAssertError, match=r"i >= 0 && i < V"):
+        out.cpu()
