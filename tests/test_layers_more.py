@@ -594,3 +594,18 @@ def test_embedding_bag_index_out_of_range_is_a_device_side_assert(fresh_sim):
     out = F.embedding_bag(_t(idx, "cuda"), _t(w, "cuda"), _t(offsets, "cuda"))
     with pytest.raises(DeviceAssertError, match=r"i >= 0 && i < V"):
         out.cpu()
+
+
+def test_deprecated_upsample_functions_warn_and_match_interpolate():
+    x = RNG.standard_normal((1, 2, 3, 4))
+    with pytest.warns(UserWarning, match="upsample_bilinear` is deprecated"):
+        y = F.upsample_bilinear(_t(x), size=(5, 6))
+    np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12)
+    with pytest.warns(UserWarning, match="upsample_nearest` is deprecated"):
+        y = F.upsample_nearest(_t(x), scale_factor=2)
+    np.testing.assert_array_equal(y.numpy(), x.repeat(2, axis=2).repeat(2, axis=3))
+    with pytest.warns(UserWarning, match="upsample` is deprecated"):
+        y = F.upsample(_t(x), size=(5, 7), mode="bilinear")
+    np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 7), "bilinear"), rtol=1e-12)
+    b = nn.UpsamplingBilinear2d(size=(5, 6))
+    np.testing.assert_allclose(b(_t(x)).numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12)

@@ -8,6 +8,7 @@ written into its interior (backward: that slice of the gradient); reflect / repl
 index_select per padded dim (backward: its scatter-add). pixel_shuffle / pixel_unshuffle are views + one copy.
 """
 import math
+import warnings
 
 import numpy as np
 
@@ -111,7 +112,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     ins = list(input.shape[2:])
     if dim == 1:
         ins, out, sfs = [1] + ins, [1] + out, [None] + sfs
-    scales = tuple(float(np.float32(_scale(i, o, s, align, linear))) for i, o, s in zip(ins, out, sfs))
+    # PyTorch's source coordinates are computed in the input's precision (float32, or float64 for float64)
+    wide = input.dtype is _dt.float64
+    scales = tuple(float(_scale(i, o, s, align, linear) if wide else np.float32(_scale(i, o, s, align, linear)))
+                   for i, o, s in zip(ins, out, sfs))
     kind = "bilinear" if linear else "nearest"
     flag = align if linear else mode == "nearest-exact"
     y = _Interp.apply(input, tuple(out), scales, kind, flag)
@@ -121,6 +125,30 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 declare("interpolate", interpolate, family="resample", functional=True, method=False, torch=False)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """Deprecated in PyTorch in favour of interpolate (same arguments)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated in PyTorch: interpolate(..., mode='nearest')."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    """Deprecated in PyTorch: interpolate(..., mode='bilinear', align_corners=True)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+for _f in (upsample, upsample_nearest, upsample_bilinear):
+    declare(_f.__name__, _f, family="resample", functional=True, method=False, torch=False)
 
 
 # ------------------------------------------------------------------ pad
