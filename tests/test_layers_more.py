@@ -205,6 +205,8 @@ def _call(m, how, ins):
         "enc_kpm": lambda: m(ins[0], src_key_padding_mask=ins[1]),
         "dec_mask": lambda: m(ins[0], ins[1], tgt_mask=ins[2]),
         "seq2seq": lambda: m(ins[0], ins[1], tgt_mask=ins[2]),
+        "dec_all": lambda: m(ins[0], ins[1], tgt_mask=ins[2], memory_mask=ins[3], tgt_key_padding_mask=ins[4],
+                             memory_key_padding_mask=ins[5]),
     }[how]()
 
 
@@ -214,7 +216,6 @@ def _load_fixture(path):
     from safetensors import safe_open
     with safe_open(str(path), "np") as f:
         case = json.loads(f.metadata()["case"])
-        case["state_keys"] = json.loads(f.metadata()["state_keys"])
         arrays = {k: f.get_tensor(k) for k in f.keys()}
     return case, arrays
 

@@ -7,8 +7,8 @@ Each file holds one layer's case: `state.<key>` (the PyTorch module's state_dict
 their init so a wrong mapping shows), `input.<i>` (the forward's tensor arguments), `gout` (the weight of the
 loss sum(output * gout)), `output` and `grad.<i>` (the gradient of that loss for each floating input), all
 float32 (integer inputs int64, masks bool/float). The metadata's "case" is JSON: the nn class name, its
-constructor args/kwargs, and "call", how the test calls it (`_call` in tests/test_layers_more.py);
-"state_keys" is the state_dict's key order (safetensors stores keys sorted).
+constructor args/kwargs, "call", how the test calls it (`_call` in tests/test_layers_more.py), "state_keys",
+the state_dict's key order (safetensors stores keys sorted), and the torch version.
 """
 import json
 import sys
@@ -64,6 +64,13 @@ CASES = {
     "transformer": ("Transformer", [], {"d_model": 8, "nhead": 2, "num_encoder_layers": 2, "num_decoder_layers": 1,
                                         "dim_feedforward": 12, "dropout": 0.0, "batch_first": True}, "seq2seq",
                     lambda: [torch.randn(2, 5, 8), torch.randn(2, 3, 8), causal(3)]),
+    "decoder_layer_all_masks": ("TransformerDecoderLayer", [16, 4], {"dim_feedforward": 24, "dropout": 0.0,
+                                                                      "batch_first": True, "norm_first": True},
+                                "dec_all", lambda: [torch.randn(3, 4, 16), torch.randn(3, 5, 16), causal(4),
+                                                    torch.randn(4, 5),
+                                                    torch.tensor([[False] * 4, [False] * 3 + [True], [False] * 4]),
+                                                    torch.tensor([[False] * 5, [False] * 5,
+                                                                  [False] * 2 + [True] * 3])]),
 }
 
 
@@ -84,6 +91,9 @@ def call(m, how, ins):
         return m(ins[0], src_key_padding_mask=ins[1])
     if how == "dec_mask":
         return m(ins[0], ins[1], tgt_mask=ins[2])
+    if how == "dec_all":
+        return m(ins[0], ins[1], tgt_mask=ins[2], memory_mask=ins[3], tgt_key_padding_mask=ins[4],
+                 memory_key_padding_mask=ins[5])
     if how == "seq2seq":
         return m(ins[0], ins[1], tgt_mask=ins[2])
     raise ValueError(how)
@@ -102,7 +112,7 @@ def main(only=()):
         m.eval()
         ins = [t.clone() for t in make()]
         for t in ins:
-            if t.is_floating_point() and not (how.startswith(("enc", "dec", "seq")) and t.ndim == 2):
+            if t.is_floating_point() and not (how.startswith(("enc", "dec", "seq")) and t.ndim == 2):   # not masks
                 t.requires_grad_(True)
         out = call(m, how, ins)
         gout = torch.randn_like(out)
@@ -114,8 +124,9 @@ def main(only=()):
                 tensors[f"grad.{j}"] = t.grad.clone()
         tensors["gout"], tensors["output"] = gout.contiguous(), out.detach().contiguous()
         tensors = {k: v.contiguous() for k, v in tensors.items()}
-        meta = {"case": json.dumps({"class": cls, "args": args, "kwargs": kwargs, "call": how}),
-                "state_keys": json.dumps(list(m.state_dict())), "torch": torch.__version__}
+        # one metadata key: safetensors writes several in no fixed order, and the files should rebuild identically
+        meta = {"case": json.dumps({"class": cls, "args": args, "kwargs": kwargs, "call": how,
+                                    "state_keys": list(m.state_dict()), "torch": torch.__version__})}
         save_file(tensors, str(OUT / f"{name}.safetensors"), metadata=meta)
     total = sum(p.stat().st_size for p in OUT.glob("*.safetensors"))
     print(f"wrote {len(list(OUT.glob('*.safetensors')))} fixtures, {total / 1024:.1f} KiB, in {OUT}")
