@@ -610,3 +610,15 @@ def test_deprecated_upsample_functions_warn_and_match_interpolate():
     np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 7), "bilinear"), rtol=1e-12)
     b = nn.UpsamplingBilinear2d(size=(5, 6))
     np.testing.assert_allclose(b(_t(x)).numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12)
+
+
+def test_instance_norm_refuses_running_stats_it_does_not_track():
+    m = nn.InstanceNorm1d(3, affine=True)
+    sd = {"weight": rawdev.ones(3), "bias": rawdev.zeros(3), "running_mean": rawdev.zeros(3),
+          "running_var": rawdev.ones(3)}
+    for strict in (True, False):        # PyTorch reports it as an error either way
+        with pytest.raises(RuntimeError, match=r'Unexpected running stats buffer\(s\) "running_mean" and '
+                                               r'"running_var" for InstanceNorm1d with track_running_stats=False'):
+            m.load_state_dict(sd, strict=strict)
+    m.load_state_dict({"weight": rawdev.full((3,), 2.0), "bias": rawdev.zeros(3)})
+    assert (m.weight.detach().numpy() == 2).all()
