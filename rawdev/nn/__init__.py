@@ -38,3 +38,15 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d
             "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "BatchNorm1d", "BatchNorm2d"]
 from . import modules  # noqa: E402,F401
+from .layers import (GroupNorm, InstanceNorm1d, InstanceNorm2d, Transformer, TransformerDecoder,  # noqa: E402
+                     TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Transformer", "TransformerEncoder", "TransformerDecoder",
+            "TransformerEncoderLayer", "TransformerDecoderLayer"]
+from .layers import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag,  # noqa: E402
+                     PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
+                     ReplicationPad2d, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+
+__all__ += ["EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+            "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
+            "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]

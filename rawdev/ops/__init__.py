@@ -9,6 +9,7 @@ from . import activation, binary, index, linalg, loss, reduce, shape, unary  # n
 from . import conv, creation, join, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
+from . import embedding_bag, groupnorm, resample  # noqa: F401,E402  (they declare)
 from . import methods as _methods
 from .registry import names as _names
 

@@ -537,3 +537,4 @@ from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, m
 from .cpu_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
 from .cpu_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cpu_gather import *  # noqa: F401,F403,E402  (gather, scatter)
+from .cpu_layers2 import *  # noqa: F401,F403,E402  (group_norm, instance_norm)

@@ -856,3 +856,5 @@ from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
 from .cuda_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cuda_gather import *  # noqa: F401,F403,E402  (gather, scatter)
+from .cuda_groupnorm import *  # noqa: F401,F403,E402  (group_norm, instance_norm)
+from .cuda_layers2 import *  # noqa: F401,F403,E402  (interpolate, embedding_bag)

@@ -15,6 +15,12 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, A
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss, TripletMarginLoss)
+from .groupnorm import GroupNorm, InstanceNorm1d, InstanceNorm2d
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
+from .resample import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag, PixelShuffle,
+                       PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample,
+                       UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
 
 __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout",
            "Flatten", "Unflatten", "Identity", "CrossEntropyLoss", "MSELoss", "NLLLoss", "tag_modules",
@@ -26,7 +32,12 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
            "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "BatchNorm1d", "BatchNorm2d"]
+           "BatchNorm1d", "BatchNorm2d",
+           "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Transformer", "TransformerEncoder",
+           "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+           "EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
+           "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
+           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
 
 
 def tag_modules(model):
