@@ -6,7 +6,7 @@ registry.declare; `methods.install()` puts them on rawdev.Tensor, and `rawdev`/`
 export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by dispatch.py.
 """
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
-from . import conv, creation, join, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
+from . import conv, creation, join, math2, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, groupnorm, resample  # noqa: F401,E402  (they declare)

@@ -14,6 +14,7 @@ from .promotion import _bcast_shape, _for_scalar, _is_scalar, _result_dt, _scala
 from .registry import declare
 from .shape import sum_to
 
+
 # ------------------------------------------------------------------ arithmetic
 class _Add(Function):
     node_name = "AddBackward0"
@@ -291,7 +292,8 @@ def mul(input, other):  # noqa: A002
 
 def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode is not None:
-        raise NotImplementedError("div(rounding_mode=...) is not supported")
+        from .math2 import _div_rounding
+        return _div_rounding(input, other, rounding_mode)
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         input, other = _same_device(input, other)
         return _Div.apply(input, other)
@@ -307,8 +309,9 @@ def neg(input):  # noqa: A002
 
 
 def pow(input, exponent):  # noqa: A001,A002
-    if isinstance(exponent, Tensor):
-        raise NotImplementedError("pow with a tensor exponent is not supported")
+    if isinstance(exponent, Tensor) or not isinstance(input, Tensor):
+        from .math2 import pow as pow_tensor  # a tensor exponent or a number base: the binary kernel
+        return pow_tensor(input, exponent)
     return _PowScalar.apply(input, exponent)
 
 

@@ -5,13 +5,12 @@ The one place that sets attributes on the Tensor class from the ops layer; run b
 """
 from ..autograd import engine
 from ..autograd import hooks as _hooks
-from ..tensor import memfmt as _mf
-from . import shape
 from ..autograd.grad_mode import is_grad_enabled
 from ..device import as_device
+from ..tensor import memfmt as _mf
 from ..tensor.core import Tensor, _parse_to
 from . import binary as F
-from . import convert, index, linalg, registry, unary
+from . import convert, index, linalg, registry, shape, unary
 from .dispatch import backend, backend_of
 from .inplace import apply_inplace, check_inplace_graph
 
@@ -150,6 +149,16 @@ def install():
     T.__neg__ = lambda s: F.neg(s)
     T.__pos__ = lambda s: s
     T.__pow__ = lambda s, e: F.pow(s, e)
+    from . import math2 as M
+    T.__rpow__ = lambda s, b: M.pow(b, s)
+    T.__mod__ = lambda s, o: M.remainder(s, o)
+    T.__rmod__ = lambda s, o: M.remainder(o, s)
+    T.__floordiv__ = lambda s, o: M.floor_divide(s, o)
+    T.__rfloordiv__ = lambda s, o: M.floor_divide(o, s)
+    T.__and__ = T.__rand__ = lambda s, o: M.bitwise_and(s, o)
+    T.__or__ = T.__ror__ = lambda s, o: M.bitwise_or(s, o)
+    T.__xor__ = T.__rxor__ = lambda s, o: M.bitwise_xor(s, o)
+    T.__invert__ = lambda s: M.bitwise_not(s)
     T.__matmul__ = lambda s, o: linalg.matmul(s, o)
     T.__rmatmul__ = _rmatmul
     T.__abs__ = lambda s: unary.abs(s)

@@ -1,0 +1,645 @@
+"""Math beyond + − × ÷: pow with a tensor exponent (and a scalar base, 10 ** t), atan2, fmod, remainder,
+floor division, div's rounding modes, copysign, hypot, lerp, addcmul, addcdiv; logical and bitwise ops;
+isnan/isinf/isfinite/…, nan_to_num, isclose/allclose/equal; and the small linear-algebra forms outer, dot,
+addmm, bmm, baddbmm, mv, einsum.
+
+The kernels (math2.ptx) compute values; gradients are written with differentiable ops, so they run on either
+device and support double backward. lerp/addcmul/addcdiv/outer/einsum are compositions of declared ops.
+"""
+import string
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor.core import Tensor
+from .binary import _same_device
+from .dispatch import backend
+from .promotion import _result_dt
+from .registry import declare
+from .shape import sum_to
+
+
+def _operands(op, input, other):  # noqa: A002
+    """(a, b) as tensors of the promoted dtype on one device; a Python number becomes a 0-d tensor."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{op}(): expected at least one Tensor argument")
+    like = input if isinstance(input, Tensor) else other
+    from ..tensor.factory import tensor
+    if not isinstance(input, Tensor):
+        input = tensor(input, dtype=_scalar_dtype(input, like), device=like.device)
+    if not isinstance(other, Tensor):
+        other = tensor(other, dtype=_scalar_dtype(other, like), device=like.device)
+    input, other = _same_device(input, other)
+    dt = _result_dt(input, other)
+    return (input if input.dtype is dt else input.to(dtype=dt)), (other if other.dtype is dt else other.to(dtype=dt))
+
+
+def _scalar_dtype(s, like):
+    """A Python number joins a tensor as PyTorch's wrapped numbers do: it keeps the tensor's dtype unless it
+    is a float meeting an integer tensor (then the default float dtype)."""
+    if isinstance(s, bool):
+        return like.dtype
+    if isinstance(s, float) and not like.dtype.is_floating_point:
+        return _dt.get_default_dtype()
+    return like.dtype
+
+
+def _floating(op, a, b):
+    if not a.dtype.is_floating_point:
+        dt = _dt.get_default_dtype()
+        a, b = a.to(dtype=dt), b.to(dtype=dt)
+    return a, b
+
+
+# ------------------------------------------------------------------ pow with a tensor exponent
+class _PowTensor(Function):
+    node_name = "PowBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = backend("pow", a, b).binary_math(a, b, "pow")
+        ctx.save_for_backward(a, b, out)
+        ctx.sa, ctx.sb = a.shape, b.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from .select import where
+        a, b, out = ctx.saved_tensors
+        ga = gb = None
+        if ctx.needs_input_grad[0]:    # b·a^(b−1), 0 where b == 0 (PyTorch's pow_backward_self)
+            ga = sum_to(where(b == 0, 0.0, g * b * _PowTensor.apply(a, b - 1)), ctx.sa)
+        if ctx.needs_input_grad[1]:    # a^b·ln a, 0 where a == 0 and b >= 0 (pow_backward_exponent)
+            gb = sum_to(where((a == 0) & (b >= 0), 0.0, g * out * a.log()), ctx.sb)
+        return ga, gb
+
+    backward_graph = backward
+
+
+def pow(input, exponent):  # noqa: A001,A002
+    """input ** exponent elementwise; either may be a tensor (broadcast) or a number.
+
+    Example:
+        >>> torch.pow(torch.tensor([2., 3.]), torch.tensor([3., 2.]))
+        tensor([8., 9.])
+        >>> 10 ** torch.tensor([0., 1., 2.])
+        tensor([  1.,  10., 100.])
+    """
+    from .binary import _PowScalar
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        return _PowScalar.apply(input, exponent)
+    a, b = _operands("pow", input, exponent)
+    return _PowTensor.apply(a, b)
+
+
+def float_power(input, exponent):  # noqa: A002
+    """pow in float64 (the result is float64 whatever the inputs)."""
+    a = input.to(dtype=_dt.float64) if isinstance(input, Tensor) else float(input)
+    b = exponent.to(dtype=_dt.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return pow(a, b)
+
+
+def _rpow(self, base):
+    return pow(base, self)
+
+
+# ------------------------------------------------------------------ atan2, fmod, remainder, floor_divide
+class _Atan2(Function):
+    node_name = "Atan2Backward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.sa, ctx.sb = a.shape, b.shape
+        return backend("atan2", a, b).binary_math(a, b, "atan2")
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        d = a * a + b * b
+        ga = sum_to(g * b / d, ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(-g * a / d, ctx.sb) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+    backward_graph = backward
+
+
+def atan2(input, other):  # noqa: A002
+    """The angle of (other, input) in radians, elementwise: atan(input / other) in the right quadrant.
+
+    Example:
+        >>> torch.atan2(torch.tensor([1.]), torch.tensor([-1.]))
+        tensor([2.3562])
+    """
+    a, b = _floating("atan2", *_operands("atan2", input, other))
+    return _Atan2.apply(a, b)
+
+
+class _Mod(Function):
+    """fmod (C's, the sign of the dividend) or remainder (Python's, the sign of the divisor)."""
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        ctx.save_for_backward(a, b)
+        ctx.sa, ctx.sb, ctx.op = a.shape, b.shape, op
+        return backend(op, a, b).binary_math(a, b, op)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = sum_to(g, ctx.sa) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:   # d/db (a − q·b) = −q, q = trunc(a/b) (fmod) or floor(a/b) (remainder)
+            q = (a / b).trunc() if ctx.op == "fmod" else (a / b).floor()
+            gb = sum_to(-g * q, ctx.sb)
+        return ga, gb, None
+
+    backward_graph = backward
+
+
+def _mod(op, input, other):  # noqa: A002
+    a, b = _operands(op, input, other)
+    if not a.dtype.is_floating_point and a.is_cuda:
+        raise TypeError(f"{op} on cuda supports float32 tensors (the shipped kernels are f32), got {a.dtype}")
+    out = _Mod.apply(a, b, op)
+    if out.grad_fn is not None:
+        out.grad_fn.rename("FmodBackward1" if op == "fmod" else "RemainderBackward1")
+    return out
+
+
+def fmod(input, other):  # noqa: A002
+    """The remainder of input / other with the sign of input (C's fmod).
+
+    Example:
+        >>> torch.fmod(torch.tensor([-3., 3.]), 2)
+        tensor([-1.,  1.])
+    """
+    return _mod("fmod", input, other)
+
+
+def remainder(input, other):  # noqa: A002
+    """The remainder of input / other with the sign of other (Python's %).
+
+    Example:
+        >>> torch.remainder(torch.tensor([-3., 3.]), 2)
+        tensor([1., 1.])
+    """
+    return _mod("remainder", input, other)
+
+
+def floor_divide(input, other):  # noqa: A002
+    """floor(input / other) elementwise (Python's //); not differentiable.
+
+    Example:
+        >>> torch.floor_divide(torch.tensor([-7., 7.]), 2)
+        tensor([-4.,  3.])
+    """
+    a, b = _operands("floor_divide", input, other)
+    return backend("floor_divide", a, b).binary_math(a.detach(), b.detach(), "floor_divide")
+
+
+def _div_rounding(input, other, rounding_mode):  # noqa: A002
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        a, b = _operands("div", input, other)
+        if a.dtype.is_floating_point:
+            return (a.detach() / b.detach()).trunc()
+        q = floor_divide(a, b)      # integers: floor, then one step toward zero where the signs differ
+        r = _mod("fmod", a, b).detach()
+        return q + ((r != 0) & ((a < 0) != (b < 0))).to(dtype=q.dtype)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                       f"'{rounding_mode}'")
+
+
+class _Binary(Function):
+    """copysign / hypot: values from the kernel, gradients from differentiable ops."""
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        ctx.save_for_backward(a, b)
+        ctx.sa, ctx.sb, ctx.op = a.shape, b.shape, op
+        return backend(op, a, b).binary_math(a, b, op)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        if ctx.op == "hypot":
+            h = _Binary.apply(a, b, "hypot")
+            ga = sum_to(g * a / h, ctx.sa) if ctx.needs_input_grad[0] else None
+            gb = sum_to(g * b / h, ctx.sb) if ctx.needs_input_grad[1] else None
+            return ga, gb, None
+        # copysign: d/da = sign(a)·sign of b's sign bit; 0 with respect to b
+        s = _Binary.apply(a.sign(), b, "copysign")
+        return (sum_to(g * s, ctx.sa) if ctx.needs_input_grad[0] else None), None, None
+
+    backward_graph = backward
+
+
+def copysign(input, other):  # noqa: A002
+    """|input| with the sign of other."""
+    a, b = _floating("copysign", *_operands("copysign", input, other))
+    return _Binary.apply(a, b, "copysign")
+
+
+def hypot(input, other):  # noqa: A002
+    """sqrt(input² + other²) without overflow in the squares."""
+    a, b = _floating("hypot", *_operands("hypot", input, other))
+    return _Binary.apply(a, b, "hypot")
+
+
+# ------------------------------------------------------------------ compositions
+def lerp(input, end, weight):  # noqa: A002
+    """input + weight · (end − input); weight a number or a tensor.
+
+    Example:
+        >>> torch.lerp(torch.zeros(2), torch.ones(2), 0.25)
+        tensor([0.2500, 0.2500])
+    """
+    return input + weight * (end - input)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """input + value · tensor1 · tensor2."""
+    return input + value * (tensor1 * tensor2) if value != 1 else input + tensor1 * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """input + value · tensor1 / tensor2."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
+                           "tensor2), for all dtypes.")
+    return input + value * (tensor1 / tensor2) if value != 1 else input + tensor1 / tensor2
+
+
+# ------------------------------------------------------------------ logical and bitwise
+def _truth(t):
+    """t as bool (t != 0): bool passes, uint8 is compared by the byte kernel's rules, floats by classify."""
+    if t.dtype is _dt.bool:
+        return t
+    return t != 0
+
+
+def _logical(op, input, other):  # noqa: A002
+    from ..tensor.factory import tensor
+    if not isinstance(other, Tensor):
+        other = tensor(bool(other), device=input.device)
+    input, other = _same_device(input, other)
+    a, b = _truth(input.detach()), _truth(other.detach())
+    return backend(op, a, b).logical(a, b, op, _dt.bool)
+
+
+def logical_and(input, other):  # noqa: A002
+    """Elementwise input ≠ 0 and other ≠ 0, as bool."""
+    return _logical("logical_and", input, other)
+
+
+def logical_or(input, other):  # noqa: A002
+    """Elementwise input ≠ 0 or other ≠ 0, as bool."""
+    return _logical("logical_or", input, other)
+
+
+def logical_xor(input, other):  # noqa: A002
+    """Elementwise (input ≠ 0) xor (other ≠ 0), as bool."""
+    return _logical("logical_xor", input, other)
+
+
+def logical_not(input):  # noqa: A002
+    """Elementwise input == 0, as bool."""
+    a = _truth(input.detach())
+    return backend("logical_not", a).logical_not(a, False)
+
+
+def _bitwise(op, input, other):  # noqa: A002
+    from ..tensor.factory import tensor
+    if not isinstance(input, Tensor):
+        input, other = other, input
+    if not isinstance(other, Tensor):
+        other = tensor(other, dtype=input.dtype, device=input.device)
+    input, other = _same_device(input, other)
+    for t in (input, other):
+        if t.dtype.is_floating_point:
+            raise RuntimeError(f"\"{op}_cpu\" not implemented for '{t.dtype.name.capitalize()}'"
+                               if t.is_cpu else f"\"{op}_cuda\" not implemented for '{t.dtype.name.capitalize()}'")
+    dt = _result_dt(input, other)
+    a, b = input.detach().to(dtype=dt), other.detach().to(dtype=dt)
+    return backend(op, a, b).logical(a, b, op, dt)
+
+
+def bitwise_and(input, other):  # noqa: A002
+    """Elementwise AND of integer or bool tensors (the & operator)."""
+    return _bitwise("bitwise_and", input, other)
+
+
+def bitwise_or(input, other):  # noqa: A002
+    """Elementwise OR of integer or bool tensors (the | operator)."""
+    return _bitwise("bitwise_or", input, other)
+
+
+def bitwise_xor(input, other):  # noqa: A002
+    """Elementwise XOR of integer or bool tensors (the ^ operator)."""
+    return _bitwise("bitwise_xor", input, other)
+
+
+def bitwise_not(input):  # noqa: A002
+    """Elementwise NOT of an integer or bool tensor (the ~ operator; logical not for bool)."""
+    if input.dtype.is_floating_point:
+        raise TypeError("~ (bitwise_not) is only supported for integer and bool tensors, got "
+                        f"{input.dtype}")
+    return backend("bitwise_not", input).logical_not(input.detach(), True)
+
+
+# ------------------------------------------------------------------ classification
+def _classify(op, input, int_answer):  # noqa: A002
+    from ..tensor.factory import full
+    if not input.dtype.is_floating_point:   # integers are finite, never NaN or infinite
+        return full(tuple(input.shape), int_answer, dtype=_dt.bool, device=input.device)
+    x = input.detach()
+    if x.is_cuda and x.dtype is not _dt.float32:
+        x = x.to(dtype=_dt.float32)
+    return backend(op, x).classify(x, op)
+
+
+def isnan(input):  # noqa: A002
+    """Elementwise: is NaN (bool)."""
+    return _classify("isnan", input, False)
+
+
+def isinf(input):  # noqa: A002
+    """Elementwise: is +inf or −inf (bool)."""
+    return _classify("isinf", input, False)
+
+
+def isfinite(input):  # noqa: A002
+    """Elementwise: neither NaN nor infinite (bool)."""
+    return _classify("isfinite", input, True)
+
+
+def isposinf(input):  # noqa: A002
+    return _classify("isposinf", input, False)
+
+
+def isneginf(input):  # noqa: A002
+    return _classify("isneginf", input, False)
+
+
+def signbit(input):  # noqa: A002
+    """Elementwise: the sign bit is set (−0.0 included)."""
+    if not input.dtype.is_floating_point:
+        return input < 0
+    return _classify("signbit", input, False)
+
+
+class _NanToNum(Function):
+    node_name = "NanToNumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, nan, posinf, neginf):
+        ctx.save_for_backward(x)
+        return backend("nan_to_num", x).nan_to_num(x, nan, posinf, neginf)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * isfinite(x).to(dtype=g.dtype), None, None, None
+
+    backward_graph = backward
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    """input with NaN → nan, +inf → posinf, −inf → neginf (defaults: 0, the dtype's largest and lowest).
+
+    Example:
+        >>> torch.nan_to_num(torch.tensor([float('nan'), float('inf')]), posinf=1.0)
+        tensor([0., 1.])
+    """
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    fi = _dt.finfo(input.dtype)
+    return _NanToNum.apply(input, float(nan), float(fi.max if posinf is None else posinf),
+                           float(fi.min if neginf is None else neginf))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """Elementwise |input − other| ≤ atol + rtol·|other| (infinities equal only to themselves).
+
+    Example:
+        >>> torch.isclose(torch.tensor([1., 2.]), torch.tensor([1., 2.1]))
+        tensor([ True, False])
+    """
+    a, b = _operands("isclose", input, other)
+    a, b = a.detach(), b.detach()
+    eq = a == b
+    if not a.dtype.is_floating_point:
+        return eq | ((a - b).abs() <= atol + rtol * b.abs()) if (rtol or atol) else eq
+    close = eq | (isfinite(a) & isfinite(b) & ((a - b).abs() <= atol + rtol * b.abs()))
+    if equal_nan:
+        close = close | (isnan(a) & isnan(b))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """True when isclose holds everywhere (a host read, as PyTorch's)."""
+    return bool(np.asarray(isclose(input, other, rtol, atol, equal_nan).cpu()._values()).all())
+
+
+def equal(input, other):  # noqa: A002
+    """True when both have the same shape and the same elements (a host read)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(np.asarray((input.detach() == other.detach()).cpu()._values()).all())
+
+
+# ------------------------------------------------------------------ small linear algebra
+def outer(input, vec2):  # noqa: A002
+    """The outer product of two 1-D tensors: [n] × [m] → [n, m]."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D" if input.ndim != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+def dot(input, tensor):  # noqa: A002
+    """The inner product of two 1-D tensors of one length."""
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} and "
+                           f"{tensor.shape[0]} elements respectively")
+    return (input * tensor).sum()
+
+
+def mv(input, vec):  # noqa: A002
+    """Matrix [n, m] times vector [m]."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    return input @ vec
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched matrix product of [b, n, m] and [b, m, p] (no broadcasting)."""
+    if input.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
+                           f"{input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return input @ mat2
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · (mat1 @ mat2)."""
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor" if mat1.ndim != 2 else
+                           f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
+    return _scaled_sum(input, mat1 @ mat2, beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · bmm(batch1, batch2)."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · (mat @ vec)."""
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+def _scaled_sum(input, prod, beta, alpha):  # noqa: A002
+    p = prod if alpha == 1 else prod * alpha
+    if beta == 0:     # PyTorch ignores input (even NaN in it) when beta is 0
+        return p
+    return p + (input if beta == 1 else input * beta)
+
+
+# ------------------------------------------------------------------ einsum
+def _parse_einsum(equation, operands):
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    used = set(c for c in eq if c.isalpha())
+    spare = [c for c in string.ascii_letters if c not in used]
+    ell_n = 0
+    for t, op in zip(terms, operands):
+        if "..." in t:
+            ell_n = max(ell_n, op.ndim - (len(t) - 3))
+    ell = "".join(spare[:ell_n])
+    out_terms = []
+    for t, op in zip(terms, operands):
+        if "..." in t:
+            n = op.ndim - (len(t) - 3)
+            t = t.replace("...", ell[ell_n - n:] if n else "")
+        if len(t) != op.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) does not match the "
+                               f"number of dimensions ({op.ndim}) for operand {len(out_terms)}"
+                               + (" and no ellipsis was given" if "..." not in lhs else ""))
+        out_terms.append(t)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for t in out_terms:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    return out_terms, out
+
+
+def _diag_reduce(t, sub):
+    """Operand t with subscripts sub that repeat a letter: take the diagonal over the repeats."""
+    while len(set(sub)) != len(sub):
+        for i, c in enumerate(sub):
+            j = sub.find(c, i + 1)
+            if j >= 0:
+                t = t.diagonal(0, i, j)          # the diagonal goes last
+                sub = sub[:i] + sub[i + 1:j] + sub[j + 1:] + c
+                break
+    return t, sub
+
+
+def _contract(a, sa, b, sb, keep):
+    """a[sa] · b[sb] summed over the letters in both that are not in keep: one (batched) matmul."""
+    batch = [c for c in sa if c in sb and c in keep]
+    summed = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    size = {c: a.shape[sa.index(c)] for c in sa}
+    size.update({c: b.shape[sb.index(c)] for c in sb})
+    for c in batch + summed:
+        if a.shape[sa.index(c)] != b.shape[sb.index(c)] and 1 not in (a.shape[sa.index(c)], b.shape[sb.index(c)]):
+            raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped): "
+                               f"{list(a.shape)} and {list(b.shape)}")
+        size[c] = max(a.shape[sa.index(c)], b.shape[sb.index(c)])
+    prod = lambda cs: int(np.prod([size[c] for c in cs], dtype=np.int64))  # noqa: E731
+    ap = a.permute(*[sa.index(c) for c in batch + left + summed])
+    bp = b.permute(*[sb.index(c) for c in batch + summed + right])
+    ap = ap.expand(*[size[c] for c in batch + left + summed]).reshape(prod(batch), prod(left), prod(summed))
+    bp = bp.expand(*[size[c] for c in batch + summed + right]).reshape(prod(batch), prod(summed), prod(right))
+    r = (ap @ bp).reshape(*[size[c] for c in batch + left + right])
+    return r, "".join(batch + left + right)
+
+
+def einsum(equation, *operands):
+    """Sums of products named by subscripts: 'ij,jk->ik' (matmul), 'bij,bjk->bik', 'i,i->', 'ij->ji',
+    'ii->i' (diagonal), '...ij,...jk->...ik', implicit outputs. Built from permute/reshape/matmul/sum, so it
+    runs on both devices and is differentiable.
+
+    Example:
+        >>> torch.einsum('bij,bjk->bik', a, b)      # bmm
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    subs, out = _parse_einsum(equation, operands)
+    ts = []
+    for k, (t, s) in enumerate(zip(operands, subs)):
+        t, s = _diag_reduce(t, s)
+        # sum letters found in no other operand and not in the output right away
+        others = set("".join(x for j, x in enumerate(subs) if j != k)) | set(out)
+        lone = [i for i, c in enumerate(s) if c not in others]
+        if lone:
+            t = t.sum(tuple(lone))
+            s = "".join(c for c in s if c not in [s[i] for i in lone])
+        ts.append((t, s))
+    t, s = ts[0]
+    for k in range(1, len(ts)):
+        b, sb = ts[k]
+        later = set(out) | set("".join(x for _, x in ts[k + 1:]))
+        t, s = _contract(t, s, b, sb, later)
+    gone = [i for i, c in enumerate(s) if c not in out]
+    if gone:
+        t = t.sum(tuple(gone))
+        s = "".join(c for c in s if c in out)
+    for c in out:
+        if c not in s:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                               f"operand")
+    return t.permute(*[s.index(c) for c in out]) if s != out else t
+
+
+for _name, _fn, _kw in (
+        ("atan2", atan2, {"aliases": ("arctan2",)}), ("fmod", fmod, {"inplace": True}),
+        ("remainder", remainder, {"inplace": True}), ("floor_divide", floor_divide, {"inplace": True}),
+        ("float_power", float_power, {}), ("copysign", copysign, {}), ("hypot", hypot, {}),
+        ("lerp", lerp, {"inplace": True}), ("addcmul", addcmul, {"inplace": True}),
+        ("addcdiv", addcdiv, {"inplace": True}), ("logical_and", logical_and, {"inplace": True}),
+        ("logical_or", logical_or, {"inplace": True}), ("logical_xor", logical_xor, {"inplace": True}),
+        ("logical_not", logical_not, {}), ("bitwise_and", bitwise_and, {}), ("bitwise_or", bitwise_or, {}),
+        ("bitwise_xor", bitwise_xor, {}), ("bitwise_not", bitwise_not, {}), ("isnan", isnan, {}),
+        ("isinf", isinf, {}), ("isfinite", isfinite, {}), ("isposinf", isposinf, {}), ("isneginf", isneginf, {}),
+        ("signbit", signbit, {}), ("nan_to_num", nan_to_num, {"inplace": True}), ("isclose", isclose, {}),
+        ("allclose", allclose, {}), ("equal", equal, {}), ("outer", outer, {"aliases": ("ger",)}),
+        ("dot", dot, {}), ("mv", mv, {}), ("bmm", bmm, {}), ("addmm", addmm, {}),
+        ("baddbmm", baddbmm, {}), ("addmv", addmv, {})):
+    declare(_name, _fn, family="math2", **_kw)
+declare("einsum", einsum, family="math2", method=False)
