@@ -8,7 +8,7 @@ export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
 from . import conv, creation, join, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
-from . import reduce2  # noqa: F401,E402  (it declares)
+from . import reduce2, scan_sort  # noqa: F401,E402  (they declare)
 from . import methods as _methods
 from .registry import names as _names
 
