@@ -259,3 +259,15 @@ def test_bincount_and_histc(driver):
     with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs"):
         rawdev.bincount(rawdev.tensor([-1, 2]))
     assert _np(rawdev.bincount(rawdev.tensor([], dtype=rawdev.int64))).tolist() == []
+
+
+def test_cumprod_kernel_path_without_grad_and_long_rows(driver, poison):
+    """cumsum (always) and cumprod (no gradient needed) on cuda float32 run the one-block-per-row scan kernel:
+    rows longer than its 256-thread chunk, several chunks, a carry across them."""
+    for shape, dim in [((3, 700), 1), ((513, 2), 0), ((4, 257), -1), ((2, 1), 1)]:
+        a = (1.0 + RNG.standard_normal(shape) * 0.01).astype(np.float32)
+        with rawdev.no_grad():
+            p = rawdev.cumprod(_t(a, "cuda", transpose=True), dim)
+            s = rawdev.cumsum(_t(a, "cuda", transpose=True), dim)
+        assert _rel(_np(p), np.cumprod(a.astype(np.float64), dim)) < 1e-5
+        assert _rel(_np(s), np.cumsum(a.astype(np.float64), dim)) < 1e-5

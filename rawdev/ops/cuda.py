@@ -855,3 +855,4 @@ from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
 from .cuda_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
+from .cuda_reduce2 import *  # noqa: F401,F403,E402  (row scans)

@@ -15,6 +15,9 @@ import collections
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from .dispatch import backend_of
 from .reduce import _axis
 from .registry import declare
 from .shape import reshape
@@ -48,6 +51,35 @@ def _scan(x, dim, combine):
     return y.movedim(-1, d).contiguous()
 
 
+class _RowScan(Function):
+    """cumsum / cumprod along the last dim by the scan_{sum,prod}_f32 kernel (float32 on cuda). cumsum's
+    backward is the reverse scan of the gradient; cumprod takes this path only when no gradient is needed."""
+
+    @staticmethod
+    def forward(ctx, x, kind):
+        ctx.kind = kind
+        return backend_of(x).scan_rows(x.contiguous(), kind)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.kind != "sum":
+            raise RuntimeError("cumprod's kernel path has no backward")
+        return backend_of(g).scan_rows(g.contiguous(), "sum", reverse=True), None
+
+
+def _kernel_scan(x, dim, kind):
+    """The kernel path when it applies (float32 on cuda; cumprod without a gradient), else None."""
+    if x.device.type == "cpu" or x.dtype is not _dt.float32 or x.ndim == 0:
+        return None
+    if kind == "prod" and x.requires_grad and is_grad_enabled():
+        return None
+    d = x._wrap_dim(dim)
+    y = _RowScan.apply(x.movedim(d, -1), kind)
+    if y.grad_fn is not None:
+        y.grad_fn.rename("CumsumBackward0")
+    return y.movedim(-1, d).contiguous()
+
+
 def _scan_input(input, dtype):
     if dtype is not None:
         return input.to(dtype=_dt.as_dtype(dtype))
@@ -63,12 +95,16 @@ def cumsum(input, dim, *, dtype=None, axis=None):  # noqa: A002
         >>> torch.cumsum(torch.tensor([1., 2., 3.]), 0)
         tensor([1., 3., 6.])
     """
-    return _scan(_scan_input(input, dtype), _axis(dim, axis), lambda a, b: a + b)
+    x, dim = _scan_input(input, dtype), _axis(dim, axis)
+    y = _kernel_scan(x, dim, "sum")
+    return y if y is not None else _scan(x, dim, lambda a, b: a + b)
 
 
 def cumprod(input, dim, *, dtype=None, axis=None):  # noqa: A002
     """Cumulative product along dim."""
-    return _scan(_scan_input(input, dtype), _axis(dim, axis), lambda a, b: a * b)
+    x, dim = _scan_input(input, dtype), _axis(dim, axis)
+    y = _kernel_scan(x, dim, "prod")
+    return y if y is not None else _scan(x, dim, lambda a, b: a * b)
 
 
 def _logaddexp(a, b):
