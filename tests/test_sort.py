@@ -271,3 +271,23 @@ def test_cumprod_kernel_path_without_grad_and_long_rows(driver, poison):
             s = rawdev.cumsum(_t(a, "cuda", transpose=True), dim)
         assert _rel(_np(p), np.cumprod(a.astype(np.float64), dim)) < 1e-5
         assert _rel(_np(s), np.cumsum(a.astype(np.float64), dim)) < 1e-5
+
+
+def test_sort_kernel_at_its_row_limit_and_the_host_fallback_beyond(driver, poison):
+    """Rows up to 2048 are sorted by the shared-memory bitonic kernel; a longer row takes the host order path.
+    Both give the stable order (ties by index) and the same gradients."""
+    from rawdev.ops.cuda_reduce2 import SORT_MAX
+    for n in (SORT_MAX, SORT_MAX + 1):
+        a = RNG.integers(0, 50, (1, n)).astype(np.float32)     # many ties
+        for descending in (False, True):
+            x = _t(a, "cuda", grad=True)
+            v, i = rawdev.sort(x, 1, descending=descending)
+            key = -a[0] if descending else a[0]
+            want = np.argsort(key, kind="stable")
+            assert _np(i)[0].tolist() == want.tolist()
+            np.testing.assert_array_equal(_np(v)[0], a[0][want])
+            w = np.arange(n, dtype=np.float32)[None]
+            (v * _t(w, "cuda")).sum().backward()
+            g = np.zeros(n, np.float32)
+            g[want] = w[0]
+            np.testing.assert_array_equal(_np(x.grad)[0], g)

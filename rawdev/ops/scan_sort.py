@@ -4,9 +4,11 @@ unique, bincount, histc.
 cumsum/cumprod/logcumsumexp run on the tensor's device as a log-step (Hillis-Steele) scan composed of declared
 ops: ceil(log2(n)) shifted adds (multiplies, log-add-exps), each a few elementwise launches over the whole
 tensor, so autograd comes with them (cumprod's gradient is exact with zeros).
-The selections (cummax/cummin, sort, argsort, msort, topk, kthvalue) find their order on the host: the input is
-copied to the host (a sync on cuda), numpy orders it, and the values are then gathered on the input's device with
-index_select over the flat input, whose backward (index_add) scatters the gradient to the selected elements.
+sort/argsort/msort/topk/kthvalue of cuda float32 rows of up to 2048 elements run the sort_rows_f32 kernel (a stable
+bitonic sort per row in shared memory). The other selections (cummax/cummin, longer rows, other dtypes, the cpu)
+find their order on the host: the input is copied to the host (a sync on cuda), numpy orders it, and the values
+are then gathered on the input's device with index_select over the flat input, whose backward (index_add)
+scatters the gradient to the selected elements.
 unique, bincount and histc compute their outputs on the host (their output size depends on the data, PyTorch
 syncs as well) and copy them back to the device.
 """
@@ -161,6 +163,44 @@ def _order(a, descending):
     return np.argsort(-a.astype(np.int64), axis=-1, kind="stable")
 
 
+class _SortRows(Function):
+    """The first k of each last-dim row in sorted order by the sort_rows_f32 kernel (cuda float32); the gradient
+    of the values is scattered back to the input through the flat indices (index_add)."""
+
+    @staticmethod
+    def forward(ctx, x, k, descending):
+        vals, idx, flat = backend_of(x).sort_rows(x.contiguous(), k, descending)
+        ctx.shape = x.shape
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(flat)
+        return vals, idx
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        flat, = ctx.saved_tensors
+        if g is None:
+            return None, None, None
+        B = backend_of(g)
+        n = 1
+        for s in ctx.shape:
+            n *= s
+        gx = B.full((n,), 0, g.dtype, g.device)
+        B.index_add_(gx, 1, n, 1, reshape(flat, (-1,)), reshape(g.contiguous(), (-1,)))
+        return reshape(gx, ctx.shape), None, None
+
+
+def _kernel_sort(x, dim, k, descending):
+    """(values, indices) of the first k along dim in sorted order by the kernel, or None where it does not
+    apply (cpu, not float32, a 0-d input, a row longer than SORT_MAX, or an empty one)."""
+    if x.device.type == "cpu" or x.dtype is not _dt.float32 or x.ndim == 0:
+        return None
+    d = x._wrap_dim(dim)
+    if not 0 < x.shape[d] <= backend_of(x).SORT_MAX:
+        return None
+    vals, idx = _SortRows.apply(x.movedim(d, -1), k, descending)
+    return vals.movedim(-1, d), idx.movedim(-1, d).contiguous()
+
+
 def sort(input, dim=-1, descending=False, stable=False, *, axis=None):  # noqa: A002
     """(values, indices) of input sorted along dim; NaN sorts as the greatest value; ties keep their order.
 
@@ -170,8 +210,12 @@ def sort(input, dim=-1, descending=False, stable=False, *, axis=None):  # noqa: 
         values=tensor([1., 2., 3.]),
         indices=tensor([1, 2, 0]))
     """
-    a, d = _host_rows(input, _axis(dim, axis) if axis is not None else dim)
-    vals, ids = _take(input, _order(a, descending).astype(np.int64), d)
+    dim = _axis(dim, axis) if axis is not None else dim
+    got = _kernel_sort(input, dim, input.shape[input._wrap_dim(dim)] if input.ndim else 1, descending)
+    if got is None:
+        a, d = _host_rows(input, dim)
+        got = _take(input, _order(a, descending).astype(np.int64), d)
+    vals, ids = got
     if vals.grad_fn is not None:
         vals.grad_fn.rename("SortBackward0")
     return return_sort(vals, ids)
@@ -193,8 +237,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     n = a.shape[-1]
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    o = _order(a, largest)[..., :k].astype(np.int64)
-    vals, ids = _take(input, o, d)
+    got = _kernel_sort(input, dim, k, largest)
+    vals, ids = got if got is not None else _take(input, _order(a, largest)[..., :k].astype(np.int64), d)
     if vals.grad_fn is not None:
         vals.grad_fn.rename("TopkBackward0")
     return return_topk(vals, ids)
@@ -206,8 +250,11 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     n = a.shape[-1]
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim if d is None else d}")
-    o = _order(a, False)[..., k - 1:k].astype(np.int64)
-    vals, ids = _take(input, o, d)
+    got = _kernel_sort(input, dim, k, False)
+    if got is not None:
+        vals, ids = (t.narrow(d, k - 1, 1) for t in got)
+    else:
+        vals, ids = _take(input, _order(a, False)[..., k - 1:k].astype(np.int64), d)
     if d is not None and not keepdim:
         vals, ids = vals.squeeze(d), ids.squeeze(d)
     if vals.grad_fn is not None:
