@@ -10,11 +10,21 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
+from .dispatch import backend_of
 from .registry import declare
 from .shape import expand, reshape
 
+
 # ------------------------------------------------------------------ reductions
+def _axis(dim, axis):
+    """PyTorch accepts axis= as an alias of dim."""
+    if axis is not None:
+        if dim is not None and dim != ():
+            raise TypeError("received both dim and its alias axis")
+        return axis
+    return dim
+
+
 def _dims(x, dim):
     if dim is None:
         return tuple(range(x.ndim))
@@ -71,14 +81,16 @@ class _Mean(Function):
         return _unreduce(g / ctx.n, ctx), None, None
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A001,A002
+    dim = _axis(dim, axis)
     dt = _dt.as_dtype(dtype)
     if dt is None and not input.dtype.is_floating_point:
         dt = _dt.int64   # PyTorch sums integers (and bool) into int64
     return _full_reduction_name(_Sum.apply(input, _dims(input, dim), keepdim, dt), dim, "SumBackward0")
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: A002
+    dim = _axis(dim, axis)
     if dtype is not None:
         input = input.to(dtype=_dt.as_dtype(dtype))
     if not input.dtype.is_floating_point:
@@ -131,12 +143,14 @@ def _arg(x, dim, keepdim, is_max):
     return reshape(idx, out)
 
 
-def argmax(input, dim=None, keepdim=False):  # noqa: A002
+def argmax(input, dim=None, keepdim=False, *, axis=None):  # noqa: A002
     """Index (int64) of the largest element (flattened when dim is None); the first on ties, NaN counts as largest."""
+    dim = _axis(dim, axis)
     return _arg(input, dim, keepdim, True)
 
 
-def argmin(input, dim=None, keepdim=False):  # noqa: A002
+def argmin(input, dim=None, keepdim=False, *, axis=None):  # noqa: A002
+    dim = _axis(dim, axis)
     return _arg(input, dim, keepdim, False)
 
 
@@ -221,12 +235,14 @@ def _max_min(input, dim, keepdim, is_max):  # noqa: A002
     return (return_max if is_max else return_min)(vals, idx)
 
 
-def max(input, dim=None, keepdim=False):  # noqa: A001,A002
+def max(input, dim=None, keepdim=False, *, axis=None):  # noqa: A001,A002
     """max(x) -> 0-d tensor; max(x, dim, keepdim=False) -> (values, indices) (first index on ties; NaN wins)."""
+    dim = _axis(dim, axis)
     return _max_min(input, dim, keepdim, True)
 
 
-def min(input, dim=None, keepdim=False):  # noqa: A001,A002
+def min(input, dim=None, keepdim=False, *, axis=None):  # noqa: A001,A002
+    dim = _axis(dim, axis)
     return _max_min(input, dim, keepdim, False)
 
 
