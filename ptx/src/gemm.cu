@@ -241,3 +241,55 @@ extern "C" __global__ __launch_bounds__(64) void gemm_tn_f32_32x32(float* __rest
 {
     gemm_body<32, 32, 16, 4, 4, false, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
 }
+
+// ---- split-K for skinny outputs (few tiles, long K): blockIdx.z owns K-slice [z*kchunk, min(K, (z+1)*kchunk));
+// each block writes its raw partial product op(A)[M, slice].op(B)[slice, N] to W[z][M][N] (no epilogue), then
+// gemm_splitk_reduce_f32 sums the slices in z order (deterministic, no atomics) and applies the epilogue.
+// kchunk must be a multiple of 4 (keeps the float4 loads aligned); gridDim.z * kchunk >= K.
+template <bool AK, bool BKC>
+DEVI void gemm_splitk_32(float* __restrict__ W, const float* __restrict__ A, const float* __restrict__ B,
+                         int M, int N, int K, int lda, int ldb, int kchunk)
+{
+    const int z = blockIdx.z;
+    const long long k0 = (long long)z * kchunk;
+    const int kz = (int)min((long long)kchunk, (long long)K - k0);
+    // Element (mn, k) of a KCONTIG operand is at p[mn*ld + k], else at p[k*ld + mn]: shift by k0 along K.
+    const float* a = A + (AK ? k0 : k0 * lda);
+    const float* b = B + (BKC ? k0 : k0 * ldb);
+    gemm_body<32, 32, 16, 4, 4, AK, BKC>(W + (long long)z * M * N, a, b, nullptr, M, N, kz > 0 ? kz : 0, lda, ldb, N,
+                                         1.0f, 0.0f, 0);
+}
+
+// doc: split-K nt GEMM partials, W[z][M][N] = A[M,kslice z].B[N,kslice z]^T (slice z = [z*kchunk, (z+1)*kchunk) of K); grid (ceil(N/32), ceil(M/32), splits), block 64. Sum with gemm_splitk_reduce_f32.
+extern "C" __global__ __launch_bounds__(64) void gemm_nt_f32_32x32_splitk(float* __restrict__ W, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K, int lda, int ldb, int kchunk)
+{
+    gemm_splitk_32<true, true>(W, A, B, M, N, K, lda, ldb, kchunk);
+}
+
+// doc: split-K nn GEMM partials, W[z][M][N] = A[M,kslice z].B[kslice z,N]; grid (ceil(N/32), ceil(M/32), splits), block 64. Sum with gemm_splitk_reduce_f32.
+extern "C" __global__ __launch_bounds__(64) void gemm_nn_f32_32x32_splitk(float* __restrict__ W, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K, int lda, int ldb, int kchunk)
+{
+    gemm_splitk_32<true, false>(W, A, B, M, N, K, lda, ldb, kchunk);
+}
+
+// doc: split-K tn GEMM partials, W[z][M][N] = A[kslice z,M]^T.B[kslice z,N]; grid (ceil(N/32), ceil(M/32), splits), block 64. Sum with gemm_splitk_reduce_f32.
+extern "C" __global__ __launch_bounds__(64) void gemm_tn_f32_32x32_splitk(float* __restrict__ W, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K, int lda, int ldb, int kchunk)
+{
+    gemm_splitk_32<false, false>(W, A, B, M, N, K, lda, ldb, kchunk);
+}
+
+// doc: split-K reduce + epilogue, Y[m*ldy+n] = act(alpha*sum_z W[z][m][n] + beta*Y + bias[n]) summed in z order (deterministic); Y not read when beta == 0; bias 0 = none. Grid-stride over M*N; block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_splitk_reduce_f32(float* __restrict__ Y, const float* __restrict__ W, const float* __restrict__ bias, int M, int N, int ldy, int splits, float alpha, float beta, int act)
+{
+    const long long total = (long long)M * N, stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const long long m = i / N;
+        const int n = (int)(i - m * N);
+        float s = 0.0f;
+        for (int z = 0; z < splits; ++z) s += W[z * total + i];
+        float* y = Y + m * ldy + n;
+        const float yold = (beta != 0.0f) ? *y : 0.0f;
+        const float bn = (bias != nullptr) ? bias[n] : 0.0f;
+        *y = activate(fmaf(beta, yold, fmaf(alpha, s, bn)), act);
+    }
+}

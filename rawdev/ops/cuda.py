@@ -4,7 +4,8 @@ Same signatures as rawdev/ops/cpu.py. float32 only (the kernels are f32). Output
 allocations tagged for the memory tool ("linear output", "relu output", ...).
 
 What runs where:
-- GEMMs (linear forward/backward, matmul): gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}, the tile chosen by size.
+- GEMMs (linear forward/backward, matmul): gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}, the tile chosen by size;
+  skinny outputs with a long K use split-K (gemm_*_32x32_splitk + gemm_splitk_reduce_f32, see _splitk).
 - Operands arrive contiguous (rawdev.ops.dispatch makes strided views contiguous with one strided-copy
   launch); GEMM operands may also be transposed views (read through the nt/tn layouts and their strides).
 - Broadcasting is `expand` (stride 0) made contiguous by the strided copy: one launch, never a loop.
@@ -132,10 +133,56 @@ def _tile(M, N, sms):
     return _GEMM_TILES[2]
 
 
-def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0, bias=0, act=0):
-    """One launch of gemm_<layout>_f32_<tile>: Y[M,N] = act(alpha·op(A)·op(B) + beta·Y + bias[N])."""
+_SPLITK_MIN_SLICE = 256   # K per split: 16 BK steps of the 32x32 tile, so each block's loop stays long
+_SPLITK_MAX = 32
+
+
+def _splitk(M, N, K, sms):
+    """(splits, kchunk) for the split-K path, or (1, K) for one ordinary launch.
+
+    A skinny output (M=10, N=64 is 2 tiles of 32x32) with a long K (4096) runs only as many blocks as
+    output tiles, so most SMs idle while each block walks all of K. Splitting K into slices gives
+    tiles*splits blocks; the cost is a workspace [splits, M, N] written and read back once, which is small
+    next to the operands when K per slice is long. So: split only when the 32x32 grid fills less than
+    half the SMs and K holds at least two slices of _SPLITK_MIN_SLICE; aim at about two blocks per SM
+    (tiles*splits ~ 2*sms), with at most _SPLITK_MAX slices and at least _SPLITK_MIN_SLICE of K each.
+    The slice length is rounded up to a multiple of 16 (the tile's BK; keeps float4 loads aligned)."""
+    tiles = -(-M // 32) * -(-N // 32)
+    if tiles * 2 > sms or K < 2 * _SPLITK_MIN_SLICE:
+        return 1, K
+    splits = min(-(-2 * sms // tiles), K // _SPLITK_MIN_SLICE, _SPLITK_MAX)
+    if splits < 2:
+        return 1, K
+    kchunk = -(-K // splits)
+    kchunk = -(-kchunk // 16) * 16
+    return -(-K // kchunk), kchunk
+
+
+def _gemm_splitk_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha, beta, bias, act, splits, kchunk):
+    """Split-K: gemm_<layout>_f32_32x32_splitk writes per-slice partials to a [splits, M, N] workspace,
+    gemm_splitk_reduce_f32 sums them in slice order and applies the epilogue (bit-reproducible)."""
+    # pool allocation ordered on the compute stream: freed (stream-ordered) after the reduce has run
+    ws = memory.DeviceBuffer.alloc(rdev, 4 * splits * M * N, owner="split-K workspace")
+    _kernel(rdev, f"gemm_{layout}_f32_32x32_splitk").launch(
+        ((N + 31) // 32, (M + 31) // 32, splits), 64, [ws.ptr, a, b, M, N, K, lda, ldb, kchunk])
+    n = M * N
+    _kernel(rdev, "gemm_splitk_reduce_f32").launch(
+        min((n + 255) // 256, 65535), 256,
+        [y, ws.ptr, bias, M, N, ldy, splits, float(alpha), float(beta), act])
+
+
+def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0, bias=0, act=0, splits=None):
+    """Y[M,N] = act(alpha·op(A)·op(B) + beta·Y + bias[N]): one launch of gemm_<layout>_f32_<tile>, or the
+    split-K pair for skinny outputs with a long K (see _splitk; `splits` forces a count, tests use it)."""
     if M == 0 or N == 0:
         return
+    if splits is None:
+        splits, kchunk = _splitk(M, N, K, rdev.multiprocessors)
+    elif splits > 1:
+        kchunk = (-(-K // splits) + 15) // 16 * 16
+        splits = -(-K // kchunk) if K else 1
+    if splits > 1:
+        return _gemm_splitk_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha, beta, bias, act, splits, kchunk)
     tile, threads = _tile(M, N, rdev.multiprocessors)
     k = _kernel(rdev, f"gemm_{layout}_f32_{tile}x{tile}")
     k.launch(((N + tile - 1) // tile, (M + tile - 1) // tile), threads,

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Every shipped GEMM variant (gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}), timed with CUDA events.
+"""Every shipped GEMM variant (gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}), timed with CUDA events; then
+skinny shapes (few output tiles, long K) through rawdev's launcher twice: one plain launch and the split-K
+path (gemm_*_32x32_splitk + gemm_splitk_reduce_f32, slice count from rawdev.ops.cuda._splitk).
 
 Shapes: square 256…4096, and the three products of each MLP linear layer (batch 256 / 4096 × 784 /
 1024 / 10): forward Y = X·Wᵀ (nt), dX = dY·W (nn), dW = dYᵀ·X (tn). Beside each, cuBLAS SGEMM of
@@ -108,6 +110,40 @@ class RawdevGemm:
         return ms, out
 
 
+    def time_launcher(self, layout, A, B, M, N, K, splits, reps, warmup):
+        """Like time(), through rawdev.ops.cuda._gemm_raw (splits=1: one plain launch; None: its heuristic).
+        Each timed step is the whole launcher (both kernels and the workspace allocation on split-K)."""
+        from rawdev.ops.cuda import _gemm_raw
+        a, b = self.put(A), self.put(B)
+        y = self.put(np.full((M, N), np.nan, np.float32))
+        lda, ldb = A.shape[1], B.shape[1]
+
+        def step():
+            _gemm_raw(self.dev, layout, y.ptr, a.ptr, b.ptr, M, N, K, lda, ldb, N, splits=splits)
+        s = self.dev.compute_stream
+        for _ in range(warmup):
+            step()
+        marks = [self.Event(self.dev, timing=True) for _ in range(reps + 1)]
+        marks[0].record(s)
+        for i in range(reps):
+            step()
+            marks[i + 1].record(s)
+        marks[-1].synchronize()
+        ms = statistics.median(marks[i].elapsed_time(marks[i + 1]) for i in range(reps))
+        out = np.empty((M, N), np.float32)
+        self.memory.copy_dtoh(out, y.ptr, out.nbytes)
+        for buf in (a, b, y):
+            buf.free()
+        return ms, out
+
+
+def skinny_shapes(quick):
+    """(label, layout, M, N, K) with few output tiles and a long K: where split-K pays."""
+    dims = [(10, 10, 600), (10, 40, 1000)] if quick else [(10, 10, 4096), (10, 64, 4096), (32, 64, 8192),
+                                                          (64, 128, 16384)]
+    return [(f"skinny {M}x{N} K{K}", lay, M, N, K) for M, N, K in dims for lay in ("nt", "nn", "tn")]
+
+
 def cublas_timer():
     """(name, fn(layout, A, B, reps, warmup) -> ms) for cuBLAS SGEMM with TF32 off, or None."""
     try:
@@ -213,7 +249,35 @@ def main(argv=None):
                 tf = f"{tflops:.2f}" if tflops else "-"
                 print(f"{label:<26}{layout:>7}{tile:>5}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
                       f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
+    from rawdev.ops.cuda import _splitk
+    for label, layout, M, N, K in skinny_shapes(a.quick):
+        A, B, opA, opB = operands(layout, M, N, K, rng)
+        ref_ms = cublas[1](layout, A, B, reps, warmup) if cublas else None
+        splits = _splitk(M, N, K, dev.multiprocessors)[0]
+        for variant, forced in (("plain", 1), (f"splitK{splits}", None)):
+            ms, out = gemm.time_launcher(layout, A, B, M, N, K, forced, reps, warmup)
+            err = sample_relerr(out, opA, opB, rng)
+            ok = err < 1e-4
+            bad += not ok
+            tflops = 2.0 * M * N * K / (ms * 1e-3) / 1e12 if ms > 0 else None
+            r = {"bench": "gemm", "shape": label, "layout": layout, "tile": variant, "auto": forced is None,
+                 "M": M, "N": N, "K": K, "driver": seam.driver_name(), "ms": round(ms, 4),
+                 "tflops": round(tflops, 3) if tflops else None,
+                 "cublas": cublas[0] if cublas else None, "cublas_ms": round(ref_ms, 4) if ref_ms else None,
+                 "pct_cublas": round(100 * ref_ms / ms, 1) if ref_ms and ms > 0 else None,
+                 "relerr": float(f"{err:.3g}"), "correct": ok, "reps": reps, "warmup": warmup, "tf32": tf32}
+            rows.append(r)
+            if a.json:
+                print(json.dumps(r), flush=True)
+            else:
+                pct = f"{r['pct_cublas']:.1f}" if r["pct_cublas"] else "-"
+                cms = f"{ref_ms:.4f}" if ref_ms else "-"
+                tf = f"{tflops:.2f}" if tflops else "-"
+                print(f"{label:<26}{layout:>7} {variant:>8}{'*' if forced is None else ' '}{M:>6}{N:>6}{K:>6}"
+                      f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
     if not a.json:
+        print("skinny rows: 'plain' is one launch of the auto tile, 'splitK<n>' the split-K path rawdev picks "
+              "(* = the one rawdev's ops use).")
         print("* = the tile rawdev's ops choose for this shape. Times are medians of "
               f"{reps} event-timed launch(es) after {warmup} warm-up.")
         if seam.driver_name() == "sim":
