@@ -38,9 +38,18 @@ _DTYPES = {"float32": _dt.float32, "float": _dt.float32, "float16": _dt.float16,
            "bfloat16": _dt.bfloat16, "float64": _dt.float64, "double": _dt.float64, "int64": _dt.int64,
            "long": _dt.int64, "int32": _dt.int32, "int": _dt.int32, "int16": _dt.int16, "short": _dt.int16,
            "int8": _dt.int8, "uint8": _dt.uint8, "bool": _dt.bool}
-MAX_DEPTH = 500
+MAX_DEPTH = 200
 LEGACY_HINT = ("re-save it with PyTorch >= 1.6 as a zip file (`torch.save(torch.load(path, weights_only=True), "
                "out)`, the default format) or as safetensors (`safetensors.torch.save_file(state_dict, out)`)")
+
+
+def _short(x):
+    """A bounded description of a value from the file (never str() of a container: it may be huge)."""
+    if x is None or type(x) in (bool, int, float):
+        return repr(x)[:40]
+    if type(x) is str:
+        return repr(x[:40])
+    return f"a {type(x).__name__}"
 
 
 def _err(msg):
@@ -86,7 +95,7 @@ class _Ctx:
 
 def _ints(ctx, x, what, n=None):
     if not isinstance(x, (tuple, list)) or len(x) > 64 or not all(type(v) is int for v in x):
-        raise ctx.bad(f"a tensor's {what} {str(x)[:60]!r} is not a tuple of at most 64 ints")
+        raise ctx.bad(f"a tensor's {what} {_short(x)} is not a tuple of at most 64 ints")
     if n is not None and len(x) != n:
         raise ctx.bad(f"a tensor's {what} {tuple(x)} has {len(x)} entries, its size has {n}")
     return tuple(x)
@@ -100,7 +109,7 @@ def _make_functions(ctx):
         size = _ints(ctx, size, "size")
         stride = _ints(ctx, stride, "stride", len(size))
         if type(storage_offset) is not int or storage_offset < 0:
-            raise ctx.bad(f"a tensor's storage offset {storage_offset!r} is not an int >= 0")
+            raise ctx.bad(f"a tensor's storage offset {_short(storage_offset)} is not an int >= 0")
         if any(d < 0 for d in size) or any(s < 0 for s in stride):
             raise ctx.bad(f"a tensor of storage '{storage.key}' has a negative size or stride ({size}, {stride})")
         if math.prod(size) > 0:
@@ -108,6 +117,9 @@ def _make_functions(ctx):
             if last >= storage.numel:
                 raise ctx.bad(f"a tensor (offset {storage_offset}, size {list(size)}, stride {list(stride)}) reaches "
                               f"element {last} of storage '{storage.key}', which holds {storage.numel}")
+        isz = storage.dtype.itemsize
+        if math.prod(size) * isz > 1 << 40:
+            raise ctx.bad(f"a tensor of storage '{storage.key}' has size {list(size)}, more than 1 TiB")
         if not isinstance(requires_grad, bool):
             raise ctx.bad(f"a tensor's requires_grad is {type(requires_grad).__name__}, not bool")
         if backward_hooks is not None and (not isinstance(backward_hooks, dict) or backward_hooks):
@@ -128,11 +140,11 @@ def _make_functions(ctx):
 
     def device(kind, index=None):
         if not isinstance(kind, (str, int)) or (index is not None and type(index) is not int):
-            raise ctx.bad(f"torch.device({str(kind)[:30]!r}, {str(index)[:10]!r}) is not a device")
+            raise ctx.bad(f"torch.device({_short(kind)}, {_short(index)}) is not a device")
         try:
             return _device(kind, index) if index is not None else _device(kind)
         except (ValueError, TypeError, RuntimeError) as e:
-            raise ctx.bad(f"torch.device({str(kind)[:30]!r}): {e}") from None
+            raise ctx.bad(f"torch.device({_short(kind)}): {str(e)[:80]}") from None
 
     def odict(*args):
         if len(args) > 1:
@@ -169,15 +181,15 @@ class _Unpickler(pickle.Unpickler):
     def persistent_load(self, pid):
         ctx = self.ctx
         if not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage":
-            raise ctx.bad(f"unknown persistent id {str(pid)[:80]} (only ('storage', type, key, location, numel))")
+            raise ctx.bad(f"unknown persistent id {_short(pid)} (only ('storage', type, key, location, numel))")
         _, st, key, location, numel = pid
         if not isinstance(st, _StorageType):
-            raise ctx.bad(f"a storage's type is {str(st)[:40]!r}, not one of torch's typed storages "
+            raise ctx.bad(f"a storage's type is {_short(st)}, not one of torch's typed storages "
                           f"({', '.join(_STORAGES)})")
         if not isinstance(key, str) or not key or "/" in key or not isinstance(location, str):
-            raise ctx.bad(f"a storage's key {str(key)[:40]!r} or location {str(location)[:40]!r} is malformed")
+            raise ctx.bad(f"a storage's key {_short(key)} or location {_short(location)} is malformed")
         if type(numel) is not int or numel < 0:
-            raise ctx.bad(f"storage '{key}' claims {str(numel)[:30]} elements")
+            raise ctx.bad(f"storage '{key}' claims {_short(numel)} elements")
         return _StorageRef(key, st.dtype, location, numel, st.name)
 
 
@@ -324,7 +336,10 @@ def read_pt(src, name, map_location=None):
         locs[f"tensor{n}"] = s.location
         return r
 
-    _walk(obj, build, ctx=ctx, memo={})
+    try:
+        _walk(obj, build, ctx=ctx, memo={})
+    except (ValueError, TypeError, MemoryError) as e:
+        raise ctx.bad(f"a tensor cannot be built from its storage ({type(e).__name__}: {str(e)[:120]})") from None
     mapper = map_location if (callable(map_location) or isinstance(map_location, Mapping)) else None
     dev = as_device(map_location) if map_location is not None and mapper is None else None
     _place(name, names, None, dev, mapper, locs)
