@@ -243,3 +243,72 @@ def test_the_allowlist_is_the_documented_one(tmp_path):
         z.writestr("m/data.pkl", pkl)
     with pytest.raises(CheckpointError, match="holds a _StorageType object"):
         rawdev.load(p)
+
+
+FOUR_FLOATS = np.arange(4, dtype="<f4").tobytes()
+
+
+def _pt_file(tmp_path, pkl, storage=FOUR_FLOATS):
+    p = tmp_path / "hand.pt"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("hand/data.pkl", b"\x80\x02" + pkl)
+        z.writestr("hand/data/0", storage)
+        z.writestr("hand/byteorder", b"little")
+    return p
+
+
+def _storage(kind=b"FloatStorage", numel=b"K\x04"):
+    return b"(X\x07\x00\x00\x00storagectorch\n" + kind + b"\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpu" + numel + b"tQ"
+
+
+def _tensor(offset=b"K\x00", size=b"K\x04\x85", stride=b"K\x01\x85", hooks=b"ccollections\nOrderedDict\n)R",
+            storage=None):
+    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + (storage or _storage()) + offset + size + stride + b"\x89"
+            + hooks + b"tR")
+
+
+def test_a_hand_made_tensor_pickle_loads(tmp_path):
+    t = rawdev.load(_pt_file(tmp_path, _tensor() + b"."))
+    assert t.dtype is rawdev.float32 and t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    t = rawdev.load(_pt_file(tmp_path, _tensor(offset=b"K\x01", size=b"K\x02\x85", stride=b"K\x02\x85") + b"."))
+    assert t.tolist() == [1.0, 3.0]
+
+
+@pytest.mark.parametrize("pkl,want", [
+    (_tensor() + b"}X\x01\x00\x00\x00aK\x01sb.", "not a valid pickle"),                     # BUILD on a tensor
+    (_tensor(hooks=b"}X\x01\x00\x00\x00aK\x01s") + b".", "backward hooks"),
+    (_tensor(stride=b"J\xff\xff\xff\xff\x85") + b".", "negative size or stride"),
+    (_tensor(offset=b"K\x01") + b".", "reaches element 4 of storage '0', which holds 4"),
+    (_tensor(size=b"K\x04K\x04\x86", stride=b"K\x01\x85") + b".", "stride .* has 1 entries, its size has 2"),
+    (_tensor(size=b"X\x01\x00\x00\x00a\x85") + b".", "size .* is not a tuple of at most 64 ints"),
+    (_tensor(size=b"K\x02\x85", storage=_storage(numel=b"K\x03")) + b".",
+     "holds 16 bytes but FloatStorage of 3 elements needs 12"),
+    (_tensor(storage=_storage(kind=b"ComplexFloatStorage")) + b".", "global 'torch.ComplexFloatStorage'"),
+    (_tensor(storage=_storage(kind=b"UntypedStorage")) + b".", "global 'torch.UntypedStorage'"),
+    (_storage() + b".", "bare storage"),
+    (b"X\x03\x00\x00\x00abcQ.", "unknown persistent id"),
+    (b"]" * 1000 + b"a" * 999 + b".", "nested"),
+    (b"ctorch._utils\n_rebuild_tensor_v2\n)\x81.", "not a valid pickle"),                    # NEWOBJ on a function
+    (b"ctorch\nTensor\n.", "global 'torch.Tensor'"),
+    (b"cbuiltins\ngetattr\n.", "global 'builtins.getattr'"),
+    (b"c__builtin__\ngetattr\n.", "global 'builtins.getattr'"),
+    (b"ctorch\nfloat32\n.", None),
+    (b"cbuiltins\nset\n.", "holds a type object"),
+    (b"(" + _tensor() + _tensor(storage=_storage(kind=b"IntStorage")) + b"l.", "referred to as both"),
+])
+def test_hand_made_pickles_are_checked(tmp_path, pkl, want):
+    p = _pt_file(tmp_path, pkl)
+    if want is None:
+        assert rawdev.load(p) is rawdev.float32
+        return
+    with pytest.raises(CheckpointError, match=want):
+        rawdev.load(p)
+
+
+def test_big_endian_storages_are_byteswapped(tmp_path):
+    p = tmp_path / "big.pt"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("big/data.pkl", b"\x80\x02" + _tensor(storage=_storage(kind=b"LongStorage")) + b".")
+        z.writestr("big/data/0", np.array([1, -2, 2 ** 40, 7], dtype=">i8").tobytes())
+        z.writestr("big/byteorder", b"big")
+    assert rawdev.load(p).tolist() == [1, -2, 2 ** 40, 7]
