@@ -274,8 +274,13 @@ def test_a_hand_made_tensor_pickle_loads(tmp_path):
     assert t.tolist() == [1.0, 3.0]
 
 
+# t0 = (1,), t[i] = (t[i-1], t[i-1]): 60 levels of shared tuples, whose hash would take 2**60 steps
+_DAG = b"K\x01\x85q\x00" + b"".join(b"h" + bytes([i - 1]) + b"h" + bytes([i - 1]) + b"\x86q" + bytes([i])
+                                       for i in range(1, 61))
+
+
 @pytest.mark.parametrize("pkl,want", [
-    (_tensor() + b"}X\x01\x00\x00\x00aK\x01sb.", "not a valid pickle"),                     # BUILD on a tensor
+    (_tensor() + b"}X\x01\x00\x00\x00aK\x01sb.", "BUILD .*on a _TensorRef"),               # BUILD on a tensor
     (_tensor(hooks=b"}X\x01\x00\x00\x00aK\x01s") + b".", "backward hooks"),
     (_tensor(stride=b"J\xff\xff\xff\xff\x85") + b".", "negative size or stride"),
     (_tensor(offset=b"K\x01") + b".", "reaches element 4 of storage '0', which holds 4"),
@@ -293,7 +298,12 @@ def test_a_hand_made_tensor_pickle_loads(tmp_path):
     (b"cbuiltins\ngetattr\n.", "global 'builtins.getattr'"),
     (b"c__builtin__\ngetattr\n.", "global 'builtins.getattr'"),
     (b"ctorch\nfloat32\n.", None),
-    (b"cbuiltins\nset\n.", "holds a type object"),
+    (b"cbuiltins\nset\n.", "holds a function object"),
+    (_DAG + b"}h\x3cK\x01s.", "a dict key or set element is a tuple, not a plain value"),
+    (_DAG + b"cbuiltins\nset\n(h\x3cl\x85R.", "a dict key or set element is a tuple"),
+    (_DAG + b"ccollections\nOrderedDict\n(h\x3cK\x01\x86l\x85R.", "a dict key or set element is a tuple"),
+    (b"}" + _tensor() + b"K\x01s.", "a dict key or set element is a _TensorRef"),
+    (b"](K\x01\x90.", "ADDITEMS on a list"),
     (b"(" + _tensor() + _tensor(storage=_storage(kind=b"IntStorage")) + b"l.", "referred to as both"),
 ])
 def test_hand_made_pickles_are_checked(tmp_path, pkl, want):

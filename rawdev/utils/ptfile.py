@@ -6,7 +6,8 @@ object), `<name>/data/<key>` (the raw bytes of each storage), `<name>/byteorder`
 `('storage', torch.FloatStorage, key, location, numel)` and rebuilds tensors with
 `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)`.
 
-`read_pt` unpickles data.pkl with a restricted unpickler: `find_class` returns rawdev's own stand-ins for
+`read_pt` unpickles data.pkl with a restricted unpickler (pickle's Python implementation, with the opcodes
+that store into containers or set attributes checked): `find_class` returns rawdev's own stand-ins for
 a short allowlist of globals (the tensor/parameter rebuild functions, the typed storage classes, dtypes,
 torch.Size, torch.device, collections.OrderedDict and builtins set/frozenset/complex/slice) and refuses
 every other global by name, so nothing from the file is ever imported or called. Rebuilt tensors are
@@ -149,22 +150,101 @@ def _make_functions(ctx):
     def odict(*args):
         if len(args) > 1:
             raise ctx.bad("OrderedDict() got more than one argument")
-        return OrderedDict(*args)
+        if not args:
+            return OrderedDict()
+        src = args[0]
+        pairs = list(src.items()) if isinstance(src, dict) else [tuple(p) for p in src]
+        for p in pairs:
+            if len(p) != 2:
+                raise ctx.bad(f"OrderedDict() got an item of {len(p)} values, not a (key, value) pair")
+            _check_key(ctx, p[0])
+        return OrderedDict(pairs)
+
+    def make_set(kind):
+        def build(items=()):
+            items = list(items)
+            for x in items:
+                _check_key(ctx, x)
+            return kind(items)
+        return build
 
     return {("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
             ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
             ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
             ("torch", "Size"): size, ("torch", "device"): device,
             ("collections", "OrderedDict"): odict,
-            ("builtins", "set"): set, ("builtins", "frozenset"): frozenset,
+            ("builtins", "set"): make_set(set), ("builtins", "frozenset"): make_set(frozenset),
             ("builtins", "complex"): complex, ("builtins", "slice"): slice}
 
 
-class _Unpickler(pickle.Unpickler):
+def _check_key(ctx, x):
+    """A dict key or set element must be a plain value whose hash is cheap: a scalar, a string, a dtype, a device
+    or a small tuple of those (a crafted tuple-of-shared-tuples would take exponential time to hash)."""
+    budget = [256]
+
+    def plain(v, depth):
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 4:
+            return False
+        if v is None or type(v) in (bool, int, float, complex, str, bytes) or isinstance(v, (_dt.dtype, _device)):
+            return True
+        return type(v) is tuple and all(plain(e, depth + 1) for e in v)
+
+    if not plain(x, 0):
+        raise ctx.bad(f"a dict key or set element is {_short(x)}, not a plain value")
+
+
+_Base = pickle._Unpickler   # the Python implementation: its opcodes can be overridden one by one
+
+
+class _Unpickler(_Base):
+    """pickle's reader with find_class/persistent_load restricted, and the opcodes that store into containers
+    (SETITEM(S), ADDITEMS, FROZENSET) and set attributes (BUILD) checked."""
+    dispatch = dict(_Base.dispatch)
+
     def __init__(self, data, ctx):
         super().__init__(io.BytesIO(data), encoding="utf-8")
         self.ctx = ctx
         self.allowed = _make_functions(ctx)
+
+    def load_setitem(self):
+        value = self.stack.pop()
+        key = self.stack.pop()
+        _check_key(self.ctx, key)
+        self.stack[-1][key] = value
+    dispatch[pickle.SETITEM[0]] = load_setitem
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        for i in range(0, len(items) - 1, 2):
+            _check_key(self.ctx, items[i])
+            target[items[i]] = items[i + 1]
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
+    def load_additems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if not isinstance(target, set):
+            raise self.ctx.bad(f"ADDITEMS on {_short(target)}, not a set")
+        for x in items:
+            _check_key(self.ctx, x)
+        target.update(items)
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def load_frozenset(self):
+        items = self.pop_mark()
+        for x in items:
+            _check_key(self.ctx, x)
+        self.append(frozenset(items))
+    dispatch[pickle.FROZENSET[0]] = load_frozenset
+
+    def load_build(self):
+        state = self.stack.pop()
+        if type(self.stack[-1]) not in (dict, OrderedDict):   # a state_dict's _metadata: dropped
+            raise self.ctx.bad(f"BUILD (setting attributes) on {_short(self.stack[-1])}, which rawdev does not do")
+        del state
+    dispatch[pickle.BUILD[0]] = load_build
 
     def find_class(self, module, name):
         if module == "__builtin__":   # protocol 2 names builtins as Python 2 did
