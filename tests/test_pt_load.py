@@ -198,6 +198,11 @@ def test_a_forbidden_global_is_refused_without_being_called(name, glob, weights_
     assert calls == []
 
 
+def test_a_whole_module_is_refused_with_the_state_dict_hint():
+    with pytest.raises(CheckpointError, match=r"global 'torch\.nn\.modules\.linear\.Linear'.*model\.state_dict\(\)"):
+        rawdev.load(path("whole_module.pt"))
+
+
 def test_legacy_pickle_is_refused_with_how_to_convert():
     with pytest.raises(CheckpointError, match=r"legacy \(non-zip\) PyTorch pickle.*torch.save"):
         rawdev.load(path("legacy.pt"))
@@ -295,6 +300,7 @@ _DAG = b"K\x01\x85q\x00" + b"".join(b"h" + bytes([i - 1]) + b"h" + bytes([i - 1]
     (b"]" * 1000 + b"a" * 999 + b".", "nested"),
     (b"ctorch._utils\n_rebuild_tensor_v2\n)\x81.", "not a valid pickle"),                    # NEWOBJ on a function
     (b"ctorch\nTensor\n.", "global 'torch.Tensor'"),
+    (b"ctorch.nn.modules.linear\nLinear\n)\x81.", "global 'torch.nn.modules.linear.Linear'.*save model.state_dict"),
     (b"cbuiltins\ngetattr\n.", "global 'builtins.getattr'"),
     (b"c__builtin__\ngetattr\n.", "global 'builtins.getattr'"),
     (b"ctorch\nfloat32\n.", None),

@@ -48,6 +48,11 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+def put(z, name, data):
+    """A zip entry with a fixed timestamp, so the fixtures are the same bytes on every run."""
+    z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
+
+
 def rewrite(src, dst, pkl=None, byteswap=False, byteorder=None):
     """Copy a torch.save zip, optionally replacing data.pkl bytes, the byteorder and swapping storages."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
@@ -59,7 +64,7 @@ def rewrite(src, dst, pkl=None, byteswap=False, byteorder=None):
                 data = byteorder.encode()
             if byteswap and "/data/" in info.filename:
                 data = np.frombuffer(data, dtype="<f4").astype(">f4").tobytes()
-            zout.writestr(info.filename, data)
+            put(zout, info.filename, data)
 
 
 def forbidden(name, module, attr, arg=b"echo pwned"):
@@ -67,9 +72,9 @@ def forbidden(name, module, attr, arg=b"echo pwned"):
     pkl = (b"\x80\x02}q\x00X\x01\x00\x00\x00xq\x01c" + module.encode() + b"\n" + attr.encode() + b"\nq\x02X"
            + len(arg).to_bytes(4, "little") + arg + b"q\x03\x85q\x04Rq\x05s.")
     with zipfile.ZipFile(os.path.join(OUT, name), "w", zipfile.ZIP_STORED) as z:
-        z.writestr("model/data.pkl", pkl)
-        z.writestr("model/byteorder", b"little")
-        z.writestr("model/version", b"3\n")
+        put(z, "model/data.pkl", pkl)
+        put(z, "model/byteorder", b"little")
+        put(z, "model/version", b"3\n")
 
 
 def main():
@@ -149,6 +154,7 @@ def main():
     # big-endian storages (as written on a big-endian machine)
     rewrite(os.path.join(OUT, "shared.pt"), os.path.join(OUT, "shared_big.pt"), byteswap=True, byteorder="big")
 
+    torch.save(nn.Linear(2, 2), os.path.join(OUT, "whole_module.pt"))   # a module, not its state_dict
     forbidden("evil_os_system.pt", "os", "system")
     forbidden("evil_eval.pt", "builtins", "eval", b"__import__('os').system('echo pwned')")
     forbidden("evil_load_from_bytes.pt", "torch.storage", "_load_from_bytes", b"x")

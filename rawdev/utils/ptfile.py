@@ -255,8 +255,11 @@ class _Unpickler(_Base):
             return _StorageType(name, _STORAGES[name])
         if module == "torch" and name in _DTYPES:
             return _DTYPES[name]
+        hint = ""
+        if module == "__main__" or module.startswith("torch.nn.") or module.startswith("torch.optim."):
+            hint = "; save model.state_dict() (or optimizer.state_dict()) with torch.save, not the object itself"
         raise _err(f"rawdev.load: refusing to load global '{module}.{name}' from {self.ctx.name}: only tensors, "
-                   "containers and scalars are allowed (weights_only)")
+                   f"containers and scalars are allowed (weights_only){hint}")
 
     def persistent_load(self, pid):
         ctx = self.ctx
