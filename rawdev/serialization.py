@@ -14,7 +14,9 @@ device's free memory for map_location='cuda'), so a hostile or damaged file ends
 safetensors or a foreign exception. Only then are the tensors read, with safetensors' own reader.
 
 Files written by PyTorch's safetensors.torch.save_file(model.state_dict()) load too: the names and
-dtypes are the same, and a missing rawdev key order falls back to the file's order.
+dtypes are the same, and a missing rawdev key order falls back to the file's order. PyTorch's own torch.save
+zip files are read by rawdev.utils.ptfile (a restricted unpickler that never imports or calls anything from
+the file); rawdev never writes pickle.
 """
 
 import json
