@@ -392,8 +392,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if not os.path.exists(path):
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{path}'")
     with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic == b"PK\x03\x04":   # PyTorch's torch.save zip format: read through a restricted unpickler
+        magic = fh.read(14)
+    if magic[:4] == b"PK\x03\x04":   # PyTorch's torch.save zip format: read through a restricted unpickler
         from .utils.ptfile import read_pt
         return read_pt(path, path, map_location)
     from .utils.ptfile import LEGACY_HINT, is_legacy_pickle

@@ -7,6 +7,7 @@ import builtins
 import io
 import os
 import pickle
+import struct
 import zipfile
 
 import numpy as np
@@ -328,3 +329,12 @@ def test_big_endian_storages_are_byteswapped(tmp_path):
         z.writestr("big/data/0", np.array([1, -2, 2 ** 40, 7], dtype=">i8").tobytes())
         z.writestr("big/byteorder", b"big")
     assert rawdev.load(p).tolist() == [1, -2, 2 ** 40, 7]
+
+
+def test_a_safetensors_file_whose_header_length_looks_like_a_pickle_still_loads(tmp_path):
+    # 640 = 0x280: the file starts with b"\x80\x02", a pickle's PROTO 2, but not PyTorch's legacy magic number
+    head = b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'.ljust(640)
+    p = tmp_path / "w.safetensors"
+    p.write_bytes(struct.pack("<Q", 640) + head + np.array([1.5, -2.0], dtype="<f4").tobytes())
+    assert p.read_bytes()[:2] == b"\x80\x02"
+    assert rawdev.load(p)["w"].tolist() == [1.5, -2.0]

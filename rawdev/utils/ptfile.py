@@ -58,9 +58,13 @@ def _err(msg):
     return CheckpointError(msg)
 
 
+_LEGACY_MAGIC = (0x1950A86A20F9469CFC6C).to_bytes(10, "little")   # torch.serialization's MAGIC_NUMBER
+
+
 def is_legacy_pickle(head):
-    """True when the first bytes look like a bare pickle (PyTorch < 1.6's legacy torch.save format)."""
-    return len(head) >= 2 and head[0] == 0x80 and 1 <= head[1] <= 5
+    """True when the first 14 bytes are PyTorch's legacy torch.save header: a pickle (PROTO n) whose first
+    object is LONG1 MAGIC_NUMBER (a safetensors header length can start with b"\\x80\\x02" too)."""
+    return len(head) >= 14 and head[0] == 0x80 and head[2:4] == b"\x8a\x0a" and bytes(head[4:14]) == _LEGACY_MAGIC
 
 
 class _StorageType:
