@@ -14,7 +14,9 @@ device's free memory for map_location='cuda'), so a hostile or damaged file ends
 safetensors or a foreign exception. Only then are the tensors read, with safetensors' own reader.
 
 Files written by PyTorch's safetensors.torch.save_file(model.state_dict()) load too: the names and
-dtypes are the same, and a missing rawdev key order falls back to the file's order.
+dtypes are the same, and a missing rawdev key order falls back to the file's order. PyTorch's own torch.save
+zip files are read by rawdev.utils.ptfile (a restricted unpickler that never imports or calls anything from
+the file); rawdev never writes pickle.
 """
 
 import json
@@ -362,30 +364,43 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     tensor). map_location: None (a state_dict on the cpu; tensors of other objects back on the device they
     were saved from), "cpu", "cuda"/"cuda:N" or a device (everything there, one staged copy per device), a
     dict mapping saved locations to new ones ({"cuda:1": "cuda:0"}), or a callable(tensor, location) that
-    returns the tensor to use. Loading never runs code: weights_only, mmap and the pickle arguments are
-    accepted for PyTorch's signature (rawdev files hold data only). A file that is not a well-formed
-    checkpoint raises CheckpointError (a RuntimeError) before anything is allocated.
+    returns the tensor to use. PyTorch's own torch.save zip files (.pt) load too, through a restricted
+    unpickler that refuses every global but tensors, storages, dtypes, torch.Size/device and plain
+    containers (rawdev.utils.ptfile). Loading never runs code: weights_only, mmap and the pickle
+    arguments are accepted for PyTorch's signature (weights_only=False does not relax the allowlist).
+    A file that is not a well-formed checkpoint raises CheckpointError (a RuntimeError) before anything is allocated.
 
     Example:
         >>> ckpt = rawdev.load("ckpt.pt", weights_only=True)
         >>> model.load_state_dict(ckpt["model_state_dict"])
     """
     if hasattr(f, "read"):   # a binary file object: its bytes go through the same checks from a temporary file
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"rawdev.load: the file object must be opened in binary mode (read() gave "
+                            f"{type(data).__name__})")
+        if data[:4] == b"PK\x03\x04":
+            from .utils.ptfile import read_pt
+            return read_pt(bytes(data), getattr(f, "name", "<file object>"), map_location)
         import tempfile
         with tempfile.TemporaryDirectory(prefix="rawdev-load-") as d:
             tmp = os.path.join(d, "checkpoint.safetensors")
             with open(tmp, "wb") as fh:
-                fh.write(f.read())
+                fh.write(data)
             return load(tmp, map_location)
     path = os.fspath(f)
     if not os.path.exists(path):
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{path}'")
     with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic == b"PK\x03\x04":
-        raise CheckpointError(f"rawdev.load: '{path}' is a PyTorch zip checkpoint (torch.save); rawdev reads "
-                              f"safetensors files: convert it with `safetensors.torch.save_file(torch.load(path), "
-                              f"out)` where PyTorch is installed")
+        magic = fh.read(14)
+    if magic[:4] == b"PK\x03\x04":   # PyTorch's torch.save zip format: read through a restricted unpickler
+        from .utils.ptfile import read_pt
+        return read_pt(path, path, map_location)
+    from .utils.ptfile import LEGACY_HINT, is_legacy_pickle
+    if is_legacy_pickle(magic):
+        raise CheckpointError(f"rawdev.load: '{path}' is a legacy (non-zip) PyTorch pickle, written by torch.save "
+                              f"with _use_new_zipfile_serialization=False or PyTorch < 1.6, which rawdev does not "
+                              f"read: {LEGACY_HINT}")
     mapper = map_location if (callable(map_location) or isinstance(map_location, Mapping)) else None
     dev = as_device(map_location) if map_location is not None and mapper is None else None
     meta, entries, data_start = read_header(path)

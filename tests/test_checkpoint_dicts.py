@@ -131,8 +131,8 @@ def test_unsupported_objects_and_malformed_structures(tmp_path):
         rawdev.load(path)
 
 
-def test_a_pytorch_zip_file_is_refused_with_the_conversion(tmp_path):
+def test_a_damaged_pytorch_zip_file_is_a_checkpoint_error(tmp_path):
     p = tmp_path / "model.pt"
     p.write_bytes(b"PK\x03\x04" + b"\0" * 60)
-    with pytest.raises(CheckpointError, match="PyTorch zip checkpoint"):
+    with pytest.raises(CheckpointError, match="not a readable PyTorch checkpoint.*zip"):
         rawdev.load(p)
