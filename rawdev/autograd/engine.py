@@ -243,7 +243,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                             accumulate=False, create_graph=create_graph)
     res = []
     from ..ops import dispatch
-    for i, t in enumerate(inputs):
+    for t in inputs:
         g = captured.get(id(t))
         if g is None:
             if materialize_grads:
@@ -258,7 +258,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def zero_grads(params, set_to_none=True):
     """Module.zero_grad and Optimizer.zero_grad: drop each .grad (set_to_none) or zero it in place, detached
     from any graph that produced it (PyTorch's rule for a grad built with create_graph=True)."""
-    from .grad_mode import no_grad
     with no_grad():
         for p in params:
             if p.grad is None:

@@ -179,7 +179,7 @@ class BackwardNode(Node):
     def apply(self, *grads):
         ctx = self.ctx
         if ctx._freed:
-            ctx.saved_tensors   # raises the "backward through the graph a second time" error
+            _ = ctx.saved_tensors   # raises the "backward through the graph a second time" error
         if ctx.materialize_grads and any(g is None for g in grads):
             from ..ops import dispatch
             grads = tuple(dispatch.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
@@ -198,7 +198,7 @@ class BackwardNode(Node):
         an error otherwise (its result would silently be a constant)."""
         ctx, cls = self.ctx, self.fn_cls
         if ctx._freed:
-            ctx.saved_tensors
+            _ = ctx.saved_tensors   # raises the "backward through the graph a second time" error
         fn = getattr(cls, "backward_graph", None)
         if fn is None and (getattr(cls, "differentiable_backward", False) or not cls.__module__.startswith("rawdev.")):
             fn = cls.backward
@@ -227,7 +227,7 @@ class BackwardNode(Node):
         """Like apply, but the Function takes the list of grads and may empty it (to free them early)."""
         ctx = self.ctx
         if ctx._freed:
-            ctx.saved_tensors
+            _ = ctx.saved_tensors   # raises the "backward through the graph a second time" error
         out = self.fn_cls.backward_consuming(ctx, grads)
         return out if isinstance(out, tuple) else (out,)
 

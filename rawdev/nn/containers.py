@@ -1,7 +1,8 @@
 """Sequential, ModuleList, ModuleDict: PyTorch's containers (torch/nn/modules/container.py)."""
 
 import operator
-from collections import OrderedDict, abc as container_abcs
+from collections import OrderedDict
+from collections import abc as container_abcs
 from itertools import chain, islice
 
 from .module import Module, _addindent

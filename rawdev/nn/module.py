@@ -574,8 +574,8 @@ class Module:
         Parameters, buffers and their grads move together in one copy; the Parameter objects stay the
         same (an optimizer built before the move keeps working). dtype casts only floating tensors.
         """
-        from ..tensor.core import _parse_to
         from ..tensor import moves
+        from ..tensor.core import _parse_to
         dev, dt, non_blocking, _copy = _parse_to(args, kwargs)
         if dt is not None and not dt.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -589,7 +589,7 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for _key, param in self._parameters.items():
             if param is None:
                 continue
             param.data = fn(param.detach())
@@ -602,8 +602,8 @@ class Module:
 
     def cuda(self, device=None):
         """Move to the GPU; with no GPU available, warn and return the model unchanged on the cpu."""
-        from ..tensor import moves
         from ..device import device as _dev
+        from ..tensor import moves
         if not moves.cuda_available():
             warnings.warn(moves.NO_GPU_HINT, RuntimeWarning, stacklevel=2)
             return self
@@ -859,7 +859,7 @@ def _apply_load_plan(plan):
             target.copy_(src)
         for commit in commits:
             commit()
-        for module, name, target, src, key, assign in assigns:
+        for module, name, target, src, _key, _assign in assigns:
             if isinstance(target, Parameter):
                 if not isinstance(src, Parameter):
                     src = Parameter(src, requires_grad=target.requires_grad)

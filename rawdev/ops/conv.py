@@ -559,11 +559,11 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 
-for _name, _fn in (("max_pool1d", max_pool1d), ("max_pool2d", max_pool2d), ("avg_pool1d", avg_pool1d),
+for _pname, _pfn in (("max_pool1d", max_pool1d), ("max_pool2d", max_pool2d), ("avg_pool1d", avg_pool1d),
                    ("avg_pool2d", avg_pool2d), ("adaptive_avg_pool1d", adaptive_avg_pool1d),
                    ("adaptive_avg_pool2d", adaptive_avg_pool2d), ("adaptive_max_pool1d", adaptive_max_pool1d),
                    ("adaptive_max_pool2d", adaptive_max_pool2d)):
-    declare(_name, _fn, family="conv", functional=True, method=False)
+    declare(_pname, _pfn, family="conv", functional=True, method=False)
 
 
 # ------------------------------------------------------------------ batch_norm

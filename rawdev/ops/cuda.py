@@ -704,7 +704,7 @@ def _owner_of(var, role):
     """The memory-tool name of a parameter (from its arena's parts) with a role: "0.weight.grad"."""
     name = None
     parts = getattr(getattr(var._buf, "block", None), "parts", None) or ()
-    for off, n, who in parts:
+    for off, _n, who in parts:
         if off == var._offset:
             name = who
             break
@@ -731,7 +731,7 @@ def _arena_span(params):
         return None
     start = min(p._offset for p in params)
     end = max(p._offset + p.nbytes for p in params)
-    for off, n, who in parts:
+    for off, n, _who in parts:
         if off < end and off + n > start and (off, n) not in mine:
             return None
     return buf, start, end

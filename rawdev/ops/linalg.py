@@ -2,12 +2,11 @@
 strides; numpy on the cpu)."""
 import numpy as np
 
-from .. import dtypes as _dt
 from ..autograd.function import Function
-from ..tensor.core import Tensor
 from .dispatch import backend, backend_of
 from .registry import declare
 from .shape import reshape, squeeze, sum_to, unsqueeze
+
 
 # ------------------------------------------------------------------ matrix products
 def _same_dtype(a, b):

@@ -194,7 +194,8 @@ def clamp(input, min=None, max=None):  # noqa: A001,A002
         bounds = (-math.inf if lo is None else lo, math.inf if hi is None else hi)
     else:   # an open side of an integer clamp is the dtype's own limit
         info = _dt.iinfo(dt) if dt is not _dt.bool else None
-        bounds = (lo if lo is not None else (info.min if info else 0), hi if hi is not None else (info.max if info else 1))
+        bounds = (lo if lo is not None else (info.min if info else 0),
+                  hi if hi is not None else (info.max if info else 1))
     out = _Clamp.apply(x, *bounds)
     if out.grad_fn is not None and (lo is None or hi is None):
         out.grad_fn.rename("ClampMinBackward0" if hi is None else "ClampMaxBackward0")

@@ -9,8 +9,7 @@ as_strided) write the gradient into the same view of a zero tensor: one strided 
 import operator
 
 from ..autograd.function import Function, delayed_error
-from ..autograd.grad_mode import no_grad
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor import layout as L
 from ..tensor import memfmt as _mf
 from ..tensor.core import Tensor

@@ -79,6 +79,9 @@ def _const(mask, like):
     return mask.detach().to(dtype=like.dtype)
 
 
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_SELU_A, _SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
 # name -> dx(g, x, y, *p) from Tensor operators: what backward_graph records (x or y, per the op's `saves`)
 GRAPH_GRADS = {
     "exp": lambda g, x, y: g * y,
@@ -173,7 +176,6 @@ cos = unary("cos", np.cos, lambda g, x, y: -g * np.sin(x), "x", ("cos_fwd", "cos
 sqrt = unary("sqrt", np.sqrt, lambda g, x, y: g / (2 * y), "y", ("sqrt_fwd", "sqrt_bwd"))
 rsqrt = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda g, x, y: -0.5 * g * y * y * y, "y",
               ("rsqrt_fwd", "rsqrt_bwd"))
-_LN2, _LN10 = math.log(2.0), math.log(10.0)
 tan = unary("tan", np.tan, lambda g, x, y: g * (1 + y * y), "y", ("tan_fwd", "tan_bwd"))
 sinh = unary("sinh", np.sinh, lambda g, x, y: g * np.cosh(x), "x", ("sinh_fwd", "sinh_bwd"))
 cosh = unary("cosh", np.cosh, lambda g, x, y: g * np.sinh(x), "x", ("cosh_fwd", "cosh_bwd"))
@@ -225,7 +227,6 @@ _gelu_tanh_op = unary("gelu_tanh", _gelu_tanh, _gelu_tanh_grad, "x", ("gelu_tanh
 
 
 # activations (F.<name>; the parameters of elu/celu/softplus/hardtanh are the kernels' float a, b)
-_SELU_A, _SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
 def _sig(x):

@@ -12,8 +12,19 @@ Test helpers: :func:`reset`, :func:`inject_fault`, :func:`clear_faults`, :func:`
 
 from . import driver as _driver
 from .driver import *  # noqa: F401,F403  (every cu* function)
-from .driver import (clear_faults, describe, device_memory, inject_fault, last_error_detail, max_ptx_version,
-                     on_reset, peek, reset, stats, sticky_error)
+from .driver import (
+    clear_faults,
+    describe,
+    device_memory,
+    inject_fault,
+    last_error_detail,
+    max_ptx_version,
+    on_reset,
+    peek,
+    reset,
+    stats,
+    sticky_error,
+)
 
 __all__ = list(_driver.__all__) + ["reset", "inject_fault", "clear_faults", "last_error_detail", "sticky_error",
                                    "stats", "peek", "device_memory", "describe", "max_ptx_version", "on_reset"]

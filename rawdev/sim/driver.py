@@ -41,7 +41,8 @@ Model (see docs/INTERNALS.md, "Sim driver ↔ runtime"):
   bytes; RESERVED_MEM_CURRENT = sum of segment sizes. Only *entirely free* segments go back (never
   one with a live or pending-free block), largest first, never below the bytes to keep: at sync
   points (stream/event/ctx synchronize) down to the release threshold (rounded down to 2 MiB), on
-  cuMemPoolTrimTo down to minBytesToKeep (the driver guarantees at least that much stays reserved). Allocation is immediate (the address is valid at once); cuMemFreeAsync frees when
+  cuMemPoolTrimTo down to minBytesToKeep (the driver guarantees at least that much stays reserved).
+  Allocation is immediate (the address is valid at once); cuMemFreeAsync frees when
   its stream runs to it, and from then on the range serves later allocations. Bounds stay per block:
   a kernel or copy touching free bytes of a segment faults like any unallocated address (an overrun
   into an adjacent *live* block does not, as on a GPU). cuMemGetInfo's free = capacity - mapped.
@@ -94,8 +95,7 @@ import time
 import numpy as np
 from cuda.bindings import driver as drv
 
-from .memory import (BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimInvalidValue, SimMisalignedAddress,
-                     SimOutOfMemory)
+from .memory import BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimInvalidValue, SimMisalignedAddress, SimOutOfMemory
 
 R = drv.CUresult
 OK = R.CUDA_SUCCESS
@@ -174,7 +174,8 @@ _ERROR_STRINGS = {
     400: "invalid resource handle", 401: "the operation cannot be performed in the present state",
     500: "named symbol not found", 600: "device not ready",
     700: "an illegal memory access was encountered", 701: "too many resources requested for launch",
-    702: "the launch timed out and was terminated", 710: "device-side assert triggered", 715: "an illegal instruction was encountered",
+    702: "the launch timed out and was terminated", 710: "device-side assert triggered",
+    715: "an illegal instruction was encountered",
     716: "misaligned address", 719: "unspecified launch failure", 800: "operation not permitted",
     801: "operation not supported", 913: "function not loaded", 999: "unknown error",
 }
@@ -523,7 +524,8 @@ def _dev_range(addr, n, what):
         if stale:
             raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{what}: {stale}")
         near = dev.mem.nearest(addr, max(n, 1)) if dev else f"0x{addr:x} is not a device address"
-        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{what}: {n} bytes at 0x{addr:x} is not inside one device allocation: {near}")
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE,
+                   f"{what}: {n} bytes at 0x{addr:x} is not inside one device allocation: {near}")
     return dev
 
 
@@ -1463,8 +1465,9 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
     bad = (min(grid + block) < 1 or grid[0] > 2**31 - 1 or max(grid[1:]) > 65535 or max(block[:2]) > 1024
            or block[2] > 64 or block[0] * block[1] * block[2] > min(1024, fn.info["maxntid"]))
     if bad:
-        raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{fn.name}: invalid launch configuration grid={grid} block={block} "
-                                               f"(block ≤ (1024, 1024, 64) and ≤ {min(1024, fn.info['maxntid'])} threads)")
+        raise _Err(R.CUDA_ERROR_INVALID_VALUE,
+                   f"{fn.name}: invalid launch configuration grid={grid} block={block} "
+                   f"(block ≤ (1024, 1024, 64) and ≤ {min(1024, fn.info['maxntid'])} threads)")
     if shmem < 0 or shmem + fn.info["shared"] > 49152:
         raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{fn.name}: {shmem} bytes dynamic + {fn.info['shared']} static "
                                                f"shared memory exceeds 49152 bytes per block")
@@ -1737,7 +1740,8 @@ def cuGraphDestroy(hGraph):
 # ==================================================================================== test helpers
 def reset():
     """Power-cycle the simulated GPU: memory, pools, streams, events, modules, pinned memory, sticky
-    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment and CUDA_LAUNCH_BLOCKING. cuInit is needed again (the
+    error, armed faults, counters; re-reads the RAWDEV_SIM_* environment and CUDA_LAUNCH_BLOCKING. cuInit is
+    needed again (the
     runtime registers a hook here that does it and forgets its devices, so rawdev is usable at once).
     Device blocks live at the reset are remembered: a launch or copy that names one later is refused
     (CUDA_ERROR_INVALID_VALUE, saying so) instead of faulting on an address that is gone."""

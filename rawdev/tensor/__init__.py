@@ -33,11 +33,10 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-__all__ = ["Tensor", "Size", "is_tensor", "from_dlpack", "tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty",
-           "full", "randn", "rand", "randint", "randperm", "arange", "linspace", "eye", "zeros_like", "ones_like",
-           "empty_like", "full_like", "randn_like", "rand_like", "randint_like"]
+__all__ = ["Tensor", "Size", "is_tensor", "from_dlpack", "tensor", "as_tensor", "asarray", "from_numpy", "zeros",
+           "ones", "empty", "full", "randn", "rand", "randint", "randperm", "arange", "linspace", "eye", "zeros_like",
+           "ones_like", "empty_like", "full_like", "randn_like", "rand_like", "randint_like"]
 
-from .memfmt import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
-                            preserve_format)
+from .memfmt import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: E402
 
 __all__ += ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]

@@ -606,7 +606,8 @@ def _parse_to(args, kwargs):
     if args and isinstance(args[0], Tensor):
         other = args.pop(0)
         dev, dt = other.device, other.dtype
-    elif args and (isinstance(args[0], (_dt.dtype, np.dtype)) or (isinstance(args[0], type) and issubclass(args[0], np.generic))):
+    elif args and (isinstance(args[0], (_dt.dtype, np.dtype))
+                   or (isinstance(args[0], type) and issubclass(args[0], np.generic))):
         dt = args.pop(0)
     elif args and (args[0] is None or isinstance(args[0], (str, _device_cls, int))):
         dev = args.pop(0)

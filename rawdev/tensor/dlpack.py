@@ -139,8 +139,8 @@ def from_dlpack(ext):
     if hasattr(ext, "__dlpack_device__"):
         dev_type, dev_id = ext.__dlpack_device__()
         if int(dev_type) == kDLCUDA:
-            from .cuda_io import runtime_device
             from ..device import device as _device
+            from .cuda_io import runtime_device
             rdev = runtime_device(_device("cuda", int(dev_id)))
             handle = rdev.compute_stream.handle
             capsule = ext.__dlpack__(stream=int(handle) if handle else 1)

@@ -20,6 +20,7 @@ the cpu). Any problem is a CheckpointError naming the file, the entry and what i
 import io
 import math
 import pickle
+import typing
 import zipfile
 from collections import OrderedDict
 
@@ -204,7 +205,7 @@ _Base = pickle._Unpickler   # the Python implementation: its opcodes can be over
 class _Unpickler(_Base):
     """pickle's reader with find_class/persistent_load restricted, and the opcodes that store into containers
     (SETITEM(S), ADDITEMS, FROZENSET) and set attributes (BUILD) checked."""
-    dispatch = dict(_Base.dispatch)
+    dispatch: typing.ClassVar[dict] = dict(_Base.dispatch)
 
     def __init__(self, data, ctx):
         super().__init__(io.BytesIO(data), encoding="utf-8")

@@ -1,6 +1,6 @@
-from ..module import Module
-from .. import functional as F
 from ...ops.dispatch import owner_scope
+from .. import functional as F
+from ..module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
 
@@ -231,8 +231,8 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        from ..parameter import Parameter
         from ...tensor.factory import full
+        from ..parameter import Parameter
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype))
         if device is not None:

@@ -21,7 +21,7 @@ class _BatchNorm(Module):
     """
 
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
-    _expect = ()
+    _expect: tuple[int, ...] = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):

@@ -1,11 +1,11 @@
 import math
 
+from ...ops.dispatch import owner_scope
 from ...tensor.factory import empty
+from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
-from .. import functional as F
-from ...ops.dispatch import owner_scope
 
 __all__ = ["Linear"]
 

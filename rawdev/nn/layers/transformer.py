@@ -29,8 +29,8 @@ def _activation(activation):
 
 
 def _square_subsequent_mask(sz, device=None, dtype=None):
-    from ...tensor.factory import full
     from ...ops import triu
+    from ...tensor.factory import full
     return triu(full((sz, sz), float("-inf"), dtype=dtype or _dt.float32, device=device), diagonal=1)
 
 

@@ -9,5 +9,5 @@ from .decoder import DecodeError, EntryCode, Param, implemented_opcodes
 from .interp import BarrierError, Entry, KernelFault, LaunchStats, PtxModule
 from .parser import PtxError
 
-__all__ = ["PtxModule", "PtxError", "KernelFault", "BarrierError", "Entry", "Param", "LaunchStats",
+__all__ = ["EntryCode", "PtxModule", "PtxError", "KernelFault", "BarrierError", "Entry", "Param", "LaunchStats",
            "DecodeError", "implemented_opcodes"]

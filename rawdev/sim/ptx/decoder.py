@@ -20,13 +20,13 @@ are blocks of their own, run by the scheduler in :mod:`rawdev.sim.ptx.interp`.
 from __future__ import annotations
 
 import struct
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from . import ops
-from .parser import Addr, Args, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, TYPE_SIZES, Vec, VarDecl
+from .parser import TYPE_SIZES, Addr, Args, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
 
 STORE = {
     "pred": np.bool_, "b8": np.uint8, "u8": np.uint8, "s8": np.int8,
@@ -556,7 +556,7 @@ class Decoder:
     def _gen_code_block(self, blk, insts, iid0):
         g = _Gen(self, blk.index)
         code = self.code
-        for k, inst in enumerate(insts):
+        for inst in insts:
             iid = len(code.insts)
             code.insts.append((inst.line, inst.text))
             base = inst.opcode.split(".")[0]
@@ -1095,7 +1095,8 @@ class Decoder:
                 expr = f"np.asarray({val}).astype(f32)"
                 expr = f"({expr}).astype(h16).view(u16)" if dt_ == "f16" else f"ops.f32_to_bf16({expr})"
             else:
-                expr = f"ops.i2f({val}, {rnd!r}, {Dn})" if rnd not in (None, "rn") else f"np.asarray({val}).astype({Dn})"
+                expr = (f"ops.i2f({val}, {rnd!r}, {Dn})" if rnd not in (None, "rn")
+                        else f"np.asarray({val}).astype({Dn})")
             if sat:
                 expr = f"ops.sat01({expr})"
         elif isf(at):   # float → int

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_sequential
-from .decoder import LBASE, SBASE, Decoder, DecodeError, _ModuleSyms
+from .decoder import LBASE, SBASE, DecodeError, Decoder, _ModuleSyms
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)

@@ -9,9 +9,9 @@ declarations, labels, instructions) with source line numbers. Decoding into exec
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
-from dataclasses import dataclass, field
 
 
 class PtxError(Exception):
@@ -575,7 +575,8 @@ class _Parser:
         t = self.next()
         rtype = None
         vec = 1
-        while self.peek().kind == "ident" and self.peek().value.startswith(".") and not self.peek().value.startswith("%"):
+        while (self.peek().kind == "ident" and self.peek().value.startswith(".")
+               and not self.peek().value.startswith("%")):
             v = self.next().value
             if v in (".v2", ".v4"):
                 vec = int(v[2:])
@@ -621,8 +622,11 @@ class _Parser:
                     break
                 self.expect(",")
         last = self.toks[self.i - 1].line   # a call spans lines: its text is all of them
-        text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", " ".join(" ".join(
-            ln.split("//")[0] for ln in self.lines[line - 1:last]).split()))) if 0 < line <= len(self.lines) else op.value
+        if 0 < line <= len(self.lines):
+            text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", " ".join(" ".join(
+                ln.split("//")[0] for ln in self.lines[line - 1:last]).split())))
+        else:
+            text = op.value
         return Inst(op.value, operands, pred, neg, line, text)
 
     def _operand(self):
