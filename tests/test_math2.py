@@ -248,3 +248,20 @@ def test_small_linear_algebra(driver):
         rawdev.dot(rawdev.ones(2, 2), rawdev.ones(2))
     with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
         rawdev.bmm(rawdev.ones(2, 2), rawdev.ones(2, 2, 2))
+
+
+def test_int64_arithmetic_on_both_devices(driver, poison):
+    a = RNG.integers(-50, 50, 200)
+    b = RNG.integers(-9, 9, 200)
+    b[b == 0] = 3
+    for dev in ("cpu", "cuda"):
+        ta, tb = rawdev.tensor(a, device=dev), rawdev.tensor(b, device=dev)
+        for got, want in (((ta + tb), a + b), ((ta - 2 * tb), a - 2 * b), ((ta * tb), a * b), ((ta // tb), a // b),
+                          ((ta % tb), a % b), (rawdev.fmod(ta, tb), np.fmod(a, b)), ((ta + 7), a + 7),
+                          ((3 - ta), 3 - a), ((ta * -4), a * -4), (ta[:, None] + tb[:5], a[:, None] + b[:5])):
+            assert got.dtype == rawdev.int64
+            np.testing.assert_array_equal(got.cpu().numpy(), want)
+        n = rawdev.tensor(0, device=dev)
+        for _ in range(3):
+            n.add_(1)
+        assert int(n.item()) == 3

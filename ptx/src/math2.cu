@@ -99,3 +99,43 @@ extern "C" __global__ void nan_to_num_f32(float* __restrict__ y, const float* __
         y[i] = v != v ? nan : (isinf(v) ? (v > 0.0f ? posinf : neginf) : v);
     }
 }
+
+// Python's integer floor division and remainder; a zero divisor gives 0 (a GPU has no integer exception).
+__device__ __forceinline__ long long floordiv_i64(long long a, long long b)
+{
+    if (b == 0) return 0;
+    long long q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+
+// doc: z = op(x, y) on int64; op 0 x + alpha*y, 1 x*y, 2 floor_divide, 3 remainder (sign of y), 4 fmod
+// (sign of x); a zero divisor gives 0.
+extern "C" __global__ void binary_i64(long long* __restrict__ z, const long long* __restrict__ x,
+                                      const long long* __restrict__ y, long long alpha, int op, long long n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const long long a = x[i], b = y[i];
+        long long r;
+        switch (op) {
+        case 0: r = a + alpha * b; break;
+        case 1: r = a * b; break;
+        case 2: r = floordiv_i64(a, b); break;
+        case 3: r = b == 0 ? 0 : a - floordiv_i64(a, b) * b; break;
+        default: r = b == 0 ? 0 : a % b; break;
+        }
+        z[i] = r;
+    }
+}
+
+// doc: z = op(x, s) on int64 with a scalar; op 0 x + s, 1 x*s, 2 s - x.
+extern "C" __global__ void scalar_i64(long long* __restrict__ z, const long long* __restrict__ x, long long s, int op,
+                                      long long n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const long long a = x[i];
+        z[i] = op == 0 ? a + s : (op == 1 ? a * s : s - a);
+    }
+}

@@ -349,7 +349,18 @@ def _epilogue_(y, beta=1.0, bias=None, act=0, rows=None, cols=None):
     return y
 
 
+def _i64(*ts):
+    return all(t.dtype is _dt.int64 for t in ts)
+
+
+def _int_scalar(s):
+    return isinstance(s, (int, np.integer)) and not isinstance(s, bool) or (isinstance(s, float) and s.is_integer())
+
+
 def scale_(x, s):
+    if _i64(x) and _int_scalar(s):
+        copy_into(x, scale(x, s))
+        return x
     _f32("mul_", x)
     if not x.is_contiguous():
         return copy_into(x, scale(dense(x), s))
@@ -359,6 +370,9 @@ def scale_(x, s):
 
 
 def scale(x, s):
+    if _i64(x) and _int_scalar(s):     # int64 arithmetic (math2.ptx)
+        from .cuda_math import scalar_i64
+        return scalar_i64(dense(x), int(s), "mul")
     _f32("mul", x)
     y = empty(x.shape, x.dtype, x.device, "mul output")
     _ew(_rdev(x), "scale", [y.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul")
@@ -377,6 +391,9 @@ def rdiv_scalar(x, s):
 
 
 def add_scalar(x, s):
+    if _i64(x) and _int_scalar(s):
+        from .cuda_math import scalar_i64
+        return scalar_i64(dense(x), int(s), "add")
     _f32("add", x)
     y = full(x.shape, s, x.dtype, x.device, "add output")
     _ew(_rdev(x), "add", [y.data_ptr(), y.data_ptr(), x.data_ptr(), x.numel()], x.numel(), "add")
@@ -384,6 +401,9 @@ def add_scalar(x, s):
 
 
 def rsub_scalar(x, s):
+    if _i64(x) and _int_scalar(s):
+        from .cuda_math import scalar_i64
+        return scalar_i64(dense(x), int(s), "rsub")
     _f32("rsub", x)
     y = full(x.shape, s, x.dtype, x.device, "rsub output")
     _ew(_rdev(x), "axpy", [y.data_ptr(), x.data_ptr(), -1.0, x.numel()], x.numel(), "rsub")
@@ -395,6 +415,9 @@ def neg(x):
 
 
 def add(a, b, alpha=1.0, dt=None):
+    if _i64(a, b) and _int_scalar(alpha):
+        from .cuda_math import binary_i64
+        return binary_i64(a, b, "add", int(alpha))
     _f32("add", a, b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     rdev = _rdev(a)
@@ -415,6 +438,9 @@ def add(a, b, alpha=1.0, dt=None):
 
 
 def add_(a, b, alpha=1.0):
+    if _i64(a, b) and _int_scalar(alpha):
+        copy_into(a, add(dense(a), b, alpha))
+        return a
     _f32("add_", a, b)
     if not a.is_contiguous():
         return copy_into(a, add(dense(a), b, alpha))
@@ -435,6 +461,9 @@ def _binary(kernel, a, b):
 
 
 def mul(a, b, dt=None):
+    if _i64(a, b):
+        from .cuda_math import binary_i64
+        return binary_i64(a, b, "mul")
     return _binary("mul", a, b)
 
 

@@ -5,7 +5,8 @@ import numpy as np
 from .. import dtypes as _dt
 from .cuda import _bcast, _ew, _f32, _rdev, empty
 
-__all__ = ["binary_math", "logical", "logical_not", "classify", "nan_to_num", "BINARY_MATH", "LOGICAL", "CLASSIFY"]
+__all__ = ["binary_i64", "scalar_i64", "binary_math", "logical", "logical_not", "classify", "nan_to_num",
+           "BINARY_MATH", "LOGICAL", "CLASSIFY"]
 
 BINARY_MATH = {"pow": 0, "atan2": 1, "fmod": 2, "remainder": 3, "floor_divide": 4, "copysign": 5, "hypot": 6}
 LOGICAL = {"logical_and": 0, "logical_or": 1, "logical_xor": 2, "bitwise_and": 3, "bitwise_or": 4, "bitwise_xor": 5}
@@ -17,8 +18,34 @@ def _pair(a, b, dt):
     return _bcast(a, shape), _bcast(b, shape), shape
 
 
+_I64 = {"add": 0, "mul": 1, "floor_divide": 2, "remainder": 3, "fmod": 4}
+
+
+def binary_i64(a, b, op, alpha=1):
+    """int64 a <op> b (broadcast): add (a + alpha·b), mul, floor_divide, remainder, fmod."""
+    a, b, shape = _pair(a, b, _dt.int64)
+    z = empty(shape, _dt.int64, a.device, f"{op} output")
+    _ew(_rdev(a), "binary_i64", [z.data_ptr(), a.data_ptr(), b.data_ptr(), int(alpha), _I64[op], z.numel()],
+        z.numel(), op)
+    return z
+
+
+def scalar_i64(x, s, op):
+    """int64 x + s (op "add"), x·s ("mul") or s − x ("rsub") with an integer scalar."""
+    z = empty(tuple(x.shape), _dt.int64, x.device, f"{op} output")
+    _ew(_rdev(x), "scalar_i64", [z.data_ptr(), x.data_ptr(), int(s), {"add": 0, "mul": 1, "rsub": 2}[op],
+                                 z.numel()], z.numel(), op)
+    return z
+
+
+def _ints(*ts):
+    return all(t.dtype is _dt.int64 for t in ts)
+
+
 def binary_math(a, b, op):
-    """float32 a <op> b (broadcast)."""
+    """float32 a <op> b (broadcast); int64 pairs for floor_divide, remainder and fmod."""
+    if op in _I64 and _ints(a, b):
+        return binary_i64(a, b, op)
     _f32(op, a, b)
     a, b, shape = _pair(a, b, _dt.float32)
     z = empty(shape, _dt.float32, a.device, f"{op} output")

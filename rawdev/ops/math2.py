@@ -160,8 +160,8 @@ class _Mod(Function):
 
 def _mod(op, input, other):  # noqa: A002
     a, b = _operands(op, input, other)
-    if not a.dtype.is_floating_point and a.is_cuda:
-        raise TypeError(f"{op} on cuda supports float32 tensors (the shipped kernels are f32), got {a.dtype}")
+    if not a.dtype.is_floating_point and a.is_cuda and a.dtype is not _dt.int64:
+        raise TypeError(f"{op} on cuda supports float32 tensors (and int64), got {a.dtype}")
     out = _Mod.apply(a, b, op)
     if out.grad_fn is not None:
         out.grad_fn.rename("FmodBackward1" if op == "fmod" else "RemainderBackward1")

@@ -71,10 +71,9 @@ class _BatchNorm(Module):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            # a fill from the host count: int64 arithmetic on the device has no kernel yet
-            count = int(self.num_batches_tracked.item()) + 1
-            self.num_batches_tracked.fill_(count)
-            factor = 1.0 / count if self.momentum is None else self.momentum
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:     # the cumulative average reads the count (a host read, as PyTorch's)
+                factor = 1.0 / float(self.num_batches_tracked.item())
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
         with owner_scope(getattr(self, "_rawdev_tag", None) or type(self).__name__):
