@@ -1,0 +1,65 @@
+"""rawdev.linalg: the norms and products of torch.linalg that programs reach for (vector_norm, matrix_norm,
+norm, vecdot, matmul), built from declared ops so they run on both devices with autograd. Decompositions
+(inv, solve, svd, qr, eigh) are not shipped: rawdev has no device kernels for them and never computes a
+cuda tensor on the host."""
+import math
+
+from .ops import reduce2 as _reduce2
+from .ops.linalg import matmul
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul"]
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The ord-norm of x over dim (None: every element, flattened): ord any number, inf, -inf, 0.
+
+    Example:
+        >>> torch.linalg.vector_norm(torch.tensor([3., 4.]))
+        tensor(5.)
+    """
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    return _reduce2.norm(x, float(ord), dim, keepdim, dtype)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: N803
+    """The ord-norm of the matrices in A over the two dims: 'fro', 1, -1 (max/min column sum), inf, -inf
+    (max/min row sum). 'nuc' and 2 need singular values, which rawdev does not compute.
+
+    Example:
+        >>> torch.linalg.matrix_norm(torch.eye(3))
+        tensor(1.7321)
+    """
+    if dtype is not None:
+        A = A.to(dtype=dtype)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    d0, d1 = (d % A.ndim for d in dim)
+    if ord == "fro":
+        return _reduce2.norm(A, 2.0, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, which rawdev does not "
+                                  f"compute")
+    if ord in (1, -1, math.inf, -math.inf):
+        summed, other = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = A.abs().sum(summed, keepdim=True)
+        r = s.amax(other, keepdim=True) if ord > 0 else s.amin(other, keepdim=True)
+        return r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: N803
+    """torch.linalg.norm: a vector norm for 1-D input or an int dim, a matrix norm for 2-D input or a pair of
+    dims; ord=None is the 2-norm of the flattened input (Frobenius for matrices)."""
+    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if dim is None and A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def vecdot(x, y, *, dim=-1):
+    """Σ x·y over dim (real tensors), broadcasting the rest."""
+    return (x * y).sum(dim)
