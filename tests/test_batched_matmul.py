@@ -50,3 +50,19 @@ def test_attention_scores_shape_on_cuda(driver):
 def test_batched_shape_error():
     with pytest.raises(RuntimeError, match="Expected size for first two dimensions of batch2 tensor"):
         rawdev.ones(2, 3, 4) @ rawdev.ones(2, 5, 6)
+
+
+@pytest.mark.parametrize("batch,m,k,n", [(5, 33, 17, 40), (70, 3, 4, 2)])
+def test_a_batched_product_is_one_gemm_launch(batch, m, k, n, driver):
+    a = RNG.standard_normal((batch, m, k)).astype(np.float32)
+    b = RNG.standard_normal((batch, k, n)).astype(np.float32)
+    ta, tb = rawdev.tensor(a).cuda(), rawdev.tensor(b).cuda()
+    cuda_ops.set_poison(True)
+    try:
+        with rawdev.trace() as t:
+            y = rawdev.bmm(ta, tb)
+    finally:
+        cuda_ops.set_poison(False)
+    gemms = [c.owner for c in t.calls if c.fn == "cuLaunchKernel" and "gemm" in str(c.owner)]
+    assert len(gemms) == 1 and gemms[0].endswith("_batched"), [c.owner for c in t.calls if c.fn == "cuLaunchKernel"]
+    np.testing.assert_allclose(y.cpu().numpy(), np.matmul(a.astype(np.float64), b), rtol=1e-4, atol=1e-4)

@@ -293,3 +293,25 @@ extern "C" __global__ __launch_bounds__(256) void gemm_splitk_reduce_f32(float* 
         *y = activate(fmaf(beta, yold, fmaf(alpha, s, bn)), act);
     }
 }
+
+// ---- batched: blockIdx.z is the batch index; each operand has its own batch stride (elements; 0 broadcasts
+// one matrix to every batch), so a [batch, M, K] x [batch, K, N] product is one launch, not a loop.
+#define GEMM_BATCHED(LAYOUT, TILE, THREADS, BK_, TM_, TN_, AK, BKC)                                             \
+    /* doc: Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z, layout LAYOUT, TILE x TILE tiles; A[z] = A + z*sA (elements), likewise B, Y. */ \
+    extern "C" __global__ __launch_bounds__(THREADS) void gemm_##LAYOUT##_f32_##TILE##x##TILE##_batched(         \
+        float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K,     \
+        int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)                         \
+    {                                                                                                             \
+        const long long z = blockIdx.z;                                                                           \
+        gemm_body<TILE, TILE, BK_, TM_, TN_, AK, BKC>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda,  \
+                                                      ldb, ldy, alpha, 0.0f, 0);                                  \
+    }
+GEMM_BATCHED(nt, 128, 256, 8, 8, 8, true, true)
+GEMM_BATCHED(nt, 64, 256, 16, 4, 4, true, true)
+GEMM_BATCHED(nt, 32, 64, 16, 4, 4, true, true)
+GEMM_BATCHED(nn, 128, 256, 8, 8, 8, true, false)
+GEMM_BATCHED(nn, 64, 256, 16, 4, 4, true, false)
+GEMM_BATCHED(nn, 32, 64, 16, 4, 4, true, false)
+GEMM_BATCHED(tn, 128, 256, 8, 8, 8, false, false)
+GEMM_BATCHED(tn, 64, 256, 16, 4, 4, false, false)
+GEMM_BATCHED(tn, 32, 64, 16, 4, 4, false, false)

@@ -1,8 +1,11 @@
-"""Batched matmul on cuda: one GEMM launch per batch matrix over contiguous [batch, M, K] / [batch, K, N]
-operands (transposes read through the GEMM's layouts). A single grid-z batched kernel would launch once; this
-loop is what runs until it exists (the launch count is batch, the bytes moved the same)."""
+"""Batched matmul on cuda: one launch of the grid-z batched GEMM (gemm_<layout>_f32_<tile>_batched,
+blockIdx.z = the batch index, a batch stride per operand) over contiguous [batch, M, K] / [batch, K, N]
+operands, transposes read through the GEMM's layouts. Batches beyond the grid's z limit (65,535) take one
+launch per 65,535 matrices."""
 from .. import dtypes as _dt
-from .cuda import _f32, _gemm_raw, _rdev, empty
+from .cuda import _f32, _kernel, _rdev, _tile, empty
+
+_Z_MAX = 65535
 
 __all__ = ["bmm"]
 
@@ -23,9 +26,16 @@ def bmm(a, b, ta=False, tb=False):
     if layout == "tt":   # no tt kernel: transpose b for real
         b = b.transpose(1, 2).contiguous()
         layout, tb = "tn", False
-    rdev, sa, sb, sy = _rdev(a), a.shape[1] * a.shape[2] * 4, b.shape[1] * b.shape[2] * 4, M * N * 4
+    rdev = _rdev(a)
+    sa, sb, sy = a.shape[1] * a.shape[2], b.shape[1] * b.shape[2], M * N      # batch strides, in elements
     lda, ldb = a.shape[2], b.shape[2]
-    for i in range(batch):
-        _gemm_raw(rdev, layout, y.data_ptr() + i * sy, a.data_ptr() + i * sa, b.data_ptr() + i * sb, M, N, K,
-                  lda, ldb, N)
+    if M == 0 or N == 0 or batch == 0:
+        return y
+    tile, threads = _tile(M, N, rdev.multiprocessors)
+    k = _kernel(rdev, f"gemm_{layout}_f32_{tile}x{tile}_batched", "bmm")
+    for z0 in range(0, batch, _Z_MAX):
+        nz = min(_Z_MAX, batch - z0)
+        k.launch(((N + tile - 1) // tile, (M + tile - 1) // tile, nz), threads,
+                 [y.data_ptr() + 4 * z0 * sy, a.data_ptr() + 4 * z0 * sa, b.data_ptr() + 4 * z0 * sb, M, N, K,
+                  lda, ldb, N, sa, sb, sy, 1.0])
     return y
