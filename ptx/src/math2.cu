@@ -110,7 +110,7 @@ __device__ __forceinline__ long long floordiv_i64(long long a, long long b)
 }
 
 // doc: z = op(x, y) on int64; op 0 x + alpha*y, 1 x*y, 2 floor_divide, 3 remainder (sign of y), 4 fmod
-// (sign of x); a zero divisor gives 0.
+// (sign of x), 5 and, 6 or, 7 xor, 8 maximum, 9 minimum; a zero divisor gives 0.
 extern "C" __global__ void binary_i64(long long* __restrict__ z, const long long* __restrict__ x,
                                       const long long* __restrict__ y, long long alpha, int op, long long n)
 {
@@ -123,7 +123,12 @@ extern "C" __global__ void binary_i64(long long* __restrict__ z, const long long
         case 1: r = a * b; break;
         case 2: r = floordiv_i64(a, b); break;
         case 3: r = b == 0 ? 0 : a - floordiv_i64(a, b) * b; break;
-        default: r = b == 0 ? 0 : a % b; break;
+        case 4: r = b == 0 ? 0 : a % b; break;
+        case 5: r = a & b; break;
+        case 6: r = a | b; break;
+        case 7: r = a ^ b; break;
+        case 8: r = a > b ? a : b; break;
+        default: r = a < b ? a : b; break;
         }
         z[i] = r;
     }

@@ -118,7 +118,7 @@ class _SDPA(Function):
             o, lse = _cpu_fwd(q._values(), k._values(), v._values(), mask, causal, scale, ctx.keep, p_drop)
             out, lse = wrap(o, q.dtype), wrap(lse, q.dtype)
         else:
-            from . import cuda_attn
+            from .dispatch import cuda_backend as cuda_attn
             if p_drop > 0:
                 ctx.seed = int(generator.np.integers(0, 2 ** 63))
             out, lse = cuda_attn.sdpa_fwd(q, k, v, mask, causal, scale, p_drop, ctx.seed)
@@ -137,7 +137,7 @@ class _SDPA(Function):
                                       out._values(), lse._values(), ctx.mask, ctx.causal, ctx.scale, ctx.keep, ctx.p)
             dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
         else:
-            from . import cuda_attn
+            from .dispatch import cuda_backend as cuda_attn
             dq, dk, dv, ds = cuda_attn.sdpa_bwd(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
                                                 ctx.seed, want_bias)
         db = None
@@ -157,7 +157,7 @@ def _probs(q, k, mask, causal, scale, p_drop, side):
         if side["keep"] is not None:
             p = p * side["keep"] / (1.0 - p_drop)
         return wrap(p.astype(_vdt(q.dtype)), q.dtype)
-    from . import cuda_attn
+    from .dispatch import cuda_backend as cuda_attn
     return cuda_attn.sdpa_probs(q, k, lse, mask, causal, scale, p_drop, side["seed"])
 
 

@@ -269,6 +269,9 @@ def add(input, other, *, alpha=1):  # noqa: A002
 
 
 def sub(input, other, *, alpha=1):  # noqa: A002
+    if all(isinstance(t, Tensor) and t.dtype is _dt.bool or isinstance(t, bool) for t in (input, other)):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         input, other = _same_device(input, other)
         return _Add.apply(input, other, -alpha)

@@ -32,7 +32,7 @@ def wrap(arr, dt=None):
 
 def _vdt(dt):
     """numpy dtype the values of dt are computed in."""
-    return np.float32 if dt is _dt.bfloat16 else dt.storage
+    return np.dtype(np.float32) if dt is _dt.bfloat16 else dt.storage
 
 
 # ------------------------------------------------------------------ creation / copies
@@ -55,7 +55,12 @@ def copy_into(dst, src):
 # ------------------------------------------------------------------ elementwise
 def add(a, b, alpha=1.0, dt=None):
     """a + alpha*b with broadcasting; dt: result dtype."""
-    r = v(a) + (v(b) if alpha == 1 else v(b) * np.asarray(alpha, _vdt(b.dtype)))
+    if alpha == 1:
+        r = v(a) + v(b)
+    elif alpha == -1:
+        r = v(a) - v(b)
+    else:   # an integer alpha wraps into an unsigned dtype (uint8: -2 is 254), as PyTorch's
+        r = v(a) + v(b) * np.asarray(alpha).astype(_vdt(b.dtype))
     return wrap(r, dt or _dt.from_numpy_dtype(r.dtype))
 
 

@@ -90,7 +90,10 @@ def full(shape, value, dt, dev, owner=None, scoped=True):
         elif value == 0:
             memory.memset_d8(t.data_ptr(), 0, t.nbytes, rdev.compute_stream)
         else:
-            src = np.full(tuple(shape), value, dt.storage)
+            if dt is _dt.bfloat16:   # bfloat16 is stored as uint16 bits: round the value to them
+                src = np.full(tuple(shape), _dt.f32_to_bf16_bits(np.float32(value)), np.uint16)
+            else:
+                src = np.full(tuple(shape), value, dt.storage)
             memory.copy_htod(t.data_ptr(), src, src.nbytes, stream=rdev.compute_stream)
             memory.keep_alive(rdev.compute_stream, src)
     return t
@@ -208,6 +211,9 @@ def _gemm_operand(m):
 def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
     """op(a)[M,K]·op(b)[K,N] (·alpha, + bias[N], act 0/1 relu/2 gelu-tanh) on 2-D float32 tensors of any
     strides: a transposed view is read through the tn/nt layouts, not copied."""
+    for t in (a, b, bias):
+        if t is not None and not t.dtype.is_floating_point:   # PyTorch has no integer GEMM on cuda either
+            raise RuntimeError(f'"addmm_cuda" not implemented for \'{t.dtype._legacy[:-6]}\'')
     _f32("matmul", a, b, bias)
     rdev = _rdev(a)
     from .shape import transpose
@@ -253,6 +259,9 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     """Sum of x over dims (times alpha) in one reduction launch (two for everything): the reduced axes
     are moved last (a permuted view, copied once when that is not already contiguous) and each row is
     summed by a warp; reducing only leading axes sums columns in place (sum_axis0)."""
+    if x.dtype is _dt.int64 and dt in (None, _dt.int64) and alpha == 1.0:
+        from .cuda_int import sum_dims_i64
+        return sum_dims_i64(x, dims, keepdim)
     if x.dtype is _dt.bool and dt is _dt.int64 and alpha == 1.0:
         return _count(x, dims, keepdim)
     _f32("sum", x)
@@ -291,12 +300,9 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
 
 
 def _count(x, dims, keepdim):
-    """sum of a bool tensor (how many are true) as int64: summed in float32, exact while every count fits
-    its 24-bit mantissa."""
-    if x.numel() > 2 ** 24:
-        raise NotImplementedError(f"summing {x.numel()} bools on cuda: counts above 2**24 are not exact in the "
-                                  f"float32 sum kernels; sum on the cpu")
-    return cast(sum_dims(cast(x, _dt.float32), dims, keepdim, owner="count"), _dt.int64)
+    """sum of a bool tensor (how many are true) as int64: widened to int64, summed by the int64 kernel."""
+    from .cuda_int import int_cast, sum_dims_i64
+    return sum_dims_i64(int_cast(x, _dt.int64), dims, keepdim)
 
 
 # ------------------------------------------------------------------ max / min along a dim (reduce.ptx)
@@ -311,6 +317,10 @@ def arg_reduce(x, outer, red, inner, is_max, values=True):
     """max/min over axis 1 of x viewed as [outer, red, inner] -> (float32 values or None, int64 indices),
     both flat [outer*inner]; PyTorch's semantics (first index on ties, NaN wins)."""
     op = "max" if is_max else "min"
+    if x.dtype is _dt.int64:
+        from .cuda_int import reduce_i64
+        vals, idx = reduce_i64(x, outer, red, inner, op, indices=True)
+        return (vals if values else None), idx
     _f32(op, x)
     n = outer * inner
     idx = empty((n,), _dt.int64, x.device, f"{op} indices")
@@ -487,9 +497,17 @@ def pow_scalar(x, e):
     return y
 
 
+_INT_ELEMENTWISE = {"abs_fwd": ("abs",), "sign_fwd": ("sign",), "relu_fwd": ("clamp", 0),
+                    "relu6_fwd": ("clamp", 0, 6), "neg_fwd": ("neg",)}
+
+
 def elementwise(kernel, dt, operands, params=(), op=None):
     """One launch of an elementwise kernel kernel(out, *operands, *params, n) over operands of one shape
-    (made contiguous first): out is a new tensor of dtype dt."""
+    (made contiguous first): out is a new tensor of dtype dt. On int64 the integer ops among them (abs, sign,
+    relu, relu6, neg) run the int64 kernel."""
+    if kernel in _INT_ELEMENTWISE and len(operands) == 1 and operands[0].dtype is _dt.int64 and dt is _dt.int64:
+        from .cuda_int import int_unary
+        return int_unary(operands[0], *_INT_ELEMENTWISE[kernel])
     _f32(op or kernel, *operands)
     operands = [dense(t) for t in operands]
     x = operands[0]
@@ -544,15 +562,43 @@ def _cast_kernel(src, dst):
     return name if has_kernel(name) else None
 
 
+def _cast_path(src, dst):
+    """The dtypes a conversion goes through on the device: [src, dst] for one kernel, [src, mid, dst] for two
+    (16-bit floats to each other and to integers go through float32; int8/int16 to floats through int64,
+    exact), or None where none applies."""
+    from .cuda_int import INT_CODES
+    if src is dst or _cast_kernel(src, dst) or (src in INT_CODES and dst in INT_CODES):
+        return [src, dst]
+    for mid in (_dt.float32, _dt.int64):
+        if mid not in (src, dst) and _cast_path_1(src, mid) and _cast_path_1(mid, dst):
+            return [src, mid, dst]
+    return None
+
+
+def _cast_path_1(src, dst):
+    from .cuda_int import INT_CODES
+    return src is dst or _cast_kernel(src, dst) is not None or (src in INT_CODES and dst in INT_CODES)
+
+
 def can_cast(src, dst):
-    return _cast_kernel(src, dst) is not None
+    return _cast_path(src, dst) is not None
 
 
 def cast(x, dt):
-    """x converted to dt on the device by one kernel (can_cast(x.dtype, dt) must hold)."""
+    """x converted to dt on the device: one kernel (two through float32 or int64 where no direct one is shipped;
+    can_cast(x.dtype, dt) must hold)."""
+    x = dense(x)
+    path = _cast_path(x.dtype, dt)
+    if path is None:
+        raise NotImplementedError(f"no cast kernel from {x.dtype} to {dt} is shipped")
+    if len(path) == 3:
+        return cast(cast(x, path[1]), dt)
+    if x.dtype is dt:
+        return clone(x, "cast output")
     name = _cast_kernel(x.dtype, dt)
     if name is None:
-        raise NotImplementedError(f"no cast kernel from {x.dtype} to {dt} is shipped")
+        from .cuda_int import int_cast
+        return int_cast(x, dt)
     y = empty(x.shape, dt, x.device, "cast output")
     _ew(_rdev(x), name, [y.data_ptr(), x.data_ptr(), x.numel()], x.numel(), f"to({dt})")
     return y
@@ -936,3 +982,4 @@ from .cuda_groupnorm import *  # noqa: F401,F403,E402  (group_norm, instance_nor
 from .cuda_layers2 import *  # noqa: F401,F403,E402  (interpolate, embedding_bag)
 from .cuda_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)
 from .cuda_reduce2 import *  # noqa: F401,F403,E402  (row scans)
+from .cuda_int import *  # noqa: F401,F403,E402  (integer casts, int64 unary math and reductions)

@@ -18,7 +18,8 @@ def _pair(a, b, dt):
     return _bcast(a, shape), _bcast(b, shape), shape
 
 
-_I64 = {"add": 0, "mul": 1, "floor_divide": 2, "remainder": 3, "fmod": 4}
+_I64 = {"add": 0, "mul": 1, "floor_divide": 2, "remainder": 3, "fmod": 4, "bitwise_and": 5, "bitwise_or": 6,
+        "bitwise_xor": 7, "maximum": 8, "minimum": 9}
 
 
 def binary_i64(a, b, op, alpha=1):
@@ -61,7 +62,13 @@ def _bytes(op, *ts):
 
 
 def logical(a, b, op, out_dt):
-    """a <op> b on bool/uint8 bytes (broadcast); out_dt bool (logical) or the operands' dtype (bitwise)."""
+    """a <op> b on bool/uint8 bytes (broadcast); out_dt bool (logical) or the operands' dtype (bitwise);
+    bitwise ops of int64 operands run the int64 kernel."""
+    if op.startswith("bitwise") and a.dtype not in (_dt.bool, _dt.uint8):   # int8..int64: the int64 kernel
+        from .cuda_int import int_cast
+        wide = [t if t.dtype is _dt.int64 else int_cast(t, _dt.int64) for t in (a, b)]
+        z = binary_i64(wide[0], wide[1], op)
+        return z if out_dt is _dt.int64 else int_cast(z, out_dt)
     _bytes(op, a, b)
     a, b, shape = _pair(a, b, a.dtype)
     z = empty(shape, out_dt, a.device, f"{op} output")
@@ -70,6 +77,10 @@ def logical(a, b, op, out_dt):
 
 
 def logical_not(x, bitwise):
+    if bitwise and x.dtype not in (_dt.bool, _dt.uint8):
+        from .cuda_int import int_cast, int_unary
+        z = int_unary(x if x.dtype is _dt.int64 else int_cast(x, _dt.int64), "bitwise_not")
+        return z if x.dtype is _dt.int64 else int_cast(z, x.dtype)
     _bytes("bitwise_not" if bitwise else "logical_not", x)
     out_dt = x.dtype if bitwise else _dt.bool
     z = empty(tuple(x.shape), out_dt, x.device, "not output")

@@ -48,7 +48,9 @@ def check_same_device(op, *tensors):
 
 class _DenseCuda:
     """The cuda backend as the ops call it: every tensor argument of a kernel-launching function arrives
-    contiguous (a strided view is copied once by the strided-copy kernel), so kernels index plain arrays.
+    contiguous (a strided view is copied once by the strided-copy kernel), so kernels index plain arrays,
+    and in a dtype the kernels compute in (float16/bfloat16 widened to float32, narrow integers to int64,
+    the results rounded back: rawdev.ops.opmath).
     Functions that write into their first argument handle views themselves (they write the base)."""
 
     _WRITERS = frozenset({"copy_into", "add_", "scale_", "new_grad", "sgd_group", "adam_group", "alloc_states",
@@ -56,19 +58,22 @@ class _DenseCuda:
 
     def __getattr__(self, name):
         from . import cuda
+        from .opmath import adapt
         fn = getattr(cuda, name)
-        if callable(fn) and name not in self._WRITERS and not name.startswith("_"):
-            dense = cuda.dense
+        if callable(fn) and not name.startswith("_") and not isinstance(fn, type):
+            if name not in self._WRITERS:
+                dense = cuda.dense
 
-            def call(*args, _fn=fn, **kwargs):
-                return _fn(*[dense(a) if isinstance(a, Tensor) else a for a in args], **kwargs)
-            call.__name__, call.__doc__ = name, fn.__doc__
-            fn = call
+                def call(*args, _fn=fn, **kwargs):
+                    return _fn(*[dense(a) if isinstance(a, Tensor) else a for a in args], **kwargs)
+                call.__name__, call.__doc__ = name, fn.__doc__
+                fn = call
+            fn = adapt(name, fn, cuda.cast, cuda.copy_into)   # float16/bfloat16 and narrow ints: opmath.py
         setattr(self, name, fn)
         return fn
 
 
-_cuda = _DenseCuda()
+_cuda = cuda_backend = _DenseCuda()
 
 
 def backend(op, *tensors):

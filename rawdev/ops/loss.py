@@ -182,26 +182,30 @@ class _NLL(Function):
                     r = per.sum() / w.sum()
             ctx.save_for_backward(target, weight, None)
             return wrap(np.asarray(r, per.dtype), x.dtype)
-        from . import cuda as _c
-        _c._f32("nll_loss", x, weight)
-        x, target, weight = _c.dense(x), _c.dense(target), _c.dense(weight)
-        n, c, inner = ctx.shape
-        rows = n * inner
-        wptr = weight.data_ptr() if weight is not None else 0
-        rdev = _c._rdev(x)
-        per = _c.empty((rows,), x.dtype, x.device, "nll_loss per-element loss")
-        _c._ew(rdev, "nll_fwd", [per.data_ptr(), x.data_ptr(), target.data_ptr(), wptr, rows, c, inner,
-                                 int(ignore_index)], rows, "nll_loss")
-        if reduction == "none":
-            ctx.save_for_backward(target, weight, None)
-            return per
-        out = _c.empty((), x.dtype, x.device, "loss")
-        denom = _c.empty((1,), x.dtype, x.device, "nll_loss weight sum")
-        _c._kernel(rdev, "cross_entropy_ws_reduce", "nll_loss").launch(
-            1, 1024, [out.data_ptr(), denom.data_ptr(), per.data_ptr(), target.data_ptr(), wptr, rows, c,
-                      int(ignore_index), _c._REDUCTION[reduction]])
-        ctx.save_for_backward(target, weight, denom)
-        return out
+        from .opmath import run
+
+        def on_cuda(x, target, weight):   # float16/bfloat16 compute in float32 (rawdev.ops.opmath)
+            from . import cuda as _c
+            _c._f32("nll_loss", x, weight)
+            x, target, weight = _c.dense(x), _c.dense(target), _c.dense(weight)
+            n, c, inner = ctx.shape
+            rows = n * inner
+            wptr = weight.data_ptr() if weight is not None else 0
+            rdev = _c._rdev(x)
+            per = _c.empty((rows,), x.dtype, x.device, "nll_loss per-element loss")
+            _c._ew(rdev, "nll_fwd", [per.data_ptr(), x.data_ptr(), target.data_ptr(), wptr, rows, c, inner,
+                                     int(ignore_index)], rows, "nll_loss")
+            if reduction == "none":
+                ctx.save_for_backward(target, weight, None)
+                return per
+            out = _c.empty((), x.dtype, x.device, "loss")
+            denom = _c.empty((1,), x.dtype, x.device, "nll_loss weight sum")
+            _c._kernel(rdev, "cross_entropy_ws_reduce", "nll_loss").launch(
+                1, 1024, [out.data_ptr(), denom.data_ptr(), per.data_ptr(), target.data_ptr(), wptr, rows, c,
+                          int(ignore_index), _c._REDUCTION[reduction]])
+            ctx.save_for_backward(target, weight, denom)
+            return out
+        return run("nll_fwd", on_cuda, x, target, weight)
 
     @staticmethod
     def backward(ctx, g):
@@ -225,14 +229,18 @@ class _NLL(Function):
             r = np.arange(n * inner)
             gx[r // inner, ts, r % inner] = -w * gs
             return wrap(gx, g.dtype), None, None, None, None
-        from . import cuda as _c
-        g = _c.dense(g)
-        gx = _c.empty((n, c, inner), g.dtype, g.device, "nll_loss grad")
-        _c._ew(_c._rdev(g), "nll_bwd", [gx.data_ptr(), g.data_ptr(), denom.data_ptr() if denom is not None else 0,
-                                        target.data_ptr(), weight.data_ptr() if weight is not None else 0,
-                                        gx.numel(), c, inner, int(ignore_index), _c._REDUCTION[reduction]],
-               gx.numel(), "nll_loss backward")
-        return gx, None, None, None, None
+        from .opmath import run
+
+        def on_cuda(g, denom, weight):   # float16/bfloat16 compute in float32 (rawdev.ops.opmath)
+            from . import cuda as _c
+            g = _c.dense(g)
+            gx = _c.empty((n, c, inner), g.dtype, g.device, "nll_loss grad")
+            _c._ew(_c._rdev(g), "nll_bwd", [gx.data_ptr(), g.data_ptr(), denom.data_ptr() if denom is not None else 0,
+                                            target.data_ptr(), weight.data_ptr() if weight is not None else 0,
+                                            gx.numel(), c, inner, int(ignore_index), _c._REDUCTION[reduction]],
+                   gx.numel(), "nll_loss backward")
+            return gx, None, None, None, None
+        return run("nll_bwd", on_cuda, g, denom, weight)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -341,14 +349,19 @@ class _PointwiseLoss(Function):
             with np.errstate(all="ignore"):
                 r = _pw_forward(op, v(x), v(t), None if w is None else v(w), dtp.type(a))
             return wrap(np.asarray(r, dtp), x.dtype)
-        from . import cuda as _c
-        _c._f32(op, x, t, w)
-        x, t, w = _c.dense(x), _c.dense(t), _c.dense(w)
-        y = _c.empty(x.shape, x.dtype, x.device, f"{op} loss")
-        n = x.numel()
-        _c._ew(_c._rdev(x), "pointwise_loss_fwd", [y.data_ptr(), x.data_ptr(), t.data_ptr(),
-                                                   w.data_ptr() if w is not None else 0, _PW[op], float(a), n], n, op)
-        return y
+        from .opmath import run
+
+        def on_cuda(x, t, w):   # float16/bfloat16 compute in float32 (rawdev.ops.opmath)
+            from . import cuda as _c
+            _c._f32(op, x, t, w)
+            x, t, w = _c.dense(x), _c.dense(t), _c.dense(w)
+            y = _c.empty(x.shape, x.dtype, x.device, f"{op} loss")
+            n = x.numel()
+            _c._ew(_c._rdev(x), "pointwise_loss_fwd", [y.data_ptr(), x.data_ptr(), t.data_ptr(),
+                                                       w.data_ptr() if w is not None else 0, _PW[op], float(a), n],
+                   n, op)
+            return y
+        return run("pointwise_loss_fwd", on_cuda, x, t, w)
 
     @staticmethod
     def backward(ctx, g):
@@ -366,16 +379,20 @@ class _PointwiseLoss(Function):
             gx = wrap(np.asarray(gx, dtp), g.dtype) if need_x else None
             gt = wrap(np.asarray(gt, dtp), g.dtype) if need_t else None
             return gx, gt, gw, None, None
-        from . import cuda as _c
-        g, x, t, w = _c.dense(g), _c.dense(x), _c.dense(t), _c.dense(w)
-        gx = _c.empty(x.shape, g.dtype, g.device, f"{op} grad") if need_x else None
-        gt = _c.empty(x.shape, g.dtype, g.device, f"{op} target grad") if need_t else None
-        n = x.numel()
-        _c._ew(_c._rdev(g), "pointwise_loss_bwd",
-               [gx.data_ptr() if gx is not None else 0, gt.data_ptr() if gt is not None else 0, g.data_ptr(),
-                x.data_ptr(), t.data_ptr(), w.data_ptr() if w is not None else 0, _PW[op], float(a), n], n,
-               op + " backward")
-        return gx, gt, gw, None, None
+        from .opmath import run
+
+        def on_cuda(g, x, t, w):   # float16/bfloat16 compute in float32 (rawdev.ops.opmath)
+            from . import cuda as _c
+            g, x, t, w = _c.dense(g), _c.dense(x), _c.dense(t), _c.dense(w)
+            gx = _c.empty(x.shape, g.dtype, g.device, f"{op} grad") if need_x else None
+            gt = _c.empty(x.shape, g.dtype, g.device, f"{op} target grad") if need_t else None
+            n = x.numel()
+            _c._ew(_c._rdev(g), "pointwise_loss_bwd",
+                   [gx.data_ptr() if gx is not None else 0, gt.data_ptr() if gt is not None else 0, g.data_ptr(),
+                    x.data_ptr(), t.data_ptr(), w.data_ptr() if w is not None else 0, _PW[op], float(a), n], n,
+                   op + " backward")
+            return gx, gt, gw, None, None
+        return run("pointwise_loss_bwd", on_cuda, g, x, t, w)
 
     @staticmethod
     def backward_graph(ctx, g):

@@ -160,8 +160,6 @@ class _Mod(Function):
 
 def _mod(op, input, other):  # noqa: A002
     a, b = _operands(op, input, other)
-    if not a.dtype.is_floating_point and a.is_cuda and a.dtype is not _dt.int64:
-        raise TypeError(f"{op} on cuda supports float32 tensors (and int64), got {a.dtype}")
     out = _Mod.apply(a, b, op)
     if out.grad_fn is not None:
         out.grad_fn.rename("FmodBackward1" if op == "fmod" else "RemainderBackward1")
@@ -324,8 +322,8 @@ def _bitwise(op, input, other):  # noqa: A002
     input, other = _same_device(input, other)
     for t in (input, other):
         if t.dtype.is_floating_point:
-            raise RuntimeError(f"\"{op}_cpu\" not implemented for '{t.dtype.name.capitalize()}'"
-                               if t.is_cpu else f"\"{op}_cuda\" not implemented for '{t.dtype.name.capitalize()}'")
+            raise RuntimeError(f"\"{op}_{'cpu' if t.is_cpu else 'cuda'}\" not implemented for "
+                               f"'{t.dtype._legacy[:-6]}'")
     dt = _result_dt(input, other)
     a, b = input.detach().to(dtype=dt), other.detach().to(dtype=dt)
     return backend(op, a, b).logical(a, b, op, dt)

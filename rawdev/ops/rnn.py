@@ -37,7 +37,7 @@ class _LSTMCell(Function):
             dt = gx.dtype
             act, c1, h1 = wrap(np.concatenate([i, f, gg, o], 1), dt), wrap(c1, dt), wrap(h1, dt)
         else:
-            from . import cuda_rnn
+            from .dispatch import cuda_backend as cuda_rnn
             h1, c1, act = cuda_rnn.lstm_cell_fwd(gx, gh, c)
         ctx.save_for_backward(act, c, c1)
         return h1, c1
@@ -57,7 +57,7 @@ class _LSTMCell(Function):
                                  dh * tc * o * (1 - o)], 1)
             dG, dc = wrap(dG, act.dtype), wrap(dct * f, act.dtype)
         else:
-            from . import cuda_rnn
+            from .dispatch import cuda_backend as cuda_rnn
             dG, dc = cuda_rnn.lstm_cell_bwd(dh1, dc1, act, c, c1)
         return dG, dG, dc
 
@@ -78,7 +78,7 @@ class _GRUCell(Function):
             h1 = (1 - z) * n + z * h._values()
             act, h1 = wrap(np.concatenate([r, z, n, hn], 1), gx.dtype), wrap(h1, gx.dtype)
         else:
-            from . import cuda_rnn
+            from .dispatch import cuda_backend as cuda_rnn
             h1, act = cuda_rnn.gru_cell_fwd(gx, gh, h)
         ctx.save_for_backward(act, h)
         return h1
@@ -97,7 +97,7 @@ class _GRUCell(Function):
             dt = act.dtype
             return (wrap(np.concatenate([dr, dz, dn], 1), dt), wrap(np.concatenate([dr, dz, dn * r], 1), dt),
                     wrap(d * z, dt))
-        from . import cuda_rnn
+        from .dispatch import cuda_backend as cuda_rnn
         return cuda_rnn.gru_cell_bwd(dh1, act, h)
 
 
@@ -160,7 +160,7 @@ class _RNNCell(Function):
             s = gx._values() + gh._values()
             h1 = wrap(np.maximum(s, 0) if relu else np.tanh(s), gx.dtype)
         else:
-            from . import cuda_rnn
+            from .dispatch import cuda_backend as cuda_rnn
             h1 = cuda_rnn.rnn_cell_fwd(gx, gh, relu)
         ctx.save_for_backward(h1)
         return h1
@@ -173,7 +173,7 @@ class _RNNCell(Function):
             y, d = h1._values(), dh1._values()
             dp = wrap(np.where(y > 0, d, 0) if ctx.relu else d * (1 - y * y), h1.dtype)
         else:
-            from . import cuda_rnn
+            from .dispatch import cuda_backend as cuda_rnn
             dp = cuda_rnn.rnn_cell_bwd(dh1, h1, ctx.relu)
         return dp, dp, None
 

@@ -98,6 +98,8 @@ def cumsum(input, dim, *, dtype=None, axis=None):  # noqa: A002
         tensor([1., 3., 6.])
     """
     x, dim = _scan_input(input, dtype), _axis(dim, axis)
+    if x.dtype in (_dt.float16, _dt.bfloat16):   # accumulated in float32, rounded once (PyTorch's opmath)
+        return cumsum(x.float(), dim).to(dtype=x.dtype)
     y = _kernel_scan(x, dim, "sum")
     return y if y is not None else _scan(x, dim, lambda a, b: a + b)
 
@@ -105,6 +107,8 @@ def cumsum(input, dim, *, dtype=None, axis=None):  # noqa: A002
 def cumprod(input, dim, *, dtype=None, axis=None):  # noqa: A002
     """Cumulative product along dim."""
     x, dim = _scan_input(input, dtype), _axis(dim, axis)
+    if x.dtype in (_dt.float16, _dt.bfloat16):
+        return cumprod(x.float(), dim).to(dtype=x.dtype)
     y = _kernel_scan(x, dim, "prod")
     return y if y is not None else _scan(x, dim, lambda a, b: a * b)
 

@@ -16,8 +16,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function, delayed_error
 from ..autograd.grad_mode import no_grad
-from . import cuda as _cuda
 from .cpu import _erf, _gelu_tanh, v, wrap
+from .dispatch import cuda_backend as _cuda
 from .registry import declare, get, inplace_form
 
 __all__ = ["UnaryOp", "unary", "OPS"]

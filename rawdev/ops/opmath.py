@@ -1,0 +1,148 @@
+"""Compute dtypes on cuda: how float16/bfloat16 and the narrow integer dtypes reach kernels written for
+float32 and int64.
+
+The shipped math kernels compute in float32 (and a set of them in int64). PyTorch itself computes
+half-precision elementwise math, reductions and losses in float32 ("opmath": load, widen, compute, round
+the result once), so a float16/bfloat16 op on cuda here is: one cast kernel per 16-bit operand to float32,
+the float32 kernel, one cast of each float32 result back to the operands' 16-bit dtype. The values are
+PyTorch's (one rounding at the end); the cost is the extra cast launches and the float32 temporaries,
+which tools/bench/elementwise.py measures. A dtype argument the caller passes for the result (dt=...)
+is rewritten to float32 for the call; a caller that asks for float32 explicitly keeps the float32 result
+(sum(x, dtype=float32) of a half tensor).
+
+Integer tensors narrower than int64 (bool, uint8, int8, int16, int32) go to the int64 kernels, for the
+functions in _INT_RESULTS only: there the table says which results are values (cast back to the narrow
+dtype: a truncation, so uint8 250 + 10 wraps to 4 as PyTorch's does) and which are not (indices, masks,
+counts stay int64/bool). Other functions see their operands unchanged and keep their own dtype errors.
+
+This module is the one place that decides it; rawdev.ops.dispatch applies `adapt` to every cuda backend
+function the ops call.
+"""
+import functools
+
+from .. import dtypes as _dt
+from ..tensor.core import Tensor
+
+__all__ = ["adapt", "LOW_FLOATS", "NARROW_INTS"]
+
+LOW_FLOATS = frozenset({_dt.float16, _dt.bfloat16})
+NARROW_INTS = frozenset({_dt.bool, _dt.uint8, _dt.int8, _dt.int16, _dt.int32})
+
+# Functions that move bytes or convert dtypes themselves: no widening (it would be wasted, or wrong).
+_PASSTHROUGH = frozenset({
+    "cast", "can_cast", "copy_into", "dense", "clone", "empty", "full", "expand", "index_select", "index_copy_",
+    "gather_dim", "linear_index", "where", "fill_where", "value_bits", "new_grad", "zeros_state", "alloc_states",
+    "sgd_group", "adam_group", "rmsprop_group", "adagrad_group", "adadelta_group", "adamax_group",
+    "nadam_group", "radam_group", "has_kernel", "set_poison", "cross_device_note", "int_cast",
+})
+
+# Functions that write their first argument in place: the destination is widened into a temporary,
+# the function runs on it, and the rounded result is copied back into the destination.
+_IN_PLACE = frozenset({"add_", "scale_", "index_add_", "scatter_dim_"})
+
+# Results that stay float32 for 16-bit operands: the statistics a backward reads (PyTorch keeps them in
+# float32 too: a log-sum-exp or a count in bfloat16 would lose the gradient's precision).
+_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "row_norm": (1, 2), "group_norm_fwd": (1, 2),
+             "bn_stats": (0, 1), "nll_fwd": ()}
+
+# Narrow-integer handling: function -> which results are values of the operands' dtype. None: the single
+# result is; a tuple: those positions of a tuple result; (): no result is (it stays int64 / bool).
+_INT_RESULTS = {
+    "add": None, "mul": None, "scale": None, "add_scalar": None, "rsub_scalar": None, "neg": None,
+    "binary_i64": None, "scalar_i64": None, "binary_math": None, "clamp": None, "max_min": None,
+    "int_unary": None, "elementwise": None, "add_": None, "scale_": None,
+    "compare": (), "sum_dims": (), "arg_reduce": (0,),
+}
+
+
+def _tensors(args, kwargs):
+    """The tensor arguments, also those inside a tuple or list argument (elementwise's operands)."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (tuple, list)):
+            yield from (t for t in a if isinstance(t, Tensor))
+
+
+def _low_float(args, kwargs):
+    for a in _tensors(args, kwargs):
+        if a.dtype in LOW_FLOATS:
+            return a.dtype
+    return None
+
+
+def _narrow_int(args, kwargs):
+    ts = list(_tensors(args, kwargs))
+    narrow = [t.dtype for t in ts if t.dtype in NARROW_INTS]
+    if not narrow or any(t.dtype.is_floating_point for t in ts):
+        return None
+    return narrow[0]
+
+
+def _widen(a, wide, cast):
+    if isinstance(a, (tuple, list)) and any(isinstance(t, Tensor) for t in a):
+        return type(a)(_widen(t, wide, cast) for t in a)
+    if isinstance(a, Tensor) and a.dtype is not wide and (a.dtype in LOW_FLOATS or a.dtype in NARROW_INTS):
+        return cast(a, wide)
+    if isinstance(a, _dt.dtype) and (a in LOW_FLOATS or a in NARROW_INTS):
+        return wide
+    return a
+
+
+def _explicit_wide(args, kwargs, wide):
+    return any(a is wide for a in (*args, *kwargs.values()))
+
+
+def _narrow(r, wide, dt, cast, positions=None):
+    if isinstance(r, Tensor):
+        return cast(r, dt) if r.dtype is wide else r
+    if isinstance(r, (tuple, list)):
+        out = [(_narrow(x, wide, dt, cast) if positions is None or i in positions else x) for i, x in enumerate(r)]
+        return type(r)(out) if not hasattr(r, "_fields") else type(r)(*out)
+    return r
+
+
+def adapt(name, fn, cast, copy_into):
+    """fn wrapped so float16/bfloat16 operands compute in float32 and narrow integers in int64 (see above).
+    cast(t, dtype) converts on the device; copy_into(dst, src) writes a result back into a view."""
+    if name in _PASSTHROUGH:
+        return fn
+    int_results = _INT_RESULTS.get(name, False)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        low = _low_float(args, kwargs)
+        if low is not None:
+            wide = _dt.float32
+        else:
+            low = _narrow_int(args, kwargs) if int_results is not False else None
+            if low is None:
+                return fn(*args, **kwargs)
+            wide = _dt.int64
+        keep_wide = _explicit_wide(args, kwargs, wide)
+        wargs = [_widen(a, wide, cast) for a in args]
+        wkw = {k: _widen(a, wide, cast) for k, a in kwargs.items()}
+        if name in _IN_PLACE:
+            dst = args[0]
+            r = fn(*wargs, **wkw)
+            copy_into(dst, cast(wargs[0], dst.dtype))
+            dst._bump_version()
+            return dst if r is wargs[0] else r
+        r = fn(*wargs, **wkw)
+        if keep_wide:
+            return r
+        if wide is _dt.float32:
+            keep = _KEEP_F32.get(name, ())
+            positions = tuple(i for i in range(len(r)) if i not in keep) if keep else None
+        else:
+            positions = int_results
+        if positions == ():
+            return r
+        return _narrow(r, wide, low, cast, positions)
+    return call
+
+
+def run(name, fn, *args, **kwargs):
+    """fn(*args, **kwargs) with the widening above: for an op's cuda code that launches kernels itself."""
+    from . import cuda
+    return adapt(name, fn, cuda.cast, cuda.copy_into)(*args, **kwargs)
