@@ -249,3 +249,46 @@ def test_16_bit_full_and_gradient_seed_on_cuda(driver):
         x = rawdev.ones(3, dtype=dt, device="cuda", requires_grad=True)
         (x * 2).sum().backward()
         assert x.grad.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("name", list(LOW))
+def test_16_bit_in_place_ops_and_gradient_accumulation(name, driver):
+    """In-place updates of 16-bit tensors combine in float32 and round once (bfloat16 is stored as bits: an
+    update must not do arithmetic on the bits), on the cpu and on cuda alike."""
+    dt, _, eps = LOW[name]
+    a = _round(RNG.uniform(-4, 4, 12), name)
+    b = _round(RNG.uniform(-4, 4, 12), name)
+    for dev in ("cpu", "cuda"):
+        x = rawdev.tensor(a.astype(np.float32)).to(dt).to(dev)
+        y = rawdev.tensor(b.astype(np.float32)).to(dt).to(dev)
+        cases = [(lambda t: t.add_(y), a + b), (lambda t: t.add_(y, alpha=-0.5), a - 0.5 * b),
+                 (lambda t: t.mul_(3), a * 3)]
+        for f, want in cases:
+            t = x.clone()
+            f(t)
+            assert t.dtype is dt
+            np.testing.assert_allclose(_host(t), _round(want, name), rtol=0, atol=1e-30)
+        t = x.clone()
+        t[::2] += 1                                       # through a strided view
+        want = a.copy()
+        want[::2] = _round(want[::2] + 1, name)
+        np.testing.assert_allclose(_host(t), want, rtol=0, atol=1e-30)
+        t = x.clone()
+        t.index_add_(0, rawdev.tensor([0, 0, 11], device=dev), y[:3])
+        want = a.copy()
+        want[0] = _round(np.array([a[0] + b[0] + b[1]]), name)[0]
+        want[11] = _round(np.array([a[11] + b[2]]), name)[0]
+        assert np.abs(_host(t) - want).max() <= eps * np.abs(want).max()
+        w = rawdev.tensor(a.astype(np.float32)).to(dt).to(dev).requires_grad_()
+        (w * 2).sum().backward()
+        (w * 3).sum().backward()                          # the second backward accumulates into .grad
+        assert w.grad.dtype is dt and _host(w.grad).tolist() == [5.0] * 12
+
+
+def test_optimizers_refuse_16_bit_parameters_on_cuda_clearly(driver):
+    for dt in (rawdev.float16, rawdev.bfloat16):
+        p = rawdev.nn.Parameter(rawdev.ones(3, dtype=dt, device="cuda"))
+        p.grad = rawdev.ones(3, dtype=dt, device="cuda")
+        for opt in (rawdev.optim.SGD([p], lr=0.1), rawdev.optim.Adam([p])):
+            with pytest.raises(TypeError, match=f"optimizer kernels update float32 parameters, got a {dt}"):
+                opt.step()

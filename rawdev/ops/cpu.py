@@ -66,6 +66,9 @@ def add(a, b, alpha=1.0, dt=None):
 
 def add_(a, b, alpha=1.0):
     """In place: a += alpha*b (b broadcast to a)."""
+    if a.dtype is _dt.bfloat16:   # combined in float32 values, stored back as bfloat16 bits
+        a._write(wrap(v(a) + v(b) * np.float32(alpha), a.dtype))
+        return a
     av = a._host_storage()
     if alpha == 1:
         av += v(b).astype(av.dtype, copy=False)
@@ -76,6 +79,9 @@ def add_(a, b, alpha=1.0):
 
 
 def scale_(x, s):
+    if x.dtype is _dt.bfloat16:
+        x._write(wrap(v(x) * np.float32(s), x.dtype))
+        return x
     xv = x._host_storage()
     xv *= np.asarray(s, xv.dtype)
     x._bump_version()
@@ -195,6 +201,12 @@ def index_copy_(dst, outer, size, inner, idx, src):
 
 
 def index_add_(dst, outer, size, inner, idx, src):
+    if dst.dtype is _dt.bfloat16:
+        vals = v(dst).reshape(outer, size, inner).copy()
+        np.add.at(vals, (slice(None), _checked_index(idx, size), slice(None)),
+                  np.asarray(v(src), vals.dtype).reshape(outer, -1, inner))
+        dst._write(wrap(vals.reshape(tuple(dst.shape)), dst.dtype))
+        return dst
     d = dst._host_storage().reshape(outer, size, inner)
     np.add.at(d, (slice(None), _checked_index(idx, size), slice(None)), v(src).reshape(outer, -1, inner))
     dst._bump_version()

@@ -174,8 +174,19 @@ class Optimizer:
                     if p.grad is not None:
                         by_dev.setdefault(p.device, []).append(p)
                 for params in by_dev.values():
+                    self._check_dtypes(params)
                     self._step_group(group, backend_of(params[0]), params)
         return loss
+
+    def _check_dtypes(self, params):
+        """The fused update kernels are float32 (float16 and float64 also step on the cpu, in numpy)."""
+        from .. import dtypes as _dt
+        for p in params:
+            if p.dtype is _dt.bfloat16 or (p.is_cuda and p.dtype is not _dt.float32):
+                raise TypeError(f"{type(self).__name__}: rawdev's optimizer kernels update float32 parameters, got "
+                                f"a {p.dtype} parameter of shape {list(p.shape)} on {p.device}; keep float32 "
+                                f"parameters (model.float()) and compute in lower precision inside the model, as "
+                                f"PyTorch's mixed-precision recipe does")
 
     def _capturing(self):
         from ..runtime import graphs
