@@ -261,7 +261,7 @@ def test_16_bit_in_place_ops_and_gradient_accumulation(name, driver):
     for dev in ("cpu", "cuda"):
         x = rawdev.tensor(a.astype(np.float32)).to(dt).to(dev)
         y = rawdev.tensor(b.astype(np.float32)).to(dt).to(dev)
-        cases = [(lambda t: t.add_(y), a + b), (lambda t: t.add_(y, alpha=-0.5), a - 0.5 * b),
+        cases = [(lambda t, y=y: t.add_(y), a + b), (lambda t, y=y: t.add_(y, alpha=-0.5), a - 0.5 * b),
                  (lambda t: t.mul_(3), a * 3)]
         for f, want in cases:
             t = x.clone()
