@@ -292,3 +292,21 @@ def test_optimizers_refuse_16_bit_parameters_on_cuda_clearly(driver):
         for opt in (rawdev.optim.SGD([p], lr=0.1), rawdev.optim.Adam([p])):
             with pytest.raises(TypeError, match=f"optimizer kernels update float32 parameters, got a {dt}"):
                 opt.step()
+
+
+MIXED = [(rawdev.int32, rawdev.int64), (rawdev.int8, rawdev.int16), (rawdev.uint8, rawdev.int8),
+         (rawdev.int64, rawdev.float32), (rawdev.int32, rawdev.float16), (rawdev.float16, rawdev.float32),
+         (rawdev.bfloat16, rawdev.float16), (rawdev.bool, rawdev.int32), (rawdev.uint8, rawdev.bfloat16)]
+
+
+@pytest.mark.parametrize("a_dt,b_dt", MIXED, ids=lambda d: str(d).split(".")[-1])
+def test_mixed_dtype_operands_promote_as_on_the_cpu(a_dt, b_dt, poisoned):
+    """Operands of two dtypes: PyTorch's promotion picks the result dtype; cuda gives the cpu's dtype and values."""
+    a = rawdev.tensor(RNG.integers(0, 100, 40)).to(a_dt)
+    b = rawdev.tensor(RNG.integers(1, 100, 40)).to(b_dt)
+    for f in (lambda x, y: x + y, lambda x, y: x * y, lambda x, y: x / y, rawdev.maximum, lambda x, y: x < y,
+              lambda x, y: rawdev.where(x > 50, x, y)):
+        want = f(a, b)
+        got = f(a.cuda()[::2], b.cuda()[::2])            # strided views
+        assert got.dtype is want.dtype
+        np.testing.assert_allclose(_host(got), _host(want)[::2], rtol=1e-3 if want.dtype.itemsize == 2 else 1e-6)

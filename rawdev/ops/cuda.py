@@ -424,7 +424,15 @@ def neg(x):
     return scale(x, -1.0)
 
 
+def _as_dt(dt, *ts):
+    """Operands of mixed dtypes converted to the result dtype dt (type promotion done by the caller)."""
+    if dt is None or dt not in (_dt.float32, _dt.int64):
+        return ts
+    return tuple(t if t.dtype is dt else cast(t, dt) for t in ts)
+
+
 def add(a, b, alpha=1.0, dt=None):
+    a, b = _as_dt(dt, a, b)
     if _i64(a, b) and _int_scalar(alpha):
         from .cuda_math import binary_i64
         return binary_i64(a, b, "add", int(alpha))
@@ -471,6 +479,7 @@ def _binary(kernel, a, b):
 
 
 def mul(a, b, dt=None):
+    a, b = _as_dt(dt, a, b)
     if _i64(a, b):
         from .cuda_math import binary_i64
         return binary_i64(a, b, "mul")
@@ -485,8 +494,7 @@ def _need(op, what):
 
 def div(a, b, dt=None):
     # int / int is a float division: the operands become dt first (PyTorch's true division)
-    if dt is _dt.float32:
-        a, b = (t if t.dtype is dt else cast(t, dt) for t in (a, b))
+    a, b = _as_dt(dt, a, b)
     return _binary("div", a, b)
 
 

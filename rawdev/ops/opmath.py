@@ -72,10 +72,15 @@ def _low_float(args, kwargs):
 
 
 def _narrow_int(args, kwargs):
+    """The narrow integer dtype the results take: the caller's result dtype argument when it passes one (int8 +
+    int16 gives int16), else the operands' narrow dtype; None when a float operand is involved."""
     ts = list(_tensors(args, kwargs))
     narrow = [t.dtype for t in ts if t.dtype in NARROW_INTS]
     if not narrow or any(t.dtype.is_floating_point for t in ts):
         return None
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, _dt.dtype) and a in NARROW_INTS:
+            return a
     return narrow[0]
 
 
