@@ -46,7 +46,7 @@ def test_least_squares_converges_on_cuda(line_search_fn, driver):
         opt = rawdev.optim.LBFGS([w], lr=0.5 if line_search_fn is None else 1, max_iter=50,
                                  line_search_fn=line_search_fn)
 
-        def closure():
+        def closure(opt=opt, A=A, B=B, w=w):
             opt.zero_grad()
             loss = ((A @ w - B) ** 2).mean()
             loss.backward()
