@@ -5,7 +5,8 @@
     python tools/build_ptx.py --check   # rebuild into a temp dir, fail (exit 1) on any difference;
                                         # with ptxas on PATH also write ptx/REPORT.md and fail on gemm spills
 
-Output is `.version 8.0` / `.target sm_75` (loads on drivers >= R525, GPUs >= Turing).
+Output is `.version 8.0` / `.target sm_75` (loads on drivers >= R525, GPUs >= Turing); a source named
+`<name>_sm80.cu` is built for compute_80 (tensor cores) and the manifest records `min_cc` for its file.
 """
 from __future__ import annotations
 
@@ -28,8 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PTX_DIR = ROOT / "ptx"
 SRC_DIR = PTX_DIR / "src"
 NVRTC_PIN = "nvidia-cuda-nvrtc-cu12==12.0.140"
-OPTIONS = ["--gpu-architecture=compute_75", "--std=c++17"]
+OPTIONS = ["--std=c++17"]
 ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
+
+
+def file_sm(path: Path) -> int:
+    """The architecture a source is built for: `<name>_sm80.cu` needs sm_80 (tensor-core kernels), the rest sm_75."""
+    m = re.search(r"_sm(\d+)$", path.stem)
+    return int(m.group(1)) if m else 75
 PTX_TYPES = {"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16", "f32", "f64", "b8", "b16", "b32", "b64"}
 
 
@@ -59,8 +66,9 @@ def compile_cu(lib: ctypes.CDLL, path: Path) -> str:
     ok(lib.nvrtcCreateProgram(ctypes.byref(prog), path.read_bytes(), path.name.encode(), 0, None, None),
        "nvrtcCreateProgram")
     try:
-        opts = (ctypes.c_char_p * len(OPTIONS))(*[o.encode() for o in OPTIONS])
-        res = lib.nvrtcCompileProgram(prog, len(OPTIONS), opts)
+        options = [f"--gpu-architecture=compute_{file_sm(path)}"] + OPTIONS
+        opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+        res = lib.nvrtcCompileProgram(prog, len(options), opts)
         size = ctypes.c_size_t()
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
         log = ctypes.create_string_buffer(size.value)
@@ -190,7 +198,7 @@ def build(out_dir: Path) -> None:
     files = {}
     for cu in sorted(SRC_DIR.glob("*.cu")):
         ptx = compile_cu(lib, cu)
-        for needle in (".version 8.0", ".target sm_75"):
+        for needle in (".version 8.0", f".target sm_{file_sm(cu)}"):
             assert re.search(rf"^{re.escape(needle)}\s*$", ptx, re.M), f"{cu.name}: no `{needle}` in PTX"
         entries, sigs = ptx_entries(ptx), c_signatures(cu.read_text())
         if set(entries) != set(sigs):
@@ -206,6 +214,8 @@ def build(out_dir: Path) -> None:
         (out_dir / fname).write_text(ptx)
         files[fname] = {"sha256": hashlib.sha256(ptx.encode()).hexdigest(), "source": f"src/{cu.name}",
                         "entries": man}
+        if file_sm(cu) != 75:   # loaded only on devices of at least this compute capability
+            files[fname]["min_cc"] = file_sm(cu)
     manifest = {"nvrtc": "12.0", "files": files}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
@@ -251,7 +261,9 @@ def ptxas_stats(ptx_file: Path, arch: str) -> dict[str, dict[str, int]]:
 def report(ptx_dir: Path) -> list[str]:
     ver = subprocess.run(["ptxas", "--version"], capture_output=True, text=True).stdout
     ver = (re.findall(r"release [\d.]+, V[\d.]+", ver) or ["unknown"])[0]
-    jobs = [(f, a) for f in sorted(ptx_dir.glob("*.ptx")) for a in ARCHS]
+    def archs(f):
+        return [a for a in ARCHS if int(a[3:]) >= file_sm(f)]
+    jobs = [(f, a) for f in sorted(ptx_dir.glob("*.ptx")) for a in archs(f)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
         results = dict(zip(jobs, pool.map(lambda j: ptxas_stats(*j), jobs)))
     lines = ["# PTX resource report", "",
@@ -260,13 +272,14 @@ def report(ptx_dir: Path) -> list[str]:
              "spill load bytes.", ""]
     problems = []
     for f in sorted({f for f, _ in jobs}):
-        lines += [f"## {f.name}", "", "| kernel | " + " | ".join(ARCHS) + " |", "|---" * (len(ARCHS) + 1) + "|"]
-        for k in sorted(results[(f, ARCHS[0])]):
+        fa = archs(f)
+        lines += [f"## {f.name}", "", "| kernel | " + " | ".join(fa) + " |", "|---" * (len(fa) + 1) + "|"]
+        for k in sorted(results[(f, fa[0])]):
             cells = []
-            for a in ARCHS:
+            for a in fa:
                 s = results[(f, a)][k]
                 cells.append(f"{s['regs']} r / {s['smem']} B / {s['spill_st']} st / {s['spill_ld']} ld")
-                if f.stem == "gemm" and (s["spill_st"] or s["spill_ld"]):
+                if f.stem.startswith("gemm") and (s["spill_st"] or s["spill_ld"]):
                     problems.append(f"{k} spills on {a}: {s['spill_st']} B stores, {s['spill_ld']} B loads")
             lines.append(f"| {k} | " + " | ".join(cells) + " |")
         lines.append("")

@@ -187,9 +187,19 @@ def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0
     if splits > 1:
         return _gemm_splitk_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha, beta, bias, act, splits, kchunk)
     tile, threads = _tile(M, N, rdev.multiprocessors)
-    k = _kernel(rdev, f"gemm_{layout}_f32_{tile}x{tile}")
+    name = f"gemm_{layout}_f32_{tile}x{tile}"
+    if _tf32_ok(rdev, layout):   # tensor cores: sm_80+, and only when the user allows TF32 (every size)
+        name, tile, threads = f"gemm_{layout}_tf32_128x128", 128, 256
+    k = _kernel(rdev, name)
     k.launch(((N + tile - 1) // tile, (M + tile - 1) // tile), threads,
              [y, a, b, bias, M, N, K, lda, ldb, ldy, float(alpha), float(beta), act])
+
+
+def _tf32_ok(rdev, layout):
+    """PyTorch's rule: float32 matmuls may use TF32 tensor cores only when
+    rawdev.backends.cuda.matmul.allow_tf32 is True (False by default); the kernel needs sm_80 or newer."""
+    from .. import backends
+    return bool(backends.cuda.matmul.allow_tf32) and _kernels.runs_on(rdev, f"gemm_{layout}_tf32_128x128")
 
 
 def _gemm_operand(m):

@@ -45,6 +45,7 @@ def ptx_files():
 
 
 _manifest = None
+_min_cc: dict = {}
 
 
 def manifest():
@@ -54,7 +55,17 @@ def manifest():
         data = json.loads((ptx_files() / "manifest.json").read_text())
         _manifest = {name: (fname, [(p["name"], p["type"]) for p in e["params"]], e.get("doc", ""))
                      for fname, f in data["files"].items() for name, e in f["entries"].items()}
+        _min_cc.update({name: f.get("min_cc", 75) for f in data["files"].values() for name in f["entries"]})
     return _manifest
+
+
+def runs_on(device, name):
+    """Whether the shipped kernel `name` exists and its PTX targets device's compute capability or lower
+    (the tensor-core files are built for sm_80: an older GPU cannot load them)."""
+    if name not in manifest():
+        return False
+    major, minor = device.capability
+    return major * 10 + minor >= _min_cc.get(name, 75)
 
 
 def ptx_version(text):
@@ -238,6 +249,9 @@ def get_kernel(device, name):
         fname, params, doc = manifest()[name]
     except KeyError:
         raise KeyError(f"no shipped kernel named {name!r} (see `rawdev kernels`)") from None
+    if not runs_on(device, name):
+        raise RuntimeError(f"kernel {name!r} ({fname}) is built for sm_{_min_cc[name]}; {device} is sm_"
+                           f"{device.capability[0]}{device.capability[1]}")
     key = (device.index, fname)
     mod = _modules.get(key)
     k = mod.kernels.get(name) if mod is not None else None
