@@ -31,7 +31,8 @@ REPS = 20   # timed launches per measurement (after warm-up); the median is repo
 
 def tf32_settings():
     """What decides TF32 on each side: rawdev's kernels are FP32 FMA only; PyTorch's and CuPy's switches."""
-    out = {"rawdev": "off (FP32 FMA kernels; no TF32 path)"}
+    out = {"rawdev": "FP32 FMA kernels (gemm_*_f32_*); rows with tile 'tf32' run gemm_*_tf32_128x128 (TF32 "
+                     "tensor cores, sm_80+), which rawdev's ops use only when backends.cuda.matmul.allow_tf32"}
     try:
         import torch
         out["torch.backends.cuda.matmul.allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
@@ -89,7 +90,9 @@ class RawdevGemm:
         and the result."""
         a, b = self.put(A), self.put(B)
         y = self.put(np.full((M, N), np.nan, np.float32))      # poisoned: unwritten outputs show
-        k = self.kernels.get_kernel(self.dev, f"gemm_{layout}_f32_{tile}x{tile}")
+        name = f"gemm_{layout}_tf32_128x128" if tile == "tf32" else f"gemm_{layout}_f32_{tile}x{tile}"
+        k = self.kernels.get_kernel(self.dev, name)
+        tile = 128 if tile == "tf32" else tile
         lda, ldb = A.shape[1], B.shape[1]
         args = [y.ptr, a.ptr, b.ptr, 0, M, N, K, lda, ldb, N, 1.0, 0.0, 0]
         grid = ((N + tile - 1) // tile, (M + tile - 1) // tile)
@@ -142,6 +145,37 @@ def skinny_shapes(quick):
     dims = [(10, 10, 600), (10, 40, 1000)] if quick else [(10, 10, 4096), (10, 64, 4096), (32, 64, 8192),
                                                           (64, 128, 16384)]
     return [(f"skinny {M}x{N} K{K}", lay, M, N, K) for M, N, K in dims for lay in ("nt", "nn", "tn")]
+
+
+def cublas_tf32_timer():
+    """(name, fn) for cuBLAS with TF32 tensor cores allowed (PyTorch's allow_tf32 = True), or None."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+    except Exception:
+        return None
+
+    def run(layout, A, B, reps, warmup):
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            a = torch.as_tensor(np.asarray(A, np.float32), device="cuda")
+            b = torch.as_tensor(np.asarray(B, np.float32), device="cuda")
+            opa = a.T if layout == "tn" else a
+            opb = b.T if layout == "nt" else b
+            for _ in range(warmup):
+                opa @ opb
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
+            marks[0].record()
+            for i in range(reps):
+                opa @ opb
+                marks[i + 1].record()
+            marks[-1].synchronize()
+            return statistics.median(marks[i].elapsed_time(marks[i + 1]) for i in range(reps))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
+    return "torch " + torch.__version__ + " TF32", run
 
 
 def cublas_timer():
@@ -213,6 +247,9 @@ def main(argv=None):
     dev = get_device(0)
     gemm = RawdevGemm(dev)
     cublas = cublas_timer() if seam.driver_name() == "cuda" else None
+    cublas_tf32 = cublas_tf32_timer() if seam.driver_name() == "cuda" else None
+    from rawdev.runtime import kernels
+    tiles = list(a.tiles) + (["tf32"] if kernels.runs_on(dev, "gemm_nt_tf32_128x128") else [])
     reps, warmup = (1, 0) if a.quick else (REPS, 3)
     tf32 = tf32_settings()
     rng = np.random.default_rng(0)
@@ -225,18 +262,20 @@ def main(argv=None):
         if a.max_size and label.startswith("square") and M > a.max_size:
             continue
         A, B, opA, opB = operands(layout, M, N, K, rng)
-        ref_ms = cublas[1](layout, A, B, reps, warmup) if cublas else None
+        ref_fp32 = cublas[1](layout, A, B, reps, warmup) if cublas else None
+        ref_tf32 = cublas_tf32[1](layout, A, B, reps, warmup) if cublas_tf32 and "tf32" in tiles else None
         auto = _tile(M, N, dev.multiprocessors)[0]
-        for tile in a.tiles:
+        for tile in tiles:
             ms, out = gemm.time(layout, tile, A, B, M, N, K, reps, warmup)
             err = sample_relerr(out, opA, opB, rng)
-            ok = err < 1e-4
+            ok = err < (5e-3 if tile == "tf32" else 1e-4)    # TF32 keeps 10 mantissa bits of each operand
+            ref_ms, ref_lib = (ref_tf32, cublas_tf32) if tile == "tf32" else (ref_fp32, cublas)
             bad += not ok
             tflops = 2.0 * M * N * K / (ms * 1e-3) / 1e12 if ms > 0 else None
             r = {"bench": "gemm", "shape": label, "layout": layout, "tile": tile, "auto": tile == auto,
                  "M": M, "N": N, "K": K, "driver": seam.driver_name(), "ms": round(ms, 4),
                  "tflops": round(tflops, 3) if tflops else None,
-                 "cublas": cublas[0] if cublas else None, "cublas_ms": round(ref_ms, 4) if ref_ms else None,
+                 "cublas": ref_lib[0] if ref_lib else None, "cublas_ms": round(ref_ms, 4) if ref_ms else None,
                  "pct_cublas": round(100 * ref_ms / ms, 1) if ref_ms and ms > 0 else None,
                  "relerr": float(f"{err:.3g}"), "correct": ok, "reps": reps, "warmup": warmup,
                  "tf32": tf32}
@@ -247,7 +286,7 @@ def main(argv=None):
                 pct = f"{r['pct_cublas']:.1f}" if r["pct_cublas"] else "-"
                 cms = f"{ref_ms:.4f}" if ref_ms else "-"
                 tf = f"{tflops:.2f}" if tflops else "-"
-                print(f"{label:<26}{layout:>7}{tile:>5}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
+                print(f"{label:<26}{layout:>7}{tile!s:>5}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
                       f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
     from rawdev.ops.cuda import _splitk
     for label, layout, M, N, K in skinny_shapes(a.quick):
