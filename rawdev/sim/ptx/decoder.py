@@ -65,7 +65,7 @@ _IMPLEMENTED = {
     "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "setp", "set", "selp", "slct", "cvt", "cvta", "mov",
     "ld", "ldu", "st", "atom", "red", "bar", "barrier", "membar", "fence", "shfl", "vote", "activemask",
     "bra", "ret", "exit", "trap", "nanosleep", "mul24", "mad24", "sad", "prefetch", "prefetchu", "brkpt",
-    "pmevent", "call",
+    "pmevent", "call", "cp", "mma",
 }
 
 
@@ -497,7 +497,7 @@ class Decoder:
                                   f"(line {st.line}: {st.text})")
             code.opcodes.add(st.opcode)
             special = (base in ("bar", "barrier") and "warp" not in st.opcode.split(".")) or \
-                base in ("shfl", "vote", "activemask")
+                base in ("shfl", "vote", "activemask", "mma")
             if special:
                 close()
                 for lb in pending_labels:
@@ -1066,7 +1066,11 @@ class Decoder:
             val, vt = ea, at
         if ftz and vt == "f32":
             val = f"ops.ftz32({val})"
-        if isf(dt_) and isf(at):
+        if dt_ == "tf32":
+            if at != "f32" or rnd != "rna" and "rna" not in flags:
+                _err(inst, "only cvt.rna.tf32.f32 is supported")
+            expr = f"ops.f32_to_tf32_rna({val})"
+        elif isf(dt_) and isf(at):
             if dt_ in ("f16", "bf16"):
                 src64 = f"np.asarray({val})"
                 if rnd not in (None, "rn") and dt_ == "f16":
@@ -1118,6 +1122,40 @@ class Decoder:
                 expr = f"{val}.astype({Dn})" if ka != "scalar" else f"{Dn}({val})"
         kind = "scalar" if ka == "scalar" else ("alias" if expr == ea and ka == "alias" else "arr")
         self.dst(g, d, dt_, expr, kind, inst, self.guard_expr(g, inst))
+
+    def _op_cp(self, g, inst, mods, iid):
+        """cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}; cp.async.commit_group;
+        cp.async.wait_group N; cp.async.wait_all (the copies land at the wait: rawdev.sim.ptx.interp)."""
+        if not mods or mods[0] != "async":
+            _err(inst, f"{inst.opcode} is not supported")
+        rest = mods[1:]
+        if rest in (["commit_group"], ["wait_group"], ["wait_all"]):
+            if inst.pred is not None:
+                _err(inst, f"a predicated {inst.opcode} is not supported")
+            if rest == ["commit_group"]:
+                g.emit("X.cp_commit()")
+            elif rest == ["wait_all"]:
+                g.emit("X.cp_wait(0, True)")
+            else:
+                op = inst.operands[0]
+                if not isinstance(op, Imm):
+                    _err(inst, "cp.async.wait_group takes an immediate")
+                g.emit(f"X.cp_wait({int(self.imm_value(op, 'u32'))})")
+            return
+        if "shared" not in rest or "global" not in rest or not ({"ca", "cg"} & set(rest)):
+            _err(inst, f"{inst.opcode} is not supported")
+        ops_ = inst.operands
+        if len(ops_) not in (3, 4) or not isinstance(ops_[2], Imm):
+            _err(inst, "cp.async needs [dst], [src], cp-size{, src-size}")
+        size = int(self.imm_value(ops_[2], "u32"))
+        if size not in (4, 8, 16) or ("cg" in rest and size != 16):
+            _err(inst, f"cp.async copies 4, 8 or 16 bytes (.cg: 16), not {size}")
+        dbase, doff, _ = self._addr(g, inst, ops_[0], "shared")
+        sbase, soff, _ = self._addr(g, inst, ops_[1], "global")
+        sb, _lb = self._base_regs(g, "shared")
+        ssz = self.src(g, ops_[3], "u32", inst)[0] if len(ops_) == 4 else "None"
+        m = self.guard_expr(g, inst) or "None"
+        g.emit(f"X.cp_async(n, {dbase or 'None'}, {doff}, {sbase or 'None'}, {soff}, {size}, {ssz}, {iid}, {m}, {sb})")
 
     _WIN = {"shared": "X.SHWIN", "local": "X.LCWIN", "const": "X.CWIN", "param": "X.PWIN"}
 
@@ -1508,7 +1546,55 @@ class Decoder:
                 np.bitwise_or.at(actv, inv, np.left_shift(1, lane))
                 sd(R, lanes, actv[inv].astype(np.uint32), full)
             return activemask
+        if base == "mma":
+            return self._mma(inst, mods, getter, setter, active, lane_slot)
         _err(inst, "unsupported warp instruction")
+
+    def _mma(self, inst, mods, getter, setter, active, lane_slot):
+        """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}: one warp's
+        D = A·B + C. Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32), lane = 4·g + t:
+        A[g][t]=a0, A[g+8][t]=a1, A[g][t+4]=a2, A[g+8][t+4]=a3; B[t][g]=b0, B[t+4][g]=b1;
+        C/D[g][2t]=c0, [g][2t+1]=c1, [g+8][2t]=c2, [g+8][2t+1]=c3. TF32 operands: the low 13 bits of each
+        .b32 register are ignored; products and sums are formed in float64 and rounded once to float32
+        (a tensor core's internal accumulation order is not modelled)."""
+        if mods[:2] != ["sync", "aligned"] or "m16n8k8" not in mods or "row" not in mods or "col" not in mods \
+                or mods[-4:] != ["f32", "tf32", "tf32", "f32"]:
+            _err(inst, "only mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 is supported")
+        ops_ = inst.operands
+        if len(ops_) != 4 or not all(isinstance(o, Vec) for o in ops_) or \
+                [len(o.items) for o in ops_] != [4, 4, 2, 4]:
+            _err(inst, "mma.sync m16n8k8 tf32 takes {4 f32}, {4 b32}, {2 b32}, {4 f32} registers")
+        d, a, b, c = ops_
+        ga = [getter(r, "b32") for r in a.items]
+        gb = [getter(r, "b32") for r in b.items]
+        gc = [getter(r, "f32") for r in c.items]
+        sd = [setter(r, "f32") for r in d.items]
+        kernel_line = inst.line
+        lg, lt = np.arange(32) >> 2, np.arange(32) & 3
+
+        def mma(R, X, idx):
+            lanes, full = active(R, X, idx)
+            w = X.warp_of(lanes)
+            _, counts = np.unique(w, return_counts=True)
+            if lanes.shape[0] % 32 or (counts != 32).any() or \
+                    (R[lane_slot][lanes].astype(np.int64).reshape(-1, 32) != np.arange(32)).any():
+                raise DecodeError(f"line {kernel_line}: mma.sync.aligned executed by a partial warp (every lane "
+                                  f"of the warp must execute it together)")
+            nw = lanes.shape[0] // 32
+            A = np.zeros((nw, 16, 8))
+            B = np.zeros((nw, 8, 8))
+            C = np.zeros((nw, 16, 8))
+            av = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in ga]
+            bv = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in gb]
+            cv = [np.asarray(f(R, lanes), np.float32).astype(np.float64).reshape(nw, 32) for f in gc]
+            A[:, lg, lt], A[:, lg + 8, lt], A[:, lg, lt + 4], A[:, lg + 8, lt + 4] = av
+            B[:, lt, lg], B[:, lt + 4, lg] = bv
+            C[:, lg, 2 * lt], C[:, lg, 2 * lt + 1], C[:, lg + 8, 2 * lt], C[:, lg + 8, 2 * lt + 1] = cv
+            D = (A @ B + C).astype(np.float32)
+            outs = (D[:, lg, 2 * lt], D[:, lg, 2 * lt + 1], D[:, lg + 8, 2 * lt], D[:, lg + 8, 2 * lt + 1])
+            for set_, v in zip(sd, outs):
+                set_(R, lanes, v.reshape(-1), full)
+        return mma
 
 
 def _regs_of(inst):

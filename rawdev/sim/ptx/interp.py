@@ -123,6 +123,7 @@ class _Ctx:
         self.all_lanes = np.arange(self.n, dtype=np.int64)
         self._wsize = None
         self._warp = None
+        self._cp_open, self._cp_groups = [], []   # cp.async copies in flight: not yet committed / committed
 
     # -- lanes ↔ warps
     def warp_of(self, lanes):
@@ -159,6 +160,45 @@ class _Ctx:
         if m is not None:
             a = a[m]
         return a
+
+    # -- cp.async: read global memory at issue, land in shared memory only at the wait that covers the group
+    def cp_async(self, n, dbase, doff, sbase, soff, size, src_size, iid, m, sb):
+        da = self._addr(n, dbase, doff, m)
+        _, bi = self._space_index("shared", da, sb, None, size, iid, m)   # bounds and alignment checked
+        sa = self._addr(n, sbase, soff, m)
+        if src_size is None:
+            ss = np.full(sa.shape[0], size, np.int64)
+        else:
+            ss = np.asarray(src_size).astype(np.int64)
+            ss = np.full(sa.shape[0], int(ss), np.int64) if ss.ndim == 0 else (ss[m] if m is not None else ss)
+        if sa.shape[0] and int(np.bitwise_or.reduce(sa)) & (size - 1):
+            k = int(np.argmax((sa & np.uint64(size - 1)) != 0))
+            self._fault(iid, m, k, SimMisalignedAddress(k, int(sa[k]), f"misaligned {size}-byte cp.async source "
+                                                        f"at 0x{int(sa[k]):x}"), "global")
+        data = np.zeros((sa.shape[0], size), np.uint8)
+        read = np.arange(size)[None, :] < np.minimum(ss, size)[:, None]   # bytes past src-size are zero-filled
+        if read.any():
+            aa = (sa[:, None] + np.arange(size, dtype=np.uint64))[read]
+            try:
+                data[read] = self.mem.load(aa, np.dtype(np.uint8))
+            except SimIllegalAddress as e:
+                lane = int(np.flatnonzero(read.any(axis=1))[0]) if e.lane_index is None else \
+                    int(np.nonzero(read)[0][e.lane_index])
+                self._fault(iid, m, lane, e, "global")
+        self._cp_open.append((np.asarray(bi, np.uint64), data))
+
+    def cp_commit(self):
+        self._cp_groups.append(self._cp_open)
+        self._cp_open = []
+
+    def cp_wait(self, keep, everything=False):
+        """cp.async.wait_group keep (all but the `keep` newest committed groups land) / wait_all (all land)."""
+        if everything:
+            self.cp_commit()
+        while len(self._cp_groups) > keep:
+            for bi, data in self._cp_groups.pop(0):
+                if data.size:
+                    self.S[(bi[:, None] + np.arange(data.shape[1], dtype=np.uint64)).reshape(-1)] = data.reshape(-1)
 
     def _fault(self, iid, m, k, err, space):
         pos = int(np.flatnonzero(m)[k]) if m is not None else k

@@ -185,6 +185,21 @@ def f32_to_bf16(x):
     return np.where(nan, u16(0x7FC0), r)
 
 
+def f32_to_tf32_rna(x):
+    """cvt.rna.tf32.f32: float32 rounded to TF32 (10 mantissa bits) to nearest, ties away from zero; the .b32
+    result keeps the float32 layout with the low 13 bits zero. Infinities and NaNs pass (NaN stays NaN)."""
+    u = np.asarray(x, f32).view(u32).astype(u64)
+    finite = (u & u64(0x7F800000)) != u64(0x7F800000)
+    r = np.where(finite, (u + u64(0x1000)) & u64(0xFFFFE000), u & u64(0xFFFFE000))
+    nan_lost = ~finite & ((u & u64(0x7FFFFF)) != 0) & ((r & u64(0x7FFFFF)) == 0)
+    return np.where(nan_lost, r | u64(0x400000), r).astype(u32)   # a NaN whose payload was all low bits
+
+
+def tf32_operand(b):
+    """The value a tensor core reads from a .tf32 register: the float32 with its low 13 bits ignored."""
+    return (np.asarray(b).astype(u32) & u32(0xFFFFE000)).view(f32)
+
+
 def bf16_to_f32(h):
     return (np.asarray(h).astype(u32) << u32(16)).view(f32)
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compile tests/data/ptx/src/*.cu with NVRTC 12.0 (compute_75) into tests/data/ptx/*.ptx.
+"""Compile tests/data/ptx/src/*.cu with NVRTC 12.0 (compute_75; a `<name>_sm80.cu` for compute_80) into
+tests/data/ptx/*.ptx.
 
 The generated PTX is committed so the tests need no compiler. Needs the pinned wheel
 nvidia-cuda-nvrtc-cu12==12.0.140.
@@ -18,7 +19,8 @@ def main():
     for src in sorted((HERE / "src").glob("*.cu")):
         prog = ctypes.c_void_p()
         assert lib.nvrtcCreateProgram(ctypes.byref(prog), src.read_bytes(), src.name.encode(), 0, None, None) == 0
-        opts = [b"--gpu-architecture=compute_75", b"--std=c++17"]
+        arch = "80" if src.stem.endswith("_sm80") else "75"
+        opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17"]
         res = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
         size = ctypes.c_size_t()
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
