@@ -5,6 +5,8 @@ or rawdev.use_driver(name) before that).
 """
 # ruff: noqa: I001  (the import order matters: nn builds on Tensor, ops installs Tensor's math methods)
 import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from . import cuda, errors
 from .device import device
@@ -56,3 +58,7 @@ __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules
             if n not in __all__]
 from .autograd import is_inference_mode_enabled  # noqa: E402
 __all__ += ["is_inference_mode_enabled"]
+
+if _TYPE_CHECKING:
+    # the ops (rawdev.relu, rawdev.cat, ...) come from their declarations at import: Any to a type checker
+    def __getattr__(name: str) -> _Any: ...

@@ -5,22 +5,17 @@ recorded (rawdev's kernels are deterministic except the atomics of scatter-adds)
 False. `cuda.matmul.allow_tf32` is read by rawdev's GEMM when it picks a kernel (False by default, as PyTorch:
 float32 GEMMs stay exact float32).
 """
-import types
+from . import flags as _flags
+from .flags import Flags as _Flags
 
 __all__ = ["cudnn", "cuda", "mps", "mkldnn", "openmp"]
-
-
-class _Flags(types.SimpleNamespace):
-    def __repr__(self):
-        return f"<rawdev.backends flags {vars(self)}>"
 
 
 cudnn = _Flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=True)
 cudnn.is_available = lambda: False
 cudnn.version = lambda: None
 
-cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
-                            allow_bf16_reduced_precision_reduction=True))
+cuda = _Flags(matmul=_flags.matmul)   # the object rawdev's GEMM reads (rawdev.flags)
 
 
 def _cuda_is_built():

@@ -19,12 +19,15 @@ zip files are read by rawdev.utils.ptfile (a restricted unpickler that never imp
 the file); rawdev never writes pickle.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
 import struct
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import IO, Any
 
 import numpy as np
 from safetensors import safe_open
@@ -55,8 +58,9 @@ def _bad(path, why):
                            "are safetensors files written by rawdev.save or safetensors.torch.save_file.")
 
 
-def save(obj, f, metadata=None, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+def save(obj: Any, f: str | os.PathLike | IO[bytes], metadata: dict[str, str] | None = None,
+         pickle_module: Any = None, pickle_protocol: Any = None, _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
     """Save obj to f (a path or a binary file object) as a safetensors file, never with pickle.
 
     A state_dict (a mapping of str -> Tensor) is stored as plain safetensors: each tensor under its name, so
@@ -356,7 +360,8 @@ def _check_budget(path, entries, where, budget):
                 f"more than the {_fmt(budget)} available")
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Load what rawdev.save wrote (or a safetensors state_dict) from a path or a binary file object.
 
     A state_dict comes back as an OrderedDict of Tensors in the order it was saved; any other saved object

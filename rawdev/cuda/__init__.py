@@ -1,4 +1,8 @@
 """`rawdev.cuda`: PyTorch's `torch.cuda` names over rawdev's runtime. Importing it touches no driver."""
+from __future__ import annotations
+
+from typing import Any
+
 from ..runtime import is_available
 
 
@@ -14,38 +18,38 @@ def _dev(device=None):
     return get_device(index or 0)
 
 
-def current_device():
+def current_device() -> int:
     """The index of the calling thread's current CUDA device (0 unless set_device chose another)."""
     from ..device import current_cuda_index
     return current_cuda_index()
 
 
-def set_device(device):
+def set_device(device: Any) -> None:
     from ..device import set_current_cuda_index
     set_current_cuda_index(_dev(device).index)
 
 
-def device_count():
+def device_count() -> int:
     """Number of CUDA devices: 0 when auto mode found no GPU; raises if RAWDEV_DRIVER=cuda and there is none."""
     from ..runtime import device_count as n
     from ..runtime import seam
     return 0 if seam.driver_name() == "none" else n()
 
 
-def get_device_name(device=None):
+def get_device_name(device: Any = None) -> str:
     return _dev(device).name
 
 
-def get_device_capability(device=None):
+def get_device_capability(device: Any = None) -> tuple[int, int]:
     return _dev(device).capability
 
 
-def synchronize(device=None):
+def synchronize(device: Any = None) -> None:
     """Wait for all work on the device to finish."""
     _dev(device).synchronize()
 
 
-def is_simulated():
+def is_simulated() -> bool:
     """True when rawdev runs on its simulated GPU."""
     from ..runtime import seam
     return is_available() and seam.driver_name() == "sim"
@@ -70,41 +74,41 @@ from .memory import (  # noqa: E402,F401
 
 
 # Random state: one Philox generator per device (rawdev.random).
-def manual_seed(seed):
+def manual_seed(seed: int) -> None:
     """Seed the current cuda device's generator."""
     from .. import random
     random.manual_seed_cuda(seed)
 
 
-def manual_seed_all(seed):
+def manual_seed_all(seed: int) -> None:
     """Seed every cuda device's generator."""
     from .. import random
     random.manual_seed_all(seed)
 
 
-def seed():
+def seed() -> int:
     from .. import random
     return random.cuda_generator().seed()
 
 
-def seed_all():
+def seed_all() -> None:
     from .. import random
     s = random.cuda_generator().seed()
     random.manual_seed_all(s)
 
 
-def initial_seed():
+def initial_seed() -> int:
     from .. import random
     return random.cuda_generator().initial_seed()
 
 
-def get_rng_state(device="cuda"):
+def get_rng_state(device: Any = "cuda") -> Any:
     from .. import random
     from ..device import as_device
     return random.cuda_generator(as_device(device).index or 0).get_state()
 
 
-def set_rng_state(new_state, device="cuda"):
+def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
     from .. import random
     from ..device import as_device
     random.cuda_generator(as_device(device).index or 0).set_state(new_state)

@@ -11,6 +11,7 @@ Sizes: a block is exactly the bytes asked for; the tensors of a module move shar
 starts at a multiple of 256 bytes (`ARENA_ALIGN`), so `memory_allocated()` after `model.cuda()` is the
 sum of `align(t.nbytes, 256)` over its tensors (the last one padded too).
 """
+
 import atexit
 import collections
 import functools
@@ -22,6 +23,7 @@ import threading
 import time
 import weakref
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +113,7 @@ def _cuda_available():
     return is_available()
 
 
-def memory_allocated(device=None):
+def memory_allocated(device: Any = None) -> int:
     """Bytes held by live rawdev allocations on the device (0 when CUDA is not available). Equals the pool's
     USED_MEM_CURRENT once queued frees have run: a free is queued on its stream (cuMemFreeAsync) and lands when
     the stream runs to it."""
@@ -120,27 +122,27 @@ def memory_allocated(device=None):
     return _alloc(device).stats["allocated"]
 
 
-def max_memory_allocated(device=None):
+def max_memory_allocated(device: Any = None) -> int:
     """Peak of memory_allocated() since the start or the last reset_peak_memory_stats()."""
     if not _cuda_available():
         return 0
     return _alloc(device).stats["peak"]
 
 
-def memory_reserved(device=None):
+def memory_reserved(device: Any = None) -> int:
     """Bytes the driver's pool holds for rawdev (RESERVED_MEM_CURRENT): allocated plus cached."""
     if not _cuda_available():
         return 0
     return _device(device).pool_attribute("reserved")
 
 
-def max_memory_reserved(device=None):
+def max_memory_reserved(device: Any = None) -> int:
     if not _cuda_available():
         return 0
     return _device(device).pool_attribute("reserved_high")
 
 
-def reset_peak_memory_stats(device=None):
+def reset_peak_memory_stats(device: Any = None) -> None:
     """Peaks (rawdev's and the pool's) start again from the current figures."""
     if not _cuda_available():
         return
@@ -170,12 +172,12 @@ def reset_accumulated_memory_stats(device=None):
         acct.reset_accumulated(list(a.live.values()))
 
 
-def mem_get_info(device=None):
+def mem_get_info(device: Any = None) -> tuple[int, int]:
     """(free, total) bytes of the device, as cudaMemGetInfo says."""
     return _rm.mem_get_info(_device(device))
 
 
-def empty_cache(device=None):
+def empty_cache(device: Any = None) -> None:
     """Give the pool's cached blocks back to the device (cuMemPoolTrimTo(pool, 0)) and drop the pinned
     staging buffers that moves keep for reuse; live blocks stay. Does nothing when CUDA is not available."""
     from ..runtime import transfer
@@ -321,7 +323,7 @@ def _acct(alloc):
     return acct
 
 
-def memory_stats(device=None):
+def memory_stats(device: Any = None) -> dict[str, Any]:
     """PyTorch's `memory_stats()` keys, with PyTorch's meanings, for the "all" pool (rawdev has one pool per
     device). {} when CUDA is not available, as in PyTorch before CUDA is initialized.
 
@@ -456,7 +458,7 @@ def live_blocks(device=None):
 
 
 # ----------------------------------------------------------------------------------------- summary
-def memory_summary(device=None, abbreviated=False, top=10):
+def memory_summary(device: Any = None, abbreviated: bool = False, top: int = 10) -> str:
     """PyTorch's table (current / peak / total allocated / total freed per row, rows with PyTorch's meanings)
     plus the top owners. Rows: Allocated (live blocks), Active (allocated + frees queued on a stream that has
     not run them: marked *), Requested (what the tensors asked for; allocated - requested is arena padding),
@@ -554,7 +556,7 @@ def _block_dict(b, stream=True):
     return d
 
 
-def memory_snapshot(device=None, stacks=True):
+def memory_snapshot(device: Any = None, stacks: bool = True) -> dict[str, Any]:
     """The pool as plain dicts (JSON-ready), in the shape of PyTorch's `torch.cuda.memory._snapshot()`:
 
     {"segments": [{device, address, total_size, allocated_size, active_size, stream, segment_type,

@@ -1,9 +1,12 @@
 """Sequential, ModuleList, ModuleDict: PyTorch's containers (torch/nn/modules/container.py)."""
 
+from __future__ import annotations
+
 import operator
 from collections import OrderedDict
 from collections import abc as container_abcs
 from itertools import chain, islice
+from typing import Any
 
 from .module import Module, _addindent
 
@@ -13,7 +16,7 @@ __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 class Sequential(Module):
     """Sequential(*modules) or Sequential(OrderedDict): children named "0", "1", … (or by the dict)."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for key, module in args[0].items():
@@ -111,7 +114,7 @@ class Sequential(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
-    def forward(self, input):  # noqa: A002 (PyTorch's name)
+    def forward(self, input: Any) -> Any:  # noqa: A002 (PyTorch's name)
         for module in self:
             input = module(input)
         return input

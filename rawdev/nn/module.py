@@ -7,10 +7,15 @@ Differences, on purpose:
 - to()/cuda()/cpu() move all parameters, buffers and grads in one copy and keep the Parameter objects.
 """
 
+from __future__ import annotations
+
+import builtins
 import itertools
 import threading
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from ..autograd.hooks import RemovableHandle
 from ..tensor.core import Tensor
@@ -80,6 +85,9 @@ def typename(obj):
     return f"{module}.{qualname}"
 
 
+_M = TypeVar("_M", bound="Module")
+
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     __slots__ = ()
 
@@ -113,7 +121,7 @@ class Module:
     training: bool
     call_super_init = False
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self.call_super_init is False and bool(kwargs):
             raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
@@ -129,10 +137,10 @@ class Module:
         for name in _HOOK_DICTS:
             super().__setattr__(name, OrderedDict())
 
-    def forward(self, *args, **kwargs):
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("forward")  # a mark on the memory timeline
         d = self.__dict__
         if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
@@ -225,7 +233,8 @@ class Module:
             hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: builtins.bool = False,
+                                  with_kwargs: builtins.bool = False) -> RemovableHandle:
         """hook(module, args) -> None or new args (a single value becomes a 1-tuple); with_kwargs:
         hook(module, args, kwargs) -> None or (new_args, new_kwargs). Runs before forward."""
         handle = self._add_hook("_forward_pre_hooks", hook, prepend, ("_forward_pre_hooks_with_kwargs",))
@@ -233,7 +242,9 @@ class Module:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
         return handle
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: builtins.bool = False,
+                              with_kwargs: builtins.bool = False,
+                              always_call: builtins.bool = False) -> RemovableHandle:
         """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output)) -> None or a new
         output; runs after forward; always_call: also when forward raised."""
         handle = self._add_hook("_forward_hooks", hook, prepend,
@@ -244,12 +255,14 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         return handle
 
-    def register_full_backward_pre_hook(self, hook, prepend=False):
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any],
+                                        prepend: builtins.bool = False) -> RemovableHandle:
         """hook(module, grad_output) -> None or a replacement grad_output tuple, when the gradients with
         respect to the module's outputs have been computed."""
         return self._add_hook("_backward_pre_hooks", hook, prepend)
 
-    def register_full_backward_hook(self, hook, prepend=False):
+    def register_full_backward_hook(self, hook: Callable[..., Any],
+                                    prepend: builtins.bool = False) -> RemovableHandle:
         """hook(module, grad_input, grad_output) -> None or a replacement grad_input tuple, when the gradients
         with respect to the module's (tensor) inputs have been computed."""
         if self.__dict__.get("_is_full_backward_hook") is False:
@@ -299,7 +312,7 @@ class Module:
         return self._add_hook("_load_state_dict_post_hooks", hook)
 
     # ------------------------------------------------------------------ registration
-    def register_buffer(self, name, tensor, persistent=True):
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: builtins.bool = True) -> None:
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         elif not isinstance(name, str):
@@ -322,7 +335,7 @@ class Module:
             else:
                 self._non_persistent_buffers_set.add(name)
 
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         elif not isinstance(name, str):
@@ -347,7 +360,7 @@ class Module:
         else:
             self._parameters[name] = param
 
-    def add_module(self, name, module):
+    def add_module(self, name: str, module: Module | None) -> None:
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         elif not isinstance(name, str):
@@ -360,10 +373,10 @@ class Module:
             raise KeyError('module name can\'t be empty string ""')
         self._modules[name] = module
 
-    def register_module(self, name, module):
+    def register_module(self, name: str, module: Module | None) -> None:
         self.add_module(name, module)
 
-    def get_submodule(self, target):
+    def get_submodule(self, target: str) -> Module:
         if target == "":
             return self
         mod = self
@@ -375,7 +388,7 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target):
+    def get_parameter(self, target: str) -> Parameter:
         module_path, _, param_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, param_name):
@@ -385,7 +398,7 @@ class Module:
             raise AttributeError("`" + param_name + "` is not an nn.Parameter")
         return param
 
-    def get_buffer(self, target):
+    def get_buffer(self, target: str) -> Tensor:
         module_path, _, buffer_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, buffer_name):
@@ -396,7 +409,7 @@ class Module:
         return buffer
 
     # ------------------------------------------------------------------ attribute routing
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: parameters, buffers and submodules live in the dicts.
         d = self.__dict__
         if "_parameters" in d and name in d["_parameters"]:
@@ -496,38 +509,41 @@ class Module:
                 name = module_prefix + ("." if module_prefix else "") + k
                 yield name, v
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: builtins.bool = True) -> Iterator[Parameter]:
         for _name, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_parameters(self, prefix: str = "", recurse: builtins.bool = True,
+                         remove_duplicate: builtins.bool = True) -> Iterator[tuple[str, Parameter]]:
         yield from self._named_members(lambda module: module._parameters.items(), prefix=prefix,
                                        recurse=recurse, remove_duplicate=remove_duplicate)
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: builtins.bool = True) -> Iterator[Tensor]:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_buffers(self, prefix: str = "", recurse: builtins.bool = True,
+                      remove_duplicate: builtins.bool = True) -> Iterator[tuple[str, Tensor]]:
         yield from self._named_members(lambda module: module._buffers.items(), prefix=prefix,
                                        recurse=recurse, remove_duplicate=remove_duplicate)
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
         for _name, module in self.named_children():
             yield module
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         memo = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in memo:
                 memo.add(id(module))
                 yield name, module
 
-    def modules(self):
+    def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
             yield module
 
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    def named_modules(self, memo: set[int] | None = None, prefix: str = "",
+                      remove_duplicate: builtins.bool = True) -> Iterator[tuple[str, Module]]:
         if memo is None:
             memo = set()
         if id(self) not in memo:
@@ -541,7 +557,7 @@ class Module:
                 yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
 
     # ------------------------------------------------------------------ modes and grads
-    def train(self, mode=True):
+    def train(self: _M, mode: builtins.bool = True) -> _M:
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -549,26 +565,26 @@ class Module:
             module.train(mode)
         return self
 
-    def eval(self):
+    def eval(self: _M) -> _M:
         return self.train(False)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self: _M, requires_grad: builtins.bool = True) -> _M:
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: builtins.bool = True) -> None:
         from ..autograd.engine import zero_grads
         zero_grads(self.parameters(), set_to_none)
 
-    def apply(self, fn):
+    def apply(self: _M, fn: Callable[[Module], None]) -> _M:
         for module in self.children():
             module.apply(fn)
         fn(self)
         return self
 
     # ------------------------------------------------------------------ moves (rawdev.tensor.moves does the work)
-    def to(self, *args, **kwargs):
+    def to(self: _M, *args: Any, **kwargs: Any) -> _M:
         """to(device=None, dtype=None, non_blocking=False) / to(dtype) / to(tensor): in place, returns self.
 
         Parameters, buffers and their grads move together in one copy; the Parameter objects stay the
@@ -600,7 +616,7 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
-    def cuda(self, device=None):
+    def cuda(self: _M, device: Any = None) -> _M:
         """Move to the GPU; with no GPU available, warn and return the model unchanged on the cpu."""
         from ..device import device as _dev
         from ..tensor import moves
@@ -610,21 +626,21 @@ class Module:
         dev = _dev("cuda", 0) if device is None else (_dev("cuda", device) if isinstance(device, int) else _dev(device))
         return self.to(dev)
 
-    def cpu(self):
+    def cpu(self: _M) -> _M:
         return self.to("cpu")
 
-    def type(self, dst_type):
+    def type(self: _M, dst_type: Any) -> _M:
         return self.to(dtype=dst_type)
 
-    def float(self):
+    def float(self: _M) -> _M:
         from .. import dtypes
         return self.to(dtype=dtypes.float32)
 
-    def double(self):
+    def double(self: _M) -> _M:
         from .. import dtypes
         return self.to(dtype=dtypes.float64)
 
-    def half(self):
+    def half(self: _M) -> _M:
         from .. import dtypes
         return self.to(dtype=dtypes.float16)
 
@@ -641,7 +657,8 @@ class Module:
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
 
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
+                   keep_vars: builtins.bool = False) -> dict[str, Any]:
         """Ordered name -> tensor (detached aliases of the live storage unless keep_vars)."""
         if len(args) > 0:
             # Positional (destination, prefix, keep_vars) is deprecated in PyTorch but still works.
@@ -725,19 +742,23 @@ class Module:
                     if input_name[0] not in self._modules and input_name[0] not in local_state:
                         unexpected_keys.append(key)
 
-    def load_state_dict(self, state_dict, strict=True, assign=False):
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: builtins.bool = True,
+                        assign: builtins.bool = False) -> _IncompatibleKeys:
         """Copy state_dict into this module's parameters and buffers; returns (missing_keys, unexpected_keys).
 
         Everything is checked before anything is copied: on any error nothing has changed.
         """
-        from collections.abc import Mapping
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing_keys, unexpected_keys, error_msgs, plan = [], [], [], []
+        missing_keys: list[str] = []
+        unexpected_keys: list[str] = []
+        error_msgs: list[str] = []
+        plan: list[Any] = []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
         if metadata is not None:
-            state_dict._metadata = metadata
+            # PyTorch's per-module version table rides on the dict as an attribute
+            state_dict._metadata = metadata  # type: ignore[attr-defined]
 
         def load(module, local_state_dict, prefix=""):
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
@@ -786,7 +807,7 @@ class Module:
     def _get_name(self):
         return self.__class__.__name__
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return ""
 
     def __repr__(self):

@@ -1,5 +1,7 @@
 """nn.Parameter: a Tensor that a Module registers as a parameter; requires_grad=True by default."""
 
+from __future__ import annotations
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -13,7 +15,7 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data=None, requires_grad=True):
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         if data is None:
             data = Tensor._make_cpu(np.empty((0,), np.float32), _dt.float32)
         if not isinstance(data, Tensor):
@@ -32,7 +34,7 @@ class Buffer(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data, *, persistent=True):
+    def __init__(self, data: Tensor, *, persistent: bool = True) -> None:
         if not isinstance(data, Tensor):
             raise TypeError(f"Buffer(): data must be a Tensor, not {type(data).__name__}")
         self._assign(data)

@@ -5,6 +5,8 @@ Families: unary (elementwise math and activations), binary (arithmetic, comparis
 registry.declare; `methods.install()` puts them on rawdev.Tensor, and `rawdev`/`nn.functional`
 export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by dispatch.py.
 """
+from typing import TYPE_CHECKING, Any
+
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
 from . import conv, creation, join, math2, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
@@ -17,4 +19,9 @@ from .registry import names as _names
 _methods.install()
 
 globals().update(_names("torch"))
+
+if TYPE_CHECKING:
+    # the declared ops are put in this namespace at import (rawdev.ops.registry): Any to a type checker
+    def __getattr__(name: str) -> Any: ...
+
 __all__ = sorted(_names("torch"))

@@ -198,8 +198,8 @@ def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0
 def _tf32_ok(rdev, layout):
     """PyTorch's rule: float32 matmuls may use TF32 tensor cores only when
     rawdev.backends.cuda.matmul.allow_tf32 is True (False by default); the kernel needs sm_80 or newer."""
-    from .. import backends
-    return bool(backends.cuda.matmul.allow_tf32) and _kernels.runs_on(rdev, f"gemm_{layout}_tf32_128x128")
+    from .. import flags
+    return bool(flags.matmul.allow_tf32) and _kernels.runs_on(rdev, f"gemm_{layout}_tf32_128x128")
 
 
 def _gemm_operand(m):

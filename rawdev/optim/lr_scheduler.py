@@ -1,12 +1,15 @@
 """PyTorch's learning-rate schedulers, with PyTorch's semantics: the chainable (recursive) forms step by step,
 the closed forms when `step(epoch)` is given, `last_epoch` resumption, and state_dict()/load_state_dict()
 holding everything but the optimizer (functions in lr_lambdas / scale_fn are not saved, as in PyTorch)."""
+from __future__ import annotations
+
 import math
 import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
 from functools import partial
+from typing import Any
 
 from .optimizer import Optimizer
 
@@ -34,7 +37,7 @@ class LRScheduler:
     _get_lr_called_within_step = False
     _is_initial = False
 
-    def __init__(self, optimizer, last_epoch=-1):
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -58,20 +61,20 @@ class LRScheduler:
         finally:
             self._is_initial = False
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
 
-    def get_last_lr(self):
+    def get_last_lr(self) -> list[float]:
         """The learning rates the last step() set, one per param group."""
         return self._last_lr
 
     def get_lr(self):
         raise NotImplementedError
 
-    def step(self, epoch=None):
+    def step(self, epoch: int | None = None) -> None:
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)

@@ -4,8 +4,12 @@ On cuda, state tensors are allocated on the parameter's device, laid out like th
 parameters share one arena gets state arenas with the same offsets, so one kernel launch updates the group),
 and tagged for the memory tool: "exp_avg of 0.weight", "momentum_buffer of 0.weight".
 """
+from __future__ import annotations
+
 import copy
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..autograd.engine import zero_grads
 from ..autograd.grad_mode import enable_grad, no_grad
@@ -30,10 +34,10 @@ class Optimizer:
     # refuses it without capturable=True)
     _step_count_on_host = False
 
-    def __init__(self, params, defaults):
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self.state = defaultdict(dict)
-        self.param_groups = []
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
             from ..nn.module import typename
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
@@ -62,7 +66,7 @@ class Optimizer:
                     s += f"    {key}: {group[key]}\n"
         return s + ")"
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -87,18 +91,18 @@ class Optimizer:
             import warnings
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
                           "cause an error", stacklevel=3)
-        param_set = set()
+        param_set: set[int] = set()
         for group in self.param_groups:
             param_set.update(map(id, group["params"]))
         if not param_set.isdisjoint(set(map(id, param_group["params"]))):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     # ------------------------------------------------------------------ state_dict
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         index, start = {}, 0
 
         def pack_group(group):
@@ -113,7 +117,7 @@ class Optimizer:
         state = {index[id(k)]: v for k, v in self.state.items() if id(k) in index}
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         state_dict = dict(state_dict)
         groups, saved_groups = self.param_groups, state_dict["param_groups"]
         if len(groups) != len(saved_groups):
@@ -122,7 +126,7 @@ class Optimizer:
             raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's "
                              "group")
         id_map = {old: p for g, s in zip(groups, saved_groups) for old, p in zip(s["params"], g["params"])}
-        state = defaultdict(dict)
+        state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 p = id_map[k]
@@ -154,7 +158,7 @@ class Optimizer:
     def _alloc_state(self, p, key):
         return backend_of(p).zeros_state(p, key)
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient: per group and per device, one call of the
         subclass's _step_group (on cuda, a group whose parameters share an arena is one launch)."""
         __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("optimizer step")  # a memory timeline mark
@@ -169,7 +173,7 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                by_dev = {}
+                by_dev: dict[Any, list[Tensor]] = {}
                 for p in group["params"]:
                     if p.grad is not None:
                         by_dev.setdefault(p.device, []).append(p)

@@ -1,4 +1,6 @@
 """Devices (primary context, default streams, memory pool), streams and events."""
+from __future__ import annotations
+
 import threading
 
 from cuda.bindings.driver import (
@@ -25,7 +27,7 @@ _devices_lock = threading.Lock()
 class Stream:
     """A CUDA stream owned by rawdev (non-blocking: never serialized behind the legacy default stream)."""
 
-    def __init__(self, device, label):
+    def __init__(self, device: Device, label: str) -> None:
         device.activate()
         self.device, self.label = device, label
         self.handle = call("cuStreamCreate", CUstream_flags.CU_STREAM_NON_BLOCKING.value,
@@ -50,18 +52,18 @@ class Stream:
             raise seam._error(seam.driver(), "cuStreamQuery", err, f"querying the {self.label} stream")
         return True
 
-    def record_event(self, timing=False):
+    def record_event(self, timing: bool = False) -> Event:
         ev = Event(self.device, timing=timing)
         ev.record(self)
         return ev
 
-    def wait_event(self, event):
+    def wait_event(self, event: Event) -> None:
         """Work queued on this stream after now waits for `event` (no host sync)."""
         self.device.activate()
         call("cuStreamWaitEvent", self.handle, event.handle, 0,
              ctx=lambda: f"making the {self.label} stream wait for an event", stream=self.handle)
 
-    def wait_stream(self, other):
+    def wait_stream(self, other: Stream) -> None:
         self.wait_event(other.record_event())
 
     def __repr__(self):
@@ -77,13 +79,13 @@ def wait_foreign_stream(device, handle, event):
 
 
 class Event:
-    def __init__(self, device, timing=False):
+    def __init__(self, device: Device, timing: bool = False) -> None:
         device.activate()
         self.device = device
         flags = CUevent_flags.CU_EVENT_DEFAULT if timing else CUevent_flags.CU_EVENT_DISABLE_TIMING
         self.handle = call("cuEventCreate", flags.value, ctx="creating an event")
 
-    def record(self, stream):
+    def record(self, stream: Stream) -> Event:
         stream.device.activate()
         call("cuEventRecord", self.handle, stream.handle,
              ctx=lambda: f"recording an event on the {stream.label} stream",
@@ -105,7 +107,7 @@ class Event:
             raise seam._error(seam.driver(), "cuEventQuery", err, "querying an event")
         return True
 
-    def elapsed_time(self, end):
+    def elapsed_time(self, end: Event) -> float:
         """Milliseconds between this event and `end` (both recorded with timing=True)."""
         self.device.activate()
         return call("cuEventElapsedTime", self.handle, end.handle, ctx="reading the time between two events")
@@ -129,7 +131,7 @@ def ensure_context():
 class Device:
     """One GPU: its primary context, a compute and a copy stream, and rawdev's memory pool on it."""
 
-    def __init__(self, index):
+    def __init__(self, index: int) -> None:
         self.index = index
         self.pool = self.compute_stream = self.copy_stream = None
         self.handle = call("cuDeviceGet", index, ctx=f"opening cuda:{index}")
@@ -192,18 +194,18 @@ class Device:
              cuuint64_t(2**64 - 1), ctx="setting the pool's release threshold")
         return pool
 
-    def activate(self):
+    def activate(self) -> None:
         """Make this device's primary context current on the calling thread (cheap when it already is)."""
         if getattr(_tls, "ctx", None) is not self:
             call("cuCtxSetCurrent", self.context, ctx=f"making cuda:{self.index} current")
             _tls.ctx = self
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         self.activate()
         call("cuCtxSynchronize", ctx=f"synchronizing cuda:{self.index}")
         self.allocator.flush()
 
-    def pool_attribute(self, name):
+    def pool_attribute(self, name: str) -> int:
         """A pool attribute by short name: 'used', 'used_high', 'reserved', 'reserved_high'."""
         attr = {"used": "USED_MEM_CURRENT", "used_high": "USED_MEM_HIGH",
                 "reserved": "RESERVED_MEM_CURRENT", "reserved_high": "RESERVED_MEM_HIGH"}[name]

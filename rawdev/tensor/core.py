@@ -17,7 +17,11 @@ whose storage a view looks at. Kernels take contiguous operands: `contiguous()` 
 with one strided-copy launch (rawdev.tensor.strided).
 """
 
+from __future__ import annotations
+
+import builtins
 import operator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,11 +56,16 @@ def _root_of(arr):
 
 
 class Tensor:
+    if TYPE_CHECKING:
+        # The ops (x.relu(), x.sum(), x + y, ...) are generated from their declarations (rawdev.ops.registry)
+        # and put on the class at import: to a type checker they are attributes of type Any.
+        def __getattr__(self, name: str) -> Any: ...
+
     __slots__ = ("_data", "_root", "_buf", "_offset", "_shape", "_strides", "_soff", "_dtype", "_device", "_vc",
                  "_pending", "_base", "_requires_grad", "_grad", "grad_fn", "__dict__", "__weakref__")
 
     # ---------------------------------------------------------------- construction
-    def __init__(self, *args, dtype=None, device=None):
+    def __init__(self, *args: Any, dtype: _dt.dtype | None = None, device: Any = None) -> None:
         """Tensor() / Tensor(2, 3) (uninitialized float32) / Tensor([1, 2]) (data, float32)."""
         dt = _dt.as_dtype(dtype) or _dt.get_default_dtype()
         if len(args) == 1 and not isinstance(args[0], (int, Size, tuple)):
@@ -142,74 +151,74 @@ class Tensor:
 
     # ---------------------------------------------------------------- metadata
     @property
-    def shape(self):
+    def shape(self) -> Size:
         return self._shape
 
-    def size(self, dim=None):
+    def size(self, dim: builtins.int | None = None) -> Any:
         if dim is None:
             return self._shape
         return self._shape[self._wrap_dim(dim)]
 
     @property
-    def dtype(self):
+    def dtype(self) -> _dt.dtype:
         return self._dtype
 
     @property
-    def device(self):
+    def device(self) -> _device_cls:
         return self._device
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> builtins.bool:
         return self._device.type == "cuda"
 
     @property
-    def is_cpu(self):
+    def is_cpu(self) -> builtins.bool:
         return self._device.type == "cpu"
 
     @property
-    def ndim(self):
+    def ndim(self) -> builtins.int:
         return len(self._shape)
 
-    def dim(self):
+    def dim(self) -> builtins.int:
         return len(self._shape)
 
-    def numel(self):
+    def numel(self) -> builtins.int:
         return self._shape.numel()
 
-    def nelement(self):
+    def nelement(self) -> builtins.int:
         return self.numel()
 
-    def element_size(self):
+    def element_size(self) -> builtins.int:
         return self._dtype.itemsize
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> builtins.int:
         return self._dtype.itemsize
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> builtins.int:
         return self.numel() * self._dtype.itemsize
 
-    def is_floating_point(self):
+    def is_floating_point(self) -> builtins.bool:
         return self._dtype.is_floating_point
 
-    def is_contiguous(self, memory_format=None):
+    def is_contiguous(self, memory_format: Any = None) -> builtins.bool:
         if memory_format is None:
             return _layout.is_contiguous(self._shape, self._strides)
         from . import memfmt as _mf
         return _mf.is_in_format(self._shape, self._strides, memory_format)
 
-    def stride(self, dim=None):
+    def stride(self, dim: builtins.int | None = None) -> Any:
         """Strides in elements: a tuple, or one axis's stride."""
         if dim is None:
             return self._strides
         return self._strides[self._wrap_dim(dim)]
 
-    def storage_offset(self):
+    def storage_offset(self) -> builtins.int:
         """Where the first element sits in the storage, in elements."""
         return self._soff
 
-    def data_ptr(self):
+    def data_ptr(self) -> builtins.int:
         """Address of the first element: a host address on cpu, a device address on cuda."""
         if self._data is not None:
             return self._data.ctypes.data if self._data.size else 0
@@ -238,15 +247,15 @@ class Tensor:
         self._vc[0] += 1
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> builtins.bool:
         return self.grad_fn is None
 
     @property
-    def requires_grad(self):
+    def requires_grad(self) -> builtins.bool:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, flag):
+    def requires_grad(self, flag: builtins.bool) -> None:
         flag = bool(flag)
         if self.grad_fn is not None and not flag:
             raise RuntimeError(
@@ -256,7 +265,7 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
 
@@ -265,14 +274,14 @@ class Tensor:
         return ref is not None and ref() is self
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
         if self._grad is None and self.grad_fn is not None and not self._retains():
             import warnings
             warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
-    def grad(self, g):
+    def grad(self, g: Tensor | None) -> None:
         if g is not None:
             if not isinstance(g, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
@@ -292,17 +301,17 @@ class Tensor:
         self._grad = None
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """A detached alias of the same storage; assigning replaces this tensor's storage."""
         return self.detach()
 
     @data.setter
-    def data(self, other):
+    def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(other).__name__}")
         self._assign(other)
 
-    def type(self, dtype=None, non_blocking=False):
+    def type(self, dtype: Any = None, non_blocking: builtins.bool = False) -> Any:
         """No argument: the legacy type name ("rawdev.FloatTensor", "rawdev.cuda.FloatTensor")."""
         if dtype is None:
             return f"rawdev.{'cuda.' if self.is_cuda else ''}{self._dtype._legacy}"
@@ -352,7 +361,7 @@ class Tensor:
             return _dt.to_values(self._host_storage(), self._dtype)
         return _dt.to_values(self._storage_copy(), self._dtype)
 
-    def numpy(self, *, force=False):
+    def numpy(self, *, force: builtins.bool = False) -> np.ndarray:
         """The cpu storage as numpy, shared (bfloat16 comes back as float32 values, a copy)."""
         if self.is_cuda and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to "
@@ -401,12 +410,12 @@ class Tensor:
         from .dlpack import dlpack_device
         return dlpack_device(self)
 
-    def item(self):
+    def item(self) -> builtins.int | builtins.float | builtins.bool:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._values().reshape(-1)[0].item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._values().tolist()
 
     def __bool__(self):
@@ -447,12 +456,12 @@ class Tensor:
         return object.__format__(self, format_spec)
 
     # ---------------------------------------------------------------- copies and in-place writes
-    def detach(self):
+    def detach(self) -> Tensor:
         t = self._alias()
         t._base = self._base
         return t
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
         self.grad_fn = None
         self._requires_grad = False
         return self
@@ -466,7 +475,7 @@ class Tensor:
 
     clone = _copy_storage   # until rawdev.ops installs the differentiable one
 
-    def copy_(self, src, non_blocking=False):
+    def copy_(self, src: Tensor, non_blocking: builtins.bool = False) -> Tensor:
         """Copy src's values into this tensor's storage (cast to this dtype; src broadcast to this shape)."""
         if not isinstance(src, Tensor):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
@@ -497,7 +506,7 @@ class Tensor:
         self._bump_version()
         return self
 
-    def zero_(self):
+    def zero_(self) -> Tensor:
         if self._data is not None:
             self._host_storage()[...] = 0
         else:
@@ -506,7 +515,7 @@ class Tensor:
         self._bump_version()
         return self
 
-    def fill_(self, value):
+    def fill_(self, value: Any) -> Tensor:
         if isinstance(value, Tensor):
             if value.numel() != 1:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
@@ -545,7 +554,7 @@ class Tensor:
         return new
 
     # ---------------------------------------------------------------- moves and casts
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """to(device=None, dtype=None, non_blocking=False, copy=False) / to(dtype) / to(other_tensor).
 
         Returns self when nothing changes (and copy=False), else a new tensor; this tensor is untouched.
@@ -559,37 +568,37 @@ class Tensor:
         from . import moves
         return moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
 
-    def cuda(self, device=None, non_blocking=False):
+    def cuda(self, device: Any = None, non_blocking: builtins.bool = False) -> Tensor:
         dev = as_device("cuda" if device is None else device)  # an int is a cuda index, as in PyTorch
         if dev.type != "cuda":
             raise RuntimeError("Invalid device, must be cuda device")
         return self.to(dev, non_blocking=non_blocking)
 
-    def cpu(self, non_blocking=False):
+    def cpu(self, non_blocking: builtins.bool = False) -> Tensor:
         return self.to(CPU, non_blocking=non_blocking)
 
-    def float(self):
+    def float(self) -> Tensor:
         return self.to(dtype=_dt.float32)
 
-    def half(self):
+    def half(self) -> Tensor:
         return self.to(dtype=_dt.float16)
 
-    def bfloat16(self):
+    def bfloat16(self) -> Tensor:
         return self.to(dtype=_dt.bfloat16)
 
-    def double(self):
+    def double(self) -> Tensor:
         return self.to(dtype=_dt.float64)
 
-    def long(self):
+    def long(self) -> Tensor:
         return self.to(dtype=_dt.int64)
 
-    def int(self):
+    def int(self) -> Tensor:
         return self.to(dtype=_dt.int32)
 
-    def byte(self):
+    def byte(self) -> Tensor:
         return self.to(dtype=_dt.uint8)
 
-    def bool(self):
+    def bool(self) -> Tensor:
         return self.to(dtype=_dt.bool)
 
 

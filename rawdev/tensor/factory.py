@@ -7,7 +7,10 @@ the strided copy, ramps (arange, linspace) and random numbers are kernels of ptx
 from the device's Philox generator, see rawdev.random) — so no values cross the bus.
 """
 
+from __future__ import annotations
+
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +52,7 @@ def _infer_dtype(data):
     return _dt.from_numpy_dtype(a.dtype)
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
+def tensor(data, dtype: _dt.dtype | None = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of data (nested lists, scalars, numpy arrays, Tensors)."""
     dt = _dt.as_dtype(dtype)
     if isinstance(data, Tensor):
@@ -70,7 +73,7 @@ def _check_nested(data):
             raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data, dtype: _dt.dtype | None = None, device: Any = None) -> Tensor:
     """Shares memory with a cpu Tensor or a numpy array when dtype/device already match."""
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=_dt.as_dtype(dtype)) if (device or dtype) else data
@@ -82,7 +85,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(arr):
+def from_numpy(arr) -> Tensor:
     """A cpu tensor sharing arr's memory (writes show through both ways)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
@@ -100,7 +103,8 @@ def from_numpy(arr):
     return Tensor._make_cpu(arr, dt)
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype: _dt.dtype | None = None, device: Any = None, copy=None,
+            requires_grad: bool = False) -> Tensor:
     if copy:
         return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
     return _finish(as_tensor(obj, dtype=dtype, device=device), None, requires_grad)
@@ -119,8 +123,9 @@ def _on_cuda(dev):
     return dev.type == "cuda"
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
-          memory_format=None):
+def empty(*size: Any, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+          requires_grad: bool = False, pin_memory=False,
+          memory_format=None) -> Tensor:
     """An uninitialized tensor (a pool allocation on cuda: its bytes are whatever was there)."""
     shape = parse_size(size)
     dt, dev = _options(dtype, device, layout)
@@ -132,7 +137,8 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     return _finish(t, None, requires_grad)
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def zeros(*size: Any, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+          requires_grad: bool = False, pin_memory=False) -> Tensor:
     t = empty(*size, dtype=dtype, layout=layout, device=device)
     t.zero_()
     t._vc[0] = 0
@@ -151,8 +157,9 @@ def _fill_dtype(fill_value):
     return _dt.get_default_dtype()
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-         pin_memory=False):
+def full(size, fill_value, *, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+         requires_grad: bool = False,
+         pin_memory=False) -> Tensor:
     """A tensor of size filled with fill_value (dtype inferred from it as PyTorch: bool, int64 or the default
     float dtype); on cuda a memset or one element broadcast by the strided copy."""
     shape = parse_size((size,))
@@ -163,7 +170,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     return _finish(t, None, requires_grad)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def ones(*size: Any, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+         requires_grad: bool = False, pin_memory=False) -> Tensor:
     return full(parse_size(size), 1, dtype=_dt.as_dtype(dtype) or _dt.get_default_dtype(), layout=layout,
                 device=device, requires_grad=requires_grad)
 
@@ -215,7 +223,8 @@ def _scalar(v):
 
 
 # ------------------------------------------------------------------ ramps
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, *, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
     """Values from start to end (exclusive) by step; int64 when every argument is an integer."""
     start, end, step = _scalar(start), _scalar(end), _scalar(step)
     if end is None:
@@ -238,7 +247,8 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     return _finish(Tensor._make_cpu(_dt.to_storage(vals, dt), dt), None, requires_grad)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def linspace(start, end, steps, *, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
     """steps values evenly spaced from start to end (both included), computed as PyTorch does: the first half
     from start, the second from end, so both ends are exact."""
     start, end = _scalar(start), _scalar(end)
@@ -262,7 +272,8 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(Tensor._make_cpu(_dt.to_storage(vals, dt), dt), None, requires_grad)
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def eye(n, m=None, *, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
     """The n x m identity: zeros with ones on the diagonal (a strided fill of the diagonal view on cuda)."""
     n = operator.index(n)
     m = n if m is None else operator.index(m)
@@ -297,8 +308,9 @@ def _device_floats(shape, dt, dev, fill, *args):
     return _device_cast(t, dt)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          pin_memory=False):
+def randn(*size: Any, generator=None, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+          requires_grad: bool = False,
+          pin_memory=False) -> Tensor:
     """Standard normal samples: cpu from the cpu generator, cuda from the device's Philox (Box-Muller)."""
     shape = parse_size(size)
     dt, dev = _options(dtype, device, layout)
@@ -312,8 +324,9 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     return _finish(t, None, requires_grad)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-         pin_memory=False):
+def rand(*size: Any, generator=None, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+         requires_grad: bool = False,
+         pin_memory=False) -> Tensor:
     """Uniform samples in [0, 1)."""
     shape = parse_size(size)
     dt, dev = _options(dtype, device, layout)
@@ -335,8 +348,9 @@ def _device_integers(shape, dt, dev, low, high, g):
     return _device_cast(t, dt)
 
 
-def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
-            requires_grad=False, pin_memory=False):
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype: _dt.dtype | None = None, layout=None,
+            device: Any = None,
+            requires_grad: bool = False, pin_memory=False) -> Tensor:
     """Integers uniform in [low, high): randint(high, size) or randint(low, high, size)."""
     if size is None and isinstance(high, (tuple, list, Size)):
         low, high, size = 0, low, high    # PyTorch's randint(high, size) overload
@@ -358,8 +372,9 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     return _finish(t, None, requires_grad)
 
 
-def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-             pin_memory=False):
+def randperm(n, *, generator=None, out=None, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+             requires_grad: bool = False,
+             pin_memory=False) -> Tensor:
     """A random permutation of 0..n-1. cuda: 64 random bits per element ranked on the device (rank_select)."""
     n = operator.index(n)
     if n < 0:
@@ -383,39 +398,46 @@ def _like(t, dtype, device):
     return (_dt.as_dtype(dtype) or t.dtype), (device if device is not None else t.device)
 
 
-def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+def empty_like(input, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+               requires_grad: bool = False, memory_format=None) -> Tensor:  # noqa: A002
     dt, dev = _like(input, dtype, device)
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+def zeros_like(input, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+               requires_grad: bool = False, memory_format=None) -> Tensor:  # noqa: A002
     dt, dev = _like(input, dtype, device)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+def ones_like(input, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:  # noqa: A002
     dt, dev = _like(input, dtype, device)
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
-              memory_format=None):
+def full_like(input, fill_value, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+              requires_grad: bool = False,  # noqa: A002
+              memory_format=None) -> Tensor:
     dt, dev = _like(input, dtype, device)
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+def randn_like(input, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+               requires_grad: bool = False, memory_format=None) -> Tensor:  # noqa: A002
     dt, dev = _like(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):  # noqa: A002
+def rand_like(input, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:  # noqa: A002
     dt, dev = _like(input, dtype, device)
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
-                 memory_format=None):
+def randint_like(input, low=0, high=None, *, dtype: _dt.dtype | None = None, layout=None, device: Any = None,
+                 requires_grad: bool = False,  # noqa: A002
+                 memory_format=None) -> Tensor:
     if high is None:
         low, high = 0, low
     dt, dev = _like(input, dtype, device)

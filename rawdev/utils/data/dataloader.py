@@ -18,6 +18,8 @@ Worker processes (num_workers > 0; the 'fork' start method by default on Linux):
   exhausted, garbage collected or deleted after an early break, or, with persistent_workers, when the
   loader goes; timeout > 0 bounds each wait for a batch.
 """
+from __future__ import annotations
+
 import functools
 import glob
 import itertools
@@ -26,6 +28,8 @@ import os
 import queue
 import sys
 import warnings
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -116,10 +120,13 @@ class DataLoader:
 
     __initialized = False
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
-                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
-                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
-                 pin_memory_device=""):
+    def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
+                 sampler: Sampler | Iterable[Any] | None = None, batch_sampler: Iterable[list[Any]] | None = None,
+                 num_workers: int = 0, collate_fn: Callable[[list[Any]], Any] | None = None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], None] | None = None, multiprocessing_context: Any = None,
+                 generator: Any = None, *, prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "") -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
@@ -213,16 +220,17 @@ class DataLoader:
             return _SingleProcessDataLoaderIter(self)
         return _MultiProcessingDataLoaderIter(self)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
-                self._iterator = self._get_iterator()
+            it = self._iterator
+            if it is None:
+                it = self._iterator = self._get_iterator()
             else:
-                self._iterator._reset(self)
-            return self._iterator
+                it._reset(self)
+            return it
         return self._get_iterator()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _length(self._dataset_kind, self.dataset, self.batch_size, self.drop_last, self._index_sampler)
 
 

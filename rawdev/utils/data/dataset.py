@@ -1,10 +1,17 @@
 """Datasets, shaped like torch.utils.data.dataset: Dataset, IterableDataset, TensorDataset, Subset,
 ConcatDataset, ChainDataset, StackDataset and random_split (lengths or fractions)."""
+from __future__ import annotations
+
 import bisect
 import math
 import warnings
+from collections.abc import Iterator, Sequence, Sized
+from typing import TYPE_CHECKING, Any, cast
 
 from ... import random as _random
+
+if TYPE_CHECKING:
+    from ...tensor.core import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",
            "Subset", "random_split"]
@@ -13,7 +20,7 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Conca
 class Dataset:
     """A map-style dataset: __getitem__(index) (and usually __len__). `a + b` is ConcatDataset([a, b])."""
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Any:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
     def __add__(self, other):
@@ -24,7 +31,7 @@ class IterableDataset(Dataset):
     """A dataset that is a stream: __iter__. In DataLoader workers, each worker iterates its own copy, so
     splitting the stream between workers is the dataset's business (rawdev.utils.data.get_worker_info())."""
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
@@ -34,7 +41,7 @@ class IterableDataset(Dataset):
 class TensorDataset(Dataset):
     """Samples are tuples of tensors[i] (each tensor indexed along its first dimension)."""
 
-    def __init__(self, *tensors):
+    def __init__(self, *tensors: Tensor) -> None:
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
         n = tensors[0].size(0)
@@ -128,7 +135,7 @@ class ChainDataset(IterableDataset):
 class Subset(Dataset):
     """dataset[indices[i]] for i in range(len(indices))."""
 
-    def __init__(self, dataset, indices):
+    def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
         self.dataset, self.indices = dataset, indices
 
     def __getitem__(self, idx):
@@ -153,12 +160,12 @@ def _accumulate(lengths):
         yield s
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: Any = None) -> list[Subset]:
     """Split into non-overlapping Subsets of the given lengths, or of floor(fraction * len) each (the
     remainder handed out one by one round-robin, as PyTorch), over a permutation drawn from `generator`."""
     lengths = list(lengths)
+    n = len(cast(Sized, dataset))   # a map-style dataset to split has a length
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        n = len(dataset)
         sizes = []
         for i, frac in enumerate(lengths):
             if frac < 0 or frac > 1:
@@ -171,7 +178,7 @@ def random_split(dataset, lengths, generator=None):
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
                               stacklevel=2)
         lengths = sizes
-    if sum(lengths) != len(dataset):
+    if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     g = (generator or _random.default_generator).np
     perm = g.permutation(sum(lengths)).tolist()
