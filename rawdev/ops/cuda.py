@@ -1001,3 +1001,4 @@ from .cuda_layers2 import *  # noqa: F401,F403,E402  (interpolate, embedding_bag
 from .cuda_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)
 from .cuda_reduce2 import *  # noqa: F401,F403,E402  (row scans)
 from .cuda_int import *  # noqa: F401,F403,E402  (integer casts, int64 unary math and reductions)
+from .cuda_sortlong import *  # noqa: F401,F403,E402  (sorting rows of any length)

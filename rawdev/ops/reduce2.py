@@ -420,6 +420,36 @@ def _median_idx(a):
     return np.where(has_nan, first_nan, idx)
 
 
+def _device_rows(input, dim):
+    """(x with the reduced axis at d, d): the flattened input for dim None."""
+    if dim is None:
+        return reshape(input, (-1,)), 0
+    return input, input._wrap_dim(dim)
+
+
+def _median_device(input, dim, keepdim):
+    """median on cuda through the device sort: position (n-1)//2 of the ascending order, or, in a row holding
+    NaN, its first NaN (NaN propagates, as PyTorch); the values gathered from the input (gather's gradient)."""
+    from ..autograd.grad_mode import no_grad
+    from .scan_sort import sort
+    from .select import where
+    x, d = _device_rows(input, dim)
+    n = x.shape[d]
+    with no_grad():
+        order = sort(x.detach(), d).indices
+        nans = x.detach().isnan().sum(d, keepdim=True)
+        pos = where(nans > 0, n - nans, (n - 1) // 2)
+        ids = order.gather(d, pos)
+    vals = x.gather(d, ids)
+    if dim is None:
+        vals = reshape(vals, ())
+    elif not keepdim:
+        vals, ids = vals.squeeze(d), ids.squeeze(d)
+    if vals.grad_fn is not None:
+        vals.grad_fn.rename("MedianBackward0" if dim is None else "MedianBackward1")
+    return vals if dim is None else return_median(vals, ids)
+
+
 def median(input, dim=None, keepdim=False, *, axis=None):  # noqa: A002
     """median(x): the lower median of every element (0-d). median(x, dim, keepdim): (values, indices).
 
@@ -428,6 +458,8 @@ def median(input, dim=None, keepdim=False, *, axis=None):  # noqa: A002
         tensor(2.)
     """
     dim = _axis(dim, axis)
+    if input.is_cuda and input.numel() and (dim is None or input.ndim):
+        return _median_device(input, dim, keepdim)
     if dim is None:
         if input.numel() == 0:
             return input.new_full((), float("nan")) if input.dtype.is_floating_point else input.new_zeros(())
@@ -444,9 +476,46 @@ def median(input, dim=None, keepdim=False, *, axis=None):  # noqa: A002
     return return_median(vals, idx)
 
 
+def _mode_device(input, dim, keepdim):
+    """mode on cuda from device ops: the ascending order, run starts where a value differs from the one before,
+    run ids by a cumulative sum, run lengths by a scatter-add, the longest run (the first, i.e. smallest value,
+    among equally long ones), and the last index holding that value."""
+    from ..autograd.grad_mode import no_grad
+    from .join import cat
+    from .scan_sort import sort
+    from .select import where
+    d = input._wrap_dim(dim)
+    n = input.shape[d]
+    with no_grad():
+        x = input.detach()
+        s = sort(x, d).values
+        first = s.narrow(d, 0, 1)
+        changed = s.narrow(d, 1, n - 1) != s.narrow(d, 0, n - 1)
+        starts = cat([first == first, changed], d) if n > 1 else first == first    # NaN != NaN: a run each
+        run = starts.long().cumsum(d) - 1
+        ones = s.new_ones(run.shape, dtype=_dt.float32)                # counts in float32: exact below 2**24
+        counts = ones.new_zeros(run.shape).scatter_add(d, run, ones)
+        best = counts.argmax(d, keepdim=True)                       # the run id of the longest run
+        value = s.gather(d, (run == best).long().argmax(d, keepdim=True))
+        pos = run.new_ones(()).new_tensor(list(range(n)))
+        shape = [1] * x.ndim
+        shape[d] = n
+        pos = reshape(pos, tuple(shape))
+        hit = (x == value) | ((x != x) & (value != value))
+        ids = where(hit, pos, -1).amax(d, keepdim=True)
+    vals = input.gather(d, ids)
+    if not keepdim:
+        vals, ids = vals.squeeze(d), ids.squeeze(d)
+    if vals.grad_fn is not None:
+        vals.grad_fn.rename("ModeBackward0")
+    return return_mode(vals, ids)
+
+
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
     """(values, indices): the most frequent value along dim (the smallest among equally frequent ones) and an
     index where it occurs (the last, as PyTorch's cpu kernel)."""
+    if input.is_cuda and input.ndim and input.numel():
+        return _mode_device(input, dim, keepdim)
     a, layout = _rows(input, dim)
     outer, red, inner = layout
     idx = np.empty((outer, 1, inner), np.int64)

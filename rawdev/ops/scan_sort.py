@@ -4,11 +4,12 @@ unique, bincount, histc.
 cumsum/cumprod/logcumsumexp run on the tensor's device as a log-step (Hillis-Steele) scan composed of declared
 ops: ceil(log2(n)) shifted adds (multiplies, log-add-exps), each a few elementwise launches over the whole
 tensor, so autograd comes with them (cumprod's gradient is exact with zeros).
-sort/argsort/msort/topk/kthvalue of cuda float32 rows of up to 2048 elements run the sort_rows_f32 kernel (a stable
-bitonic sort per row in shared memory). The other selections (cummax/cummin, longer rows, other dtypes, the cpu)
-find their order on the host: the input is copied to the host (a sync on cuda), numpy orders it, and the values
-are then gathered on the input's device with index_select over the flat input, whose backward (index_add)
-scatters the gradient to the selected elements.
+sort/argsort/msort/topk/kthvalue of cuda tensors order on the device: float32 rows of up to 2048 elements with
+the sort_rows_f32 kernel (a stable bitonic sort per row in shared memory), longer rows and every other dtype with
+sort_long.ptx (chunk sorts and merge passes, rawdev/ops/cuda_sortlong.py) and a gather of the values. cummax/
+cummin and the cpu find their order on the host: the input is copied to the host (a sync on cuda), numpy orders
+it, and the values are then gathered on the input's device with index_select over the flat input, whose
+backward (index_add) scatters the gradient to the selected elements.
 unique, bincount and histc compute their outputs on the host (their output size depends on the data, PyTorch
 syncs as well) and copy them back to the device.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from .dispatch import backend_of
 from .reduce import _axis
 from .registry import declare
@@ -194,15 +195,34 @@ class _SortRows(Function):
 
 
 def _kernel_sort(x, dim, k, descending):
-    """(values, indices) of the first k along dim in sorted order by the kernel, or None where it does not
-    apply (cpu, not float32, a 0-d input, a row longer than SORT_MAX, or an empty one)."""
-    if x.device.type == "cpu" or x.dtype is not _dt.float32 or x.ndim == 0:
+    """(values, indices) of the first k along dim in sorted order on the device, or None where the host orders
+    (a cpu tensor, a 0-d input or an empty row). float32 rows up to SORT_MAX: the one-kernel bitonic sort;
+    longer rows and the other dtypes: sort_indices (chunk sorts and merge passes), the values gathered through
+    the order (their gradient is gather's scatter-add)."""
+    if x.device.type == "cpu" or x.ndim == 0:
         return None
     d = x._wrap_dim(dim)
-    if not 0 < x.shape[d] <= backend_of(x).SORT_MAX:
+    n = x.shape[d]
+    if n == 0:
         return None
-    vals, idx = _SortRows.apply(x.movedim(d, -1), k, descending)
-    return vals.movedim(-1, d), idx.movedim(-1, d).contiguous()
+    if x.dtype is _dt.float32 and n <= backend_of(x).SORT_MAX:
+        vals, idx = _SortRows.apply(x.movedim(d, -1), k, descending)
+        return vals.movedim(-1, d), idx.movedim(-1, d).contiguous()
+    xm = x.movedim(d, -1)
+    lead = tuple(xm.shape[:-1])
+    with no_grad():
+        order = backend_of(x).sort_indices(reshape(xm.detach(), (-1, n)), descending)
+        order = reshape(order, lead + (n,)).narrow(-1, 0, k).contiguous()
+    vals = xm.gather(-1, order)
+    return vals.movedim(-1, d), order.movedim(-1, d).contiguous()
+
+
+def _row_length(x, dim):
+    """(length of dim, the wrapped dim or None for a 0-d input)."""
+    if x.ndim == 0:
+        return 1, None
+    d = x._wrap_dim(dim)
+    return x.shape[d], d
 
 
 def sort(input, dim=-1, descending=False, stable=False, *, axis=None):  # noqa: A002
@@ -237,12 +257,14 @@ def msort(input):  # noqa: A002
 
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """(values, indices) of the k largest (largest=False: smallest) elements along dim, in sorted order."""
-    a, d = _host_rows(input, dim)
-    n = a.shape[-1]
+    n, d = _row_length(input, dim)
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     got = _kernel_sort(input, dim, k, largest)
-    vals, ids = got if got is not None else _take(input, _order(a, largest)[..., :k].astype(np.int64), d)
+    if got is None:
+        a, d = _host_rows(input, dim)
+        got = _take(input, _order(a, largest)[..., :k].astype(np.int64), d)
+    vals, ids = got
     if vals.grad_fn is not None:
         vals.grad_fn.rename("TopkBackward0")
     return return_topk(vals, ids)
@@ -250,14 +272,14 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     """(values, indices) of the k-th smallest element (1-based) along dim."""
-    a, d = _host_rows(input, dim)
-    n = a.shape[-1]
+    n, d = _row_length(input, dim)
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim if d is None else d}")
     got = _kernel_sort(input, dim, k, False)
     if got is not None:
         vals, ids = (t.narrow(d, k - 1, 1) for t in got)
     else:
+        a, d = _host_rows(input, dim)
         vals, ids = _take(input, _order(a, False)[..., k - 1:k].astype(np.int64), d)
     if d is not None and not keepdim:
         vals, ids = vals.squeeze(d), ids.squeeze(d)
