@@ -103,3 +103,47 @@ def test_median_and_mode_on_the_device_match_the_cpu(n, driver):
         got = getattr(rawdev.tensor(ints).cuda(), f)(1)
         np.testing.assert_array_equal(got.values.cpu().numpy(), want.values.numpy())
         np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
+
+
+def _running_pairs(a, is_max):
+    """Reference cummax/cummin along the last axis, written from PyTorch's rule: a later element takes over when
+    it is NaN, or when no NaN came before and it is >= (<=) the running value."""
+    v = np.empty_like(a)
+    ix = np.zeros(a.shape, np.int64)
+    for r in np.ndindex(a.shape[:-1]):
+        best, bi = a[r + (0,)], 0
+        for j in range(a.shape[-1]):
+            c = a[r + (j,)]
+            if j == 0 or np.isnan(c) or (not np.isnan(best) and (c >= best if is_max else c <= best)):
+                best, bi = c, j
+            v[r + (j,)], ix[r + (j,)] = best, bi
+    return v, ix
+
+
+def test_cummax_cummin_on_the_device(driver):
+    # PyTorch 2.13: cummax([1, 3, 3, 2, nan, 5, nan, 4]) indices [0, 1, 2, 2, 4, 4, 6, 6]
+    x = rawdev.tensor([1.0, 3.0, 3.0, 2.0, float("nan"), 5.0, float("nan"), 4.0])
+    for dev in ("cpu", "cuda"):
+        assert x.to(dev).cummax(0).indices.tolist() == [0, 1, 2, 2, 4, 4, 6, 6]
+        assert x.to(dev).cummin(0).indices.tolist() == [0, 0, 0, 0, 4, 4, 6, 6]
+    a = RNG.integers(0, 5, (3, 777, 2)).astype(np.float32)
+    a[0, RNG.integers(0, 777, 3), 0] = np.nan
+    for is_max, f in ((True, "cummax"), (False, "cummin")):
+        want_v, want_i = _running_pairs(np.moveaxis(a, 1, -1), is_max)
+        for dev in ("cpu", "cuda"):
+            t = rawdev.tensor(a, device=dev, requires_grad=True)
+            got = _no_host_copies(lambda t=t, f=f: getattr(t, f)(1)) if dev == "cuda" else getattr(t, f)(1)
+            np.testing.assert_array_equal(got.indices.cpu().numpy(), np.moveaxis(want_i, -1, 1))
+            np.testing.assert_array_equal(got.values.detach().cpu().numpy(), np.moveaxis(want_v, -1, 1))
+            got.values.sum().backward()
+            grad = np.zeros(a.shape, np.float32)
+            for o in range(3):
+                for k in range(2):
+                    np.add.at(grad[o, :, k], want_i[o, k], 1.0)
+            np.testing.assert_array_equal(t.grad.cpu().numpy(), grad)
+    ints = RNG.integers(-3, 3, (2, 300))
+    for f in ("cummax", "cummin"):
+        want = getattr(rawdev.tensor(ints), f)(1)
+        got = getattr(rawdev.tensor(ints).cuda(), f)(1)
+        np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.cpu().numpy(), want.values.numpy())

@@ -6,10 +6,10 @@ ops: ceil(log2(n)) shifted adds (multiplies, log-add-exps), each a few elementwi
 tensor, so autograd comes with them (cumprod's gradient is exact with zeros).
 sort/argsort/msort/topk/kthvalue of cuda tensors order on the device: float32 rows of up to 2048 elements with
 the sort_rows_f32 kernel (a stable bitonic sort per row in shared memory), longer rows and every other dtype with
-sort_long.ptx (chunk sorts and merge passes, rawdev/ops/cuda_sortlong.py) and a gather of the values. cummax/
-cummin and the cpu find their order on the host: the input is copied to the host (a sync on cuda), numpy orders
-it, and the values are then gathered on the input's device with index_select over the flat input, whose
-backward (index_add) scatters the gradient to the selected elements.
+sort_long.ptx (chunk sorts and merge passes, rawdev/ops/cuda_sortlong.py) and a gather of the values; cummax/
+cummin on cuda are a log-step scan of device ops. On the cpu the order is numpy's, and the values are gathered
+with index_select over the flat input, whose backward (index_add) scatters the gradient to the selected
+elements.
 unique, bincount and histc compute their outputs on the host (their output size depends on the data, PyTorch
 syncs as well) and copy them back to the device.
 """
@@ -288,7 +288,36 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     return return_kthvalue(vals, ids)
 
 
+def _cum_ext_device(input, dim, is_max):
+    """cummax/cummin on cuda: a log-step (Hillis-Steele) scan of (value, index) pairs made of device ops; the
+    pair combine keeps the right (later) element when it is NaN or, with no NaN on the left, when it is >= (<=)
+    the left one: the maximum under (NaN greatest, value, position), which is associative, so ceil(log2(n))
+    steps give PyTorch's result (ties take the later index; NaN propagates with the latest NaN's index). The
+    values are gathered through the indices (gather's gradient)."""
+    from .join import cat
+    from .select import where
+    d = input._wrap_dim(dim)
+    n = input.shape[d]
+    with no_grad():
+        v = input.detach().movedim(d, -1).contiguous()
+        shape = tuple(v.shape)
+        ix = v.new_tensor(list(range(n)), dtype=_dt.int64).expand(*shape).contiguous()
+        s = 1
+        while s < n:
+            lv, li = v.narrow(-1, 0, n - s), ix.narrow(-1, 0, n - s)
+            rv, ri = v.narrow(-1, s, n - s), ix.narrow(-1, s, n - s)
+            better = rv >= lv if is_max else rv <= lv
+            take = rv.isnan() | (~lv.isnan() & better)
+            v = cat([v.narrow(-1, 0, s), where(take, rv, lv)], -1)
+            ix = cat([ix.narrow(-1, 0, s), where(take, ri, li)], -1)
+            s *= 2
+        ix = ix.movedim(-1, d).contiguous()
+    return input.gather(d, ix), ix
+
+
 def _cum_ext(input, dim, is_max):
+    if input.is_cuda and input.ndim and input.numel():
+        return _cum_ext_device(input, dim, is_max)
     a, d = _host_rows(input, dim)
     n = a.shape[-1]
     idx = np.zeros(a.shape, np.int64)
@@ -301,7 +330,7 @@ def _cum_ext(input, dim, is_max):
             c = a[..., j]
             cnan = np.isnan(c) if isf else np.zeros(c.shape, bool)
             take = (c >= best) if is_max else (c <= best)
-            take = np.where(nan_seen, False, take | cnan)
+            take = cnan | (~nan_seen & take)      # a later NaN takes over (PyTorch: the latest NaN's index)
             best = np.where(take, c, best)
             bi = np.where(take, j, bi)
             nan_seen = nan_seen | cnan
