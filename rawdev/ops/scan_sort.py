@@ -10,9 +10,11 @@ sort_long.ptx (chunk sorts and merge passes, rawdev/ops/cuda_sortlong.py) and a 
 cummin on cuda are a log-step scan of device ops. On the cpu the order is numpy's, and the values are gathered
 with index_select over the flat input, whose backward (index_add) scatters the gradient to the selected
 elements.
-unique, bincount and histc compute their outputs on the host (their output size depends on the data, PyTorch
-syncs as well) and copy them back to the device.
+unique (dim=None), bincount and histc of cuda tensors are device ops over the device sort (runs, a cumsum,
+scatters); what their output size depends on (the number of distinct values, max(input), the data's range)
+is read back, as PyTorch syncs for it. unique with dim and the cpu use numpy.
 """
+import builtins
 import collections
 
 import numpy as np
@@ -357,10 +359,46 @@ def cummin(input, dim, *, axis=None):  # noqa: A002
 
 
 # ------------------------------------------------------------------ host-sized outputs
+def _runs(s):
+    """For a sorted 1-D cuda tensor: (bool run starts, int64 run id per element, start positions, run lengths);
+    NaN != NaN, so every NaN is its own run (PyTorch's unique keeps each NaN). Reads one number back."""
+    from .join import cat
+    n = s.shape[0]
+    head = s.narrow(0, 0, 1)
+    starts = cat([head == head, s.narrow(0, 1, n - 1) != s.narrow(0, 0, n - 1)]) if n > 1 else (head == head) | True
+    run = starts.long().cumsum(0) - 1
+    count = int(starts.sum())                       # the one host read: how many runs (PyTorch syncs for it too)
+    # each run's start position, by a plain scatter: the other elements all write to a spare slot at `count`
+    from .select import where
+    slot = where(starts, run, count)
+    pos = run.new_zeros(count + 1).scatter(0, slot, s.new_tensor(list(range(n)), dtype=_dt.int64))
+    pos = pos.narrow(0, 0, count)
+    ends = cat([pos.narrow(0, 1, count - 1), pos.new_tensor([n])]) if count > 1 else pos.new_tensor([n])
+    return starts, run, pos, ends - pos
+
+
+def _unique_device(input, return_inverse, return_counts):
+    """unique(dim=None) on cuda: the device sort, run starts, a cumsum for the run ids (the inverse, scattered back
+    through the order) and the run lengths (the counts); the only host read is the number of runs."""
+    x = reshape(input.detach(), (-1,))
+    with no_grad():
+        s, order = sort(x)
+        starts, run, pos, counts = _runs(s)
+        out = [s.gather(0, pos)]
+        if return_inverse:
+            out.append(reshape(run.new_zeros(run.shape).scatter(0, order, run), tuple(input.shape)))
+        if return_counts:
+            out.append(counts)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct elements (dim=None, flattened) or slices along dim, sorted; with the inverse indices and
-    counts when asked. Computed on the host (its size depends on the data) and returned on input's device."""
+    counts when asked. On cuda (dim=None) from device ops (only the number of distinct values is read back, as
+    PyTorch's sync); otherwise on the host, returned on input's device."""
     from ..tensor.factory import tensor as _tensor
+    if input.is_cuda and dim is None and input.numel():
+        return _unique_device(input, return_inverse, return_counts)
     a = np.asarray(input.detach().cpu())
     if dim is None:
         u, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
@@ -384,6 +422,8 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
     from ..tensor.factory import tensor as _tensor
     if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is _dt.bool:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.is_cuda and input.numel():
+        return _bincount_device(input, weights, minlength)
     a = np.asarray(input.detach().cpu()).astype(np.int64)
     if a.size and a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -398,12 +438,54 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
     return _tensor(np.bincount(a, w, minlength=minlength), dtype=dt, device=input.device)
 
 
+def _bincount_device(input, weights, minlength):
+    """bincount on cuda: the length needs max(input) on the host (PyTorch reads it too); counts are run lengths
+    of the sorted input scattered to their values (exact int64), weights are summed by a scatter-add."""
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    x = input.detach().long()
+    if int(x.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    size = builtins.max(int(x.max()) + 1, minlength)
+    with no_grad():
+        if weights is None:
+            s = sort(x).values
+            _, _, pos, counts = _runs(s)
+            return counts.new_zeros(size).scatter(0, s.gather(0, pos), counts)
+        if tuple(weights.shape) != tuple(input.shape):
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        w = weights.detach()
+        if not w.dtype.is_floating_point:
+            w = w.float()
+        return w.new_zeros(size).scatter_add(0, x, w)
+
+
+def _histc_device(input, bins, lo, hi):
+    """histc on cuda: each value's bin from elementwise ops, out-of-range values weighted 0, one scatter-add."""
+    x = reshape(input.detach(), (-1,))
+    xf = x.float()
+    with no_grad():
+        inside = (xf >= lo) & (xf <= hi)
+        pos = ((xf - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).long()
+        out = xf.new_zeros(bins).scatter_add(0, pos, inside.float())
+    return out.to(dtype=input.dtype)
+
+
 def histc(input, bins=100, min=0, max=0):  # noqa: A001,A002
     """Histogram of input's values into bins equal-width bins over [min, max] (min == max: the data's range);
     values outside are ignored; the last bin includes max. On the host; returned on input's device."""
     from ..tensor.factory import tensor as _tensor
     if bins <= 0:
         raise RuntimeError("torch.histogramc: bins must be > 0")
+    if input.is_cuda:
+        lo, hi = float(min), float(max)
+        if lo == hi and input.numel():
+            lo, hi = float(input.min()), float(input.max())     # the data's range: two reads, as PyTorch
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        if lo > hi:
+            raise RuntimeError("torch.histogramc: max must be larger than min")
+        return _histc_device(input, bins, lo, hi)
     a = np.asarray(input.detach().cpu()).astype(np.float64).reshape(-1)
     lo, hi = float(min), float(max)
     if lo == hi and a.size:
