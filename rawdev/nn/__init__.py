@@ -1,10 +1,11 @@
 """rawdev.nn: Module, Parameter and the containers. Layers and losses are added by the ops layer."""
 
-from .containers import ModuleDict, ModuleList, Sequential
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .module import Module
 from .parameter import Buffer, Parameter
 
-__all__ = ["Module", "Parameter", "Buffer", "Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Module", "Parameter", "Buffer", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
 
 # --- layers, losses, functional, init ---
 from . import functional, init  # noqa: E402
@@ -50,3 +51,6 @@ from .layers import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d,
 __all__ += ["EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
             "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+from .layers import CosineSimilarity, PairwiseDistance  # noqa: E402
+
+__all__ += ["CosineSimilarity", "PairwiseDistance"]

@@ -304,3 +304,171 @@ class ModuleDict(Module):
                     raise ValueError("ModuleDict update sequence element #" + str(j) + " has length "
                                      + str(len(m)) + "; 2 is required")
                 self[m[0]] = m[1]
+
+
+def _param_line(p, legacy):
+    """PyTorch's one-line description of a parameter in a ParameterList ("[float32 of size 3x4]") or a
+    ParameterDict ("[FloatTensor of size 2]"), with the device when it is not the cpu."""
+    size = "x".join(str(s) for s in p.shape)
+    what = p.type() if legacy else str(p.dtype)
+    where = f" ({p.device})" if p.device.type != "cpu" else ""
+    return f"Parameter containing: [{what} of size {size}{where}]"
+
+
+def _as_parameter(value):
+    from ..tensor.core import Tensor
+    from .parameter import Parameter
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)      # PyTorch wraps a plain tensor (requires_grad=True)
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters registered as "0", "1", …: they appear in parameters(), state_dict() and move with
+    the module. A plain tensor put in is wrapped in a Parameter, as PyTorch does.
+
+    Example:
+        >>> ps = nn.ParameterList([nn.Parameter(torch.randn(3, 4)) for _ in range(2)])
+        >>> [n for n, _ in ps.named_parameters()]
+        ['0', '1']
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _index(self, idx):
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % len(self))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return self.__class__([self[i] for i in range(len(self))[idx]])
+        return getattr(self, self._index(idx))
+
+    def __setitem__(self, idx, param):
+        setattr(self, self._index(idx), _as_parameter(param))
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def append(self, value):
+        new_idx = len(self)
+        self._size += 1
+        setattr(self, str(new_idx), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        if not isinstance(values, container_abcs.Iterable) or isinstance(values, str):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): {_param_line(p, False)}" for i, p in enumerate(self))
+
+    def __repr__(self):
+        body = self.extra_repr()
+        return self._get_name() + "(" + ("".join("\n    " + line for line in body.split("\n")) + "\n"
+                                         if body else "") + ")"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters registered under their (string) keys. A plain tensor is wrapped in a
+    Parameter, as PyTorch does."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str):
+            raise TypeError(f"parameter name should be a string. Got {type(key).__name__}")
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def __dir__(self):
+        return [k for k in super().__dir__() if k not in self._keys]
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        v = self[key]
+        del self[key]
+        return v
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def copy(self):
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def update(self, parameters):
+        if not isinstance(parameters, container_abcs.Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict, container_abcs.Mapping)):
+            for key, value in parameters.items():
+                self[key] = value
+        else:
+            for j, kv in enumerate(parameters):
+                if len(kv) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(kv)}; 2 is required")
+                self[kv[0]] = kv[1]
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): {_param_line(p, True)}" for k, p in self.items())
+
+    def __repr__(self):
+        body = self.extra_repr()
+        return self._get_name() + "(" + ("".join("\n    " + line for line in body.split("\n")) + "\n"
+                                         if body else "") + ")"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called.")

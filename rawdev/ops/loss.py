@@ -599,6 +599,10 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
         r = sqrt(sum(mul(d, d), dim, keepdim=keepdim))
     elif p == 1:
         r = sum(abs(d), dim, keepdim=keepdim)
+    elif p == float("inf"):
+        r = abs(d).amax(dim, keepdim=keepdim)
+    elif p == 0:
+        r = (d != 0).to(dtype=d.dtype).sum(dim, keepdim=keepdim)
     else:
         r = pow(sum(pow(abs(d), p), dim, keepdim=keepdim), 1.0 / p)
     return r

@@ -47,3 +47,4 @@ def tag_modules(model):
         if name:
             object.__setattr__(m, "_rawdev_tag", f"{type(m).__name__} {name}")
     return model
+from .distance import *  # noqa: F401,F403,E402
