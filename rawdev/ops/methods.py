@@ -79,6 +79,51 @@ def _leaf_checked(raw):
     return write
 
 
+def _inplace_view(name):
+    """x.t_() / transpose_ / squeeze_ / unsqueeze_: x itself becomes the view (same storage, new sizes and
+    strides); under autograd it takes the view's node, and a leaf that requires grad is refused (PyTorch)."""
+    def method(self, *args, **kwargs):
+        if self.requires_grad and self.grad_fn is None and is_grad_enabled():
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        v = getattr(Tensor, name)(self, *args, **kwargs)
+        self._assign(v)
+        if v.grad_fn is not None:
+            self.grad_fn = v.grad_fn
+        return self
+    method.__name__ = name + "_"
+    method.__doc__ = f"In place {name}: this tensor becomes the view {name}(...) returns."
+    return method
+
+
+def _get_device(self):
+    """The cuda device index, or -1 for a cpu tensor."""
+    return self.device.index or 0 if self.is_cuda else -1
+
+
+def _pin_memory(self, device=None):
+    """A copy in page-locked host memory (so .to('cuda', non_blocking=True) is asynchronous)."""
+    import numpy as np
+
+    from ..runtime import is_available, memory
+    if self.is_cuda:
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if not is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    arr = np.ascontiguousarray(self._host_storage())
+    buf = memory.PinnedBuffer(max(arr.nbytes, 1), owner="pinned tensor")
+    view = buf.array[:arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    view[...] = arr
+    return Tensor._make_cpu(view, self.dtype)
+
+
+def _is_pinned(self, device=None):
+    """Whether this cpu tensor's storage is page-locked host memory."""
+    from ..runtime import is_available, memory
+    if self.is_cuda or self.numel() == 0 or not is_available():
+        return False
+    return memory.pointer_attributes(self._host_storage().ctypes.data)["MEMORY_TYPE"] == 1
+
+
 def _rsub(self, other):
     return F.sub(other, self)
 
@@ -169,6 +214,11 @@ def install():
     T.__getitem__ = index.getitem
     T.__setitem__ = index.setitem
     T.backward = _backward
+    for name in ("t", "transpose", "squeeze", "unsqueeze"):
+        setattr(T, name + "_", _inplace_view(name))
+    T.get_device = _get_device
+    T.pin_memory, T.is_pinned = _pin_memory, _is_pinned
+    T.H = T.mH = property(lambda s: s.mT if s.ndim > 2 else s.t())
     T.retain_grad = _retain_grad
     T.register_hook = _hooks.register_hook
     T.register_post_accumulate_grad_hook = _hooks.register_post_accumulate_grad_hook
