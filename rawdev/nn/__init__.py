@@ -54,3 +54,6 @@ __all__ += ["EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBiline
 from .layers import CosineSimilarity, PairwiseDistance  # noqa: E402
 
 __all__ += ["CosineSimilarity", "PairwiseDistance"]
+from .layers import Fold, Unfold  # noqa: E402
+
+__all__ += ["Fold", "Unfold"]

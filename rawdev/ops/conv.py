@@ -674,3 +674,94 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 declare("batch_norm", batch_norm, family="conv", functional=True, method=False)
 
+
+
+# ------------------------------------------------------------------ unfold / fold (the im2col pair)
+def _fold_geom(N, C, H, W, kernel_size, dilation, padding, stride):
+    KH, KW = _tuple(kernel_size, 2, "kernel_size")
+    DH, DW = _tuple(dilation, 2, "dilation")
+    PH, PW = _tuple(padding, 2, "padding")
+    SH, SW = _tuple(stride, 2, "stride")
+    OH = (H + 2 * PH - DH * (KH - 1) - 1) // SH + 1
+    OW = (W + 2 * PW - DW * (KW - 1) - 1) // SW + 1
+    return (N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW)
+
+
+def _cols_to_blocks(cols, geom):
+    """im2col's [C·KH·KW, N·L] -> unfold's [N, C·KH·KW, L]."""
+    N, L = geom[0], geom[12] * geom[13]
+    return cols.reshape(cols.shape[0], N, L).permute(1, 0, 2).contiguous()
+
+
+def _blocks_to_cols(blocks, geom):
+    N, L = geom[0], geom[12] * geom[13]
+    return blocks.permute(1, 0, 2).reshape(blocks.shape[1], N * L).contiguous()
+
+
+class _Unfold(Function):
+    node_name = "Im2ColBackward0"
+
+    @staticmethod
+    def forward(ctx, x, geom):
+        ctx.geom = geom
+        return _cols_to_blocks(backend_of(x).im2col(x.contiguous(), geom), geom)
+
+    @staticmethod
+    def backward(ctx, g):
+        return backend_of(g).col2im(_blocks_to_cols(g, ctx.geom), ctx.geom), None
+
+
+class _Fold(Function):
+    node_name = "Col2ImBackward0"
+
+    @staticmethod
+    def forward(ctx, blocks, geom):
+        ctx.geom = geom
+        return backend_of(blocks).col2im(_blocks_to_cols(blocks, geom), geom)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _cols_to_blocks(backend_of(g).im2col(g.contiguous(), ctx.geom), ctx.geom), None
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """Sliding blocks of a [N, C, H, W] (or [C, H, W]) input as columns: [N, C·kh·kw, L], L the number of
+    block positions (im2col; its gradient is col2im)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    x = input if input.ndim == 4 else input.unsqueeze(0)
+    N, C, H, W = x.shape
+    geom = _fold_geom(N, C, H, W, kernel_size, dilation, padding, stride)
+    if geom[12] <= 0 or geom[13] <= 0:
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size={kernel_size}, dilation="
+                           f"{dilation}, padding={padding}, calculated shape of the array of sliding blocks as "
+                           f"({geom[12]}, {geom[13]}), but its components must be at least one.")
+    out = _Unfold.apply(x, geom)
+    return out if input.ndim == 4 else out.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """The inverse layout of unfold: columns [N, C·kh·kw, L] summed back into [N, C, H, W] (overlapping
+    positions add up; col2im, whose gradient is im2col)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                           f"(got {input.ndim}D)")
+    b = input if input.ndim == 3 else input.unsqueeze(0)
+    N, CK, L = b.shape
+    KH, KW = _tuple(kernel_size, 2, "kernel_size")
+    if CK % (KH * KW):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                           f"but got input.size(1)={CK} and kernel_size=({KH}, {KW})")
+    H, W = _tuple(output_size, 2, "output_size")
+    geom = _fold_geom(N, CK // (KH * KW), H, W, kernel_size, dilation, padding, stride)
+    if geom[12] * geom[13] != L:
+        raise RuntimeError(f"Given output_size=({H}, {W}), kernel_size=({KH}, {KW}), dilation={dilation}, padding="
+                           f"{padding}, stride={stride}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {geom[12]} * {geom[13]} = {geom[12] * geom[13]}, "
+                           f"but got input.size(2)={L}.")
+    out = _Fold.apply(b.contiguous(), geom)
+    return out if input.ndim == 3 else out.squeeze(0)
+
+
+declare("unfold", unfold, family="conv", functional=True, method=False, torch=False)
+declare("fold", fold, family="conv", functional=True, method=False, torch=False)

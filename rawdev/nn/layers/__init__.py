@@ -9,7 +9,7 @@ from .flatten import Flatten, Identity, Unflatten
 from .linear import Linear
 from .normalization import LayerNorm, RMSNorm
 from .sparse import Embedding
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
                       AvgPool2d, MaxPool1d, MaxPool2d)
 from .batchnorm import BatchNorm1d, BatchNorm2d
@@ -37,7 +37,7 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
            "EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
            "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Unfold", "Fold"]
 
 
 def tag_modules(model):

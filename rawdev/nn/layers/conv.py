@@ -8,7 +8,7 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
 
 
 def _ntuple(v, n):
@@ -159,3 +159,34 @@ class ConvTranspose1d(_ConvTransposeNd):
             from ...ops.conv import _conv_transposend
             return _conv_transposend(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                      self.groups, self.dilation, 1, "conv_transpose1d", output_size)
+
+
+class Unfold(Module):
+    """Unfold(kernel_size, dilation=1, padding=0, stride=1): sliding blocks as columns (F.unfold)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):  # noqa: A002
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")
+
+
+class Fold(Module):
+    """Fold(output_size, kernel_size, dilation=1, padding=0, stride=1): columns summed back into an image."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):  # noqa: A002
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
