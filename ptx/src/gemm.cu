@@ -33,8 +33,16 @@ DEVI float activate(float v, int act)
     return (act == 2) ? gelu_tanh(v) : r;
 }
 
+// Shared tiles s[BK][BMN + 4] are swizzled: in rows k with bit 3 set (k = 8..15 of a BK = 16 tile), column c is
+// stored at c ^ 8 (two float4 blocks over). Why: a K-contiguous operand is transposed on its way in, each
+// thread writing 4 rows k..k+3 of one column; with the row stride 4 (mod 32) floats, rows k and k + 8 of the
+// same warp's 8 columns fell in the same 16 banks (a 2-way conflict on every store of the 64x64 and 32x32
+// tiles). Shifting rows 8..15 by 8 columns puts them in the other 8 banks of each group. Reads use the same map
+// (a warp reads one row at a time, so its float4 reads stay contiguous and aligned). BK = 8 tiles are unchanged.
+DEVI int swz(int k, int c) { return c ^ (((k >> 3) & 1) << 3); }
+
 // Loads a BMN x BK slab of a matrix (rows along M or N, columns along K) into registers as float4
-// chunks, then stores it k-major into shared memory s[BK][BMN + 4].
+// chunks, then stores it k-major into shared memory s[BK][BMN + 4] (swizzled, see swz).
 // KCONTIG: element (mn, k) is at p[mn*ld + k]; otherwise at p[k*ld + mn].
 template <int BMN, int BK, int NT, bool KCONTIG>
 struct TileLoader {
@@ -82,13 +90,14 @@ struct TileLoader {
             int idx = tid + c * NT;
             if (KCONTIG) {
                 int mn = idx / (BK / 4), k = (idx % (BK / 4)) * 4;
-                s[k][mn] = r[c].x;
-                s[k + 1][mn] = r[c].y;
-                s[k + 2][mn] = r[c].z;
-                s[k + 3][mn] = r[c].w;
+                const int col = swz(k, mn);      // the same for k..k+3 (one group of 8 rows)
+                s[k][col] = r[c].x;
+                s[k + 1][col] = r[c].y;
+                s[k + 2][col] = r[c].z;
+                s[k + 3][col] = r[c].w;
             } else {
                 int k = idx / (BMN / 4), mn = (idx % (BMN / 4)) * 4;
-                *reinterpret_cast<float4*>(&s[k][mn]) = r[c];
+                *reinterpret_cast<float4*>(&s[k][swz(k, mn)]) = r[c];
             }
         }
     }
@@ -136,12 +145,12 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
                 float a[TM], b[TN];
 #pragma unroll
                 for (int r = 0; r < TM / 4; ++r) {
-                    float4 v = *reinterpret_cast<const float4*>(&As[cur][k][r * 4 * TY + ty * 4]);
+                    float4 v = *reinterpret_cast<const float4*>(&As[cur][k][swz(k, r * 4 * TY + ty * 4)]);
                     a[r * 4] = v.x; a[r * 4 + 1] = v.y; a[r * 4 + 2] = v.z; a[r * 4 + 3] = v.w;
                 }
 #pragma unroll
                 for (int c = 0; c < TN / 4; ++c) {
-                    float4 v = *reinterpret_cast<const float4*>(&Bs[cur][k][c * 4 * TX + tx * 4]);
+                    float4 v = *reinterpret_cast<const float4*>(&Bs[cur][k][swz(k, c * 4 * TX + tx * 4)]);
                     b[c * 4] = v.x; b[c * 4 + 1] = v.y; b[c * 4 + 2] = v.z; b[c * 4 + 3] = v.w;
                 }
 #pragma unroll

@@ -87,6 +87,13 @@ class LaunchStats:
     block_executions: int = 0
     chunks: int = 0
     seconds: float = 0.0
+    shared_requests: int = 0       # with count_banks: warp-level shared-memory accesses (per phase)
+    shared_wavefronts: int = 0     # ... and the bank passes they took (> requests means bank conflicts)
+
+    @property
+    def bank_conflicts(self):
+        """Extra shared-memory passes caused by bank conflicts (launch(..., count_banks=True))."""
+        return self.shared_wavefronts - self.shared_requests
 
     @property
     def rate(self):
@@ -124,6 +131,8 @@ class _Ctx:
         self._wsize = None
         self._warp = None
         self._cp_open, self._cp_groups = [], []   # cp.async copies in flight: not yet committed / committed
+        self.count_banks = False
+        self.bank_requests = self.bank_wavefronts = 0
 
     # -- lanes ↔ warps
     def warp_of(self, lanes):
@@ -200,6 +209,27 @@ class _Ctx:
                 if data.size:
                     self.S[(bi[:, None] + np.arange(data.shape[1], dtype=np.uint64)).reshape(-1)] = data.reshape(-1)
 
+    def _count_banks(self, bi, width, m):
+        """Bank passes of one shared-memory access: per warp (per phase of 8 lanes for 16-byte accesses, 16 for
+        8-byte ones, as the hardware splits them), the most distinct 4-byte words any of the 32 banks serves;
+        lanes reading the same word share it (a broadcast)."""
+        lanes = self.all_lanes if m is None else self.all_lanes[m]
+        if lanes.shape[0] == 0:
+            return
+        words = max(1, width // 4)
+        phase = 32 if width <= 4 else (16 if width == 8 else 8)
+        lane = (lanes % self.T) % 32
+        group = self.warp_of(lanes).astype(np.int64) * 4 + lane // phase
+        w = ((np.asarray(bi, np.uint64).astype(np.int64) // 4)[:, None] + np.arange(words)).reshape(-1)
+        g = np.repeat(group, words)
+        keys = np.unique((g << 40) | ((w % 32) << 34) | (w & ((1 << 34) - 1)))
+        gb, per_bank = np.unique(keys >> 34, return_counts=True)      # distinct words per (group, bank)
+        groups, inv = np.unique(gb >> 6, return_inverse=True)
+        most = np.zeros(groups.shape[0], np.int64)
+        np.maximum.at(most, inv, per_bank)
+        self.bank_requests += int(groups.shape[0])
+        self.bank_wavefronts += int(most.sum())
+
     def _fault(self, iid, m, k, err, space):
         pos = int(np.flatnonzero(m)[k]) if m is not None else k
         raise _LaneFault(iid, pos, err, space)
@@ -269,6 +299,8 @@ class _Ctx:
             except SimIllegalAddress as e:
                 self._fault(iid, m, e.lane_index, e, "global")
         buf, bi = self._space_index(space, a, sb, lb, isz * vec, iid, m)
+        if self.count_banks and space == "shared":
+            self._count_banks(bi, isz * vec, m)
         view = buf.view(dt)
         if vec == 1:
             if isz > 1:
@@ -320,6 +352,8 @@ class _Ctx:
         if space in ("const", "param"):
             raise DecodeError(f"store to .{space}")
         buf, bi = self._space_index(space, a, sb, lb, isz * vec, iid, m)
+        if self.count_banks and space == "shared":
+            self._count_banks(bi, isz * vec, m)
         view = buf.view(dt)
         shift = np.uint64(isz.bit_length() - 1)
         ei = (bi >> shift) if isz > 1 else bi
@@ -491,7 +525,7 @@ class PtxModule:
 
     # -- launch
     def launch(self, name, grid=(1, 1, 1), block=(1, 1, 1), params=b"", dynamic_shared=0, memory=None,
-               max_chunk_threads=None):
+               max_chunk_threads=None, count_banks=False):
         if name not in self.entries:
             raise KeyError(f"no .entry {name!r} in the module (has: {', '.join(self.entries)})")
         entry = self.entries[name]
@@ -519,9 +553,12 @@ class PtxModule:
             for b0 in range(0, nblocks, bpc):
                 nb = min(bpc, nblocks - b0)
                 X = _Ctx(self, code, params, memory, shsize, T, nb, gaddr)
+                X.count_banks = count_banks
                 R = self._registers(code, X, b0, grid, block, int(dynamic_shared))
                 self._run_chunk(code, X, R, b0, grid, block, stats)
                 stats.chunks += 1
+                stats.shared_requests += X.bank_requests
+                stats.shared_wavefronts += X.bank_wavefronts
         stats.seconds = time.perf_counter() - t0
         return stats
 

@@ -185,3 +185,16 @@ extern "C" __global__ void k_scan(float* out, const float* x, int n)
     }
     if (i < n) out[i] = buf[t];
 }
+
+// Shared-memory bank patterns for the bank-conflict counter: mode 0 each lane a consecutive word (no conflict),
+// 1 a stride of 32 words (all lanes in one bank: 32 passes), 2 every lane the same word (a broadcast), 3 a stride
+// of 2 words (2-way).
+extern "C" __global__ void k_banks(float* out, int mode)
+{
+    __shared__ float s[32 * 32];
+    const int t = threadIdx.x;
+    for (int i = t; i < 32 * 32; i += blockDim.x) s[i] = (float)i;
+    __syncthreads();
+    const int idx = mode == 0 ? t : (mode == 1 ? (t * 32) % 1024 : (mode == 2 ? 5 : (t * 2) % 1024));
+    out[t] = s[idx];
+}
