@@ -25,7 +25,7 @@ def ref_gemm(layout, A, B, M, N, K, lda, ldb, Y0, ldy, bias, alpha, beta, act):
     return v
 
 
-def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, act=0):
+def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, act=0, yoff=0):
     g = Gpu(dev)
     if layout == "nt":
         lda, arows, ldb, brows = K + pad, M, K + pad, N
@@ -38,12 +38,15 @@ def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, 
     B = rng.standard_normal(brows * ldb + off).astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32) if use_bias else None
     Y0 = rng.standard_normal(M * ldy).astype(np.float32) if beta != 0 else np.full(M * ldy, np.nan, np.float32)
-    bA, bB, bY = g.put(A), g.put(B), g.put(Y0)
+    Yall = np.concatenate([np.full(yoff, 7.0, np.float32), Y0])     # yoff > 0: Y's base not 16-byte aligned
+    bA, bB, bY = g.put(A), g.put(B), g.put(Yall)
     alpha = 0.75
     g.run(f"gemm_{layout}_f32_{tile}x{tile}", (cdiv(N, tile), cdiv(M, tile)), TILES[tile],
-          [bY, bA.ptr + 4 * off, bB.ptr + 4 * off, g.put(bias).ptr if use_bias else 0,
+          [bY.ptr + 4 * yoff, bA.ptr + 4 * off, bB.ptr + 4 * off, g.put(bias).ptr if use_bias else 0,
            M, N, K, lda, ldb, ldy, alpha, beta, act])
-    out = g.get(bY, M * ldy)
+    full = g.get(bY, M * ldy + yoff)
+    assert (full[:yoff] == 7.0).all(), "wrote before Y"
+    out = full[yoff:]
     ref = ref_gemm(layout, A[off:], B[off:], M, N, K, lda, ldb, Y0, ldy, bias, alpha, beta, act)
     got = out.reshape(M, ldy)
     assert not np.isnan(got[:, :N]).any(), "unwritten outputs"
@@ -70,6 +73,14 @@ def test_gemm_vector_path_beta_gelu(dev, layout, tile):
 def test_gemm_scalar_paths(dev, layout):
     run_case(dev, layout, 32, 33, 35, 19, pad=3, beta=0.5, use_bias=False)      # odd leading dims
     run_case(dev, layout, 32, 20, 24, 16, off=1, beta=-1.25, act=0)              # misaligned bases
+
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn"])
+@pytest.mark.parametrize("tile", [32, 64, 128])
+def test_gemm_epilogue_float4_and_scalar_stores(dev, layout, tile):
+    # float4 stores where a run of 4 columns is inside N and Y is 16-byte aligned, scalar ones otherwise:
+    run_case(dev, layout, tile, 37, 38, 20, pad=2, beta=0.5, act=2)    # ldy 40: the last run crosses N
+    run_case(dev, layout, tile, 21, 44, 12, yoff=1, beta=1.0)          # Y's base misaligned: scalar stores
 
 
 def test_gemm_k_zero(dev):

@@ -175,17 +175,36 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
         const int n = n0 + (j / 4) * 4 * TX + tx * 4 + (j % 4);
         bcol[j] = (bias != nullptr && n < N) ? bias[n] : 0.0f;
     }
+    // A thread's columns come in runs of 4 consecutive n starting at a multiple of 4: when Y's base and row
+    // stride are 16-byte aligned and a run is inside the matrix, it is written (and read, for beta) as one float4.
+    const bool vecY = ((reinterpret_cast<unsigned long long>(Y) & 15) == 0) && (ldy % 4 == 0);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int m = m0 + (i / 4) * 4 * TY + ty * 4 + (i % 4);
         float* yrow = Y + (long long)m * ldy;
 #pragma unroll
-        for (int j = 0; j < TN; ++j) {
-            const int n = n0 + (j / 4) * 4 * TX + tx * 4 + (j % 4);
-            if (m < M && n < N) {
-                float yold = 0.0f;
-                if (use_beta) yold = yrow[n];
-                yrow[n] = activate(fmaf(beta, yold, fmaf(alpha, acc[i][j], bcol[j])), act);
+        for (int q = 0; q < TN / 4; ++q) {
+            const int n4 = n0 + q * 4 * TX + tx * 4;
+            if (m >= M) continue;
+            if (vecY && n4 + 3 < N) {
+                float4 yold = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (use_beta) yold = *reinterpret_cast<const float4*>(yrow + n4);
+                float4 out;
+                out.x = activate(fmaf(beta, yold.x, fmaf(alpha, acc[i][q * 4], bcol[q * 4])), act);
+                out.y = activate(fmaf(beta, yold.y, fmaf(alpha, acc[i][q * 4 + 1], bcol[q * 4 + 1])), act);
+                out.z = activate(fmaf(beta, yold.z, fmaf(alpha, acc[i][q * 4 + 2], bcol[q * 4 + 2])), act);
+                out.w = activate(fmaf(beta, yold.w, fmaf(alpha, acc[i][q * 4 + 3], bcol[q * 4 + 3])), act);
+                *reinterpret_cast<float4*>(yrow + n4) = out;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int n = n4 + e;
+                    if (n < N) {
+                        float yold = 0.0f;
+                        if (use_beta) yold = yrow[n];
+                        yrow[n] = activate(fmaf(beta, yold, fmaf(alpha, acc[i][q * 4 + e], bcol[q * 4 + e])), act);
+                    }
+                }
             }
         }
     }
