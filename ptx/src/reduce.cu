@@ -3,14 +3,28 @@
 #define DEVI __device__ __forceinline__
 
 // Column sums of x[rows, cols] (row-major): out[c] = sum_r x[r, c] (+ beta*out[c]; out not read when beta == 0).
-// Block (32, 8): each block owns 32 columns; the 8 thread rows stride over the rows, then a shared tree.
+// Block (32, 8): each block owns 32 columns; the 8 thread rows stride over the rows (4 loads in flight each), then
+// a shared tree.
 DEVI void col_sums(float* __restrict__ out, const float* __restrict__ x, int rows, int cols, float beta)
 {
     __shared__ float part[8][33];
     const int c = blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f;
-    if (c < cols)
-        for (int r = threadIdx.y; r < rows; r += blockDim.y) s += x[(long long)r * cols + c];
+    if (c < cols) {
+        // four independent partial sums: four loads in flight per thread instead of one (the adds of a single
+        // accumulator would wait for each load in turn); the order of the additions is still fixed
+        const int step = blockDim.y;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+        int r = threadIdx.y;
+        for (; r + 3 * step < rows; r += 4 * step) {
+            s0 += x[(long long)r * cols + c];
+            s1 += x[(long long)(r + step) * cols + c];
+            s2 += x[(long long)(r + 2 * step) * cols + c];
+            s3 += x[(long long)(r + 3 * step) * cols + c];
+        }
+        for (; r < rows; r += step) s0 += x[(long long)r * cols + c];
+        s = (s0 + s1) + (s2 + s3);
+    }
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && c < cols) {
