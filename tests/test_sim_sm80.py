@@ -92,3 +92,19 @@ def test_cp_async_lands_at_the_wait_that_covers_its_group():
     second = src[n:].copy()
     second[1::2] = 0.0                                     # src-size 0: zero-filled, the source is not read
     np.testing.assert_array_equal(a[n:], second)
+
+
+def test_ldmatrix_x4_and_trans():
+    """Lane l gets, for matrix i, row l/4 and columns 2(l%4), 2(l%4)+1 packed low-first (PTX ISA ldmatrix);
+    .trans gives the same positions of the transposed matrix."""
+    d = Dev()
+    mats = RNG.integers(0, 2 ** 16, (4, 8, 8)).astype(np.uint16)
+    out, out_t = (d.up(np.zeros(128, np.uint32)) for _ in range(2))
+    d.launch("k_ldmatrix", (1, 1, 1), (32, 1, 1), out, out_t, d.up(mats.reshape(-1)))
+    got, got_t = d.down(out, (32, 4), np.uint32), d.down(out_t, (32, 4), np.uint32)
+    for lane in range(32):
+        r, c = lane // 4, 2 * (lane % 4)
+        for i in range(4):
+            assert got[lane, i] == int(mats[i, r, c]) | int(mats[i, r, c + 1]) << 16
+            t = mats[i].T
+            assert got_t[lane, i] == int(t[r, c]) | int(t[r, c + 1]) << 16

@@ -65,7 +65,7 @@ _IMPLEMENTED = {
     "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "setp", "set", "selp", "slct", "cvt", "cvta", "mov",
     "ld", "ldu", "st", "atom", "red", "bar", "barrier", "membar", "fence", "shfl", "vote", "activemask",
     "bra", "ret", "exit", "trap", "nanosleep", "mul24", "mad24", "sad", "prefetch", "prefetchu", "brkpt",
-    "pmevent", "call", "cp", "mma",
+    "pmevent", "call", "cp", "mma", "ldmatrix",
 }
 
 
@@ -497,7 +497,7 @@ class Decoder:
                                   f"(line {st.line}: {st.text})")
             code.opcodes.add(st.opcode)
             special = (base in ("bar", "barrier") and "warp" not in st.opcode.split(".")) or \
-                base in ("shfl", "vote", "activemask", "mma")
+                base in ("shfl", "vote", "activemask", "mma", "ldmatrix")
             if special:
                 close()
                 for lb in pending_labels:
@@ -1548,7 +1548,47 @@ class Decoder:
             return activemask
         if base == "mma":
             return self._mma(inst, mods, getter, setter, active, lane_slot)
+        if base == "ldmatrix":
+            return self._ldmatrix(inst, mods, getter, setter, active, lane_slot)
         _err(inst, "unsupported warp instruction")
+
+    def _ldmatrix(self, inst, mods, getter, setter, active, lane_slot):
+        """ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16 d, [addr]: lanes 8i..8i+7 give the row addresses
+        (16 bytes each) of 8x8 matrix i; lane l receives in d_i row l/4, columns 2(l%4) and 2(l%4)+1 (the lower
+        column in the low half), or with .trans the same positions of the transposed matrix (PTX ISA, ldmatrix).
+        Every lane of the warp must execute it; addresses must be 16-byte aligned inside the shared window."""
+        num = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), None)
+        if mods[:3] != ["sync", "aligned", "m8n8"] or num is None or "b16" not in mods or \
+                not any(m.startswith("shared") for m in mods):
+            _err(inst, "only ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16 is supported")
+        trans = "trans" in mods
+        d, a = inst.operands
+        dregs = list(d.items) if isinstance(d, Vec) else [d]
+        if len(dregs) != num or not isinstance(a, Addr) or not isinstance(a.base, Reg):
+            _err(inst, f"ldmatrix .x{num} takes {num} destination registers and a [register] address")
+        ga = getter(Reg(a.base.name), "u32" if self.code.slot_dtypes[self.slot(a.base.name, inst)].itemsize == 4
+                    else "u64")
+        sd = [setter(r, "b32") for r in dregs]
+        sb_slot, off, line = self.slot(SBASE), a.offset, inst.line
+        lg, lt = np.arange(32) >> 2, np.arange(32) & 3
+
+        def ldmatrix(R, X, idx):
+            lanes, full = active(R, X, idx)
+            if lanes.shape[0] % 32 or (R[lane_slot][lanes].astype(np.int64).reshape(-1, 32) != np.arange(32)).any():
+                raise DecodeError(f"line {line}: ldmatrix.sync.aligned executed by a partial warp")
+            nw = lanes.shape[0] // 32
+            rel = ga(R, lanes).astype(np.int64) + off
+            if (rel & 15).any() or (rel < 0).any() or (rel + 16 > X.shsize).any():
+                raise DecodeError(f"line {line}: ldmatrix row address not 16-byte aligned inside the shared window")
+            byte = (rel + np.asarray(R[sb_slot][lanes]).astype(np.int64)).reshape(nw, 32)
+            for i, set_ in enumerate(sd):
+                rows = byte[:, 8 * i:8 * i + 8]
+                m8 = X.S[rows[..., None] + np.arange(16)].view(np.uint16).reshape(nw, 8, 8)
+                if trans:
+                    m8 = m8.transpose(0, 2, 1)
+                lo, hi = m8[:, lg, 2 * lt], m8[:, lg, 2 * lt + 1]
+                set_(R, lanes, (lo.astype(np.uint32) | (hi.astype(np.uint32) << 16)).reshape(-1), full)
+        return ldmatrix
 
     def _mma(self, inst, mods, getter, setter, active, lane_slot):
         """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}: one warp's

@@ -60,3 +60,21 @@ extern "C" __global__ void k_cp_async(float* before, float* mid, float* after, c
     after[i] = s[i];
     after[n + i] = s[n + i];
 }
+
+// ldmatrix x4 (and .trans): in[] holds four 8x8 matrices of 16-bit values, row-major; lane l gives the address of
+// row l % 8 of matrix l / 8; out[lane * 4 + i] is the register the lane receives for matrix i.
+extern "C" __global__ void k_ldmatrix(unsigned* out, unsigned* out_t, const unsigned short* in)
+{
+    __shared__ __align__(16) unsigned short s[256];
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 256; i += 32) s[i] = in[i];
+    __syncthreads();
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(&s[((lane / 8) * 8 + lane % 8) * 8]);
+    unsigned r0, r1, r2, r3;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+    out[lane * 4] = r0; out[lane * 4 + 1] = r1; out[lane * 4 + 2] = r2; out[lane * 4 + 3] = r3;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+    out_t[lane * 4] = r0; out_t[lane * 4 + 1] = r1; out_t[lane * 4 + 2] = r2; out_t[lane * 4 + 3] = r3;
+}
