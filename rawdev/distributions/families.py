@@ -10,7 +10,7 @@ __all__ = ["Categorical", "OneHotCategorical", "Bernoulli", "Normal", "Uniform",
 
 
 def _tensor(x, like=None):
-    import rawdev
+    from . import _api as rawdev
     if isinstance(x, Tensor):
         return x
     dev = like.device if like is not None else None
@@ -67,7 +67,7 @@ class Categorical(Distribution):
         return self.probs.argmax(-1)
 
     def sample(self, sample_shape=()):
-        import rawdev
+        from . import _api as rawdev
         n = 1
         for s in sample_shape:
             n *= s
@@ -93,7 +93,7 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):
-        import rawdev
+        from . import _api as rawdev
         values = rawdev.arange(self._num_events, device=self.probs.device)
         values = values.view((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1,) + tuple(self.batch_shape)) if expand else values
@@ -119,7 +119,7 @@ class OneHotCategorical(Distribution):
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=()):
-        import rawdev.nn.functional as F
+        from ..nn import functional as F
         idx = self._categorical.sample(sample_shape)
         return F.one_hot(idx, self._categorical._num_events).to(dtype=self.probs.dtype)
 
@@ -160,22 +160,22 @@ class Bernoulli(Distribution):
 
     @property
     def mode(self):
-        import rawdev
+        from . import _api as rawdev
         m = (self.probs >= 0.5).to(dtype=self.probs.dtype)
         return rawdev.where(self.probs == 0.5, rawdev.full_like(m, float("nan")), m)
 
     def sample(self, sample_shape=()):
-        import rawdev
+        from . import _api as rawdev
         with no_grad():
             return rawdev.bernoulli(self.probs.expand(*self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
-        import rawdev.nn.functional as F
+        from ..nn import functional as F
         logits, value = _broadcast(self.logits, value.to(dtype=self.logits.dtype))
         return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self):
-        import rawdev.nn.functional as F
+        from ..nn import functional as F
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
 
@@ -208,7 +208,7 @@ class Normal(Distribution):
         return self.scale * self.scale
 
     def rsample(self, sample_shape=()):
-        import rawdev
+        from . import _api as rawdev
         shape = tuple(self._extended_shape(sample_shape))
         eps = rawdev.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
@@ -251,7 +251,7 @@ class Uniform(Distribution):
         return (self.high - self.low) ** 2 / 12
 
     def rsample(self, sample_shape=()):
-        import rawdev
+        from . import _api as rawdev
         shape = tuple(self._extended_shape(sample_shape))
         u = rawdev.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)

@@ -39,7 +39,7 @@ def _kl_normal_normal(p, q):
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
-    import rawdev
+    from . import _api as rawdev
     t = p.probs * (p.logits - q.logits)
     t = rawdev.where((q.probs == 0).expand_as(t), rawdev.full_like(t, math.inf), t)
     t = rawdev.where((p.probs == 0).expand_as(t), rawdev.zeros_like(t), t)
@@ -53,7 +53,7 @@ def _kl_onehot(p, q):
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
-    import rawdev.nn.functional as F
+    from ..nn import functional as F
     t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
     t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
     return t1 + t2
@@ -61,7 +61,7 @@ def _kl_bernoulli_bernoulli(p, q):
 
 @register_kl(Uniform, Uniform)
 def _kl_uniform_uniform(p, q):
-    import rawdev
+    from . import _api as rawdev
     result = ((q.high - q.low) / (p.high - p.low)).log()
     outside = (q.low > p.low) | (q.high < p.high)
     return rawdev.where(outside, rawdev.full_like(result, math.inf), result)
