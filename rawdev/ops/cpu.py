@@ -133,12 +133,21 @@ def pow_scalar(x, e):
     return wrap(np.power(xv, np.asarray(e, xv.dtype)), x.dtype)
 
 
-def _erf(x):
-    """erf in numpy (it has none), to ~1e-9 absolute in float64.
+def _erfc_cf(a):
+    """erfc(a) for a ≥ 2 by its continued fraction exp(−a²)/√π / (a + (1/2)/(a + 1/(a + (3/2)/(a + …)))),
+    40 levels evaluated from the bottom (relative error ~1e-14 over [2, 27])."""
+    k = a.copy()
+    for n in range(40, 0, -1):
+        k = a + (n / 2) / k
+    with np.errstate(under="ignore"):
+        return np.exp(-a * a) / (math.sqrt(math.pi) * k)
 
-    |x| < 2: the Maclaurin series (40 terms reach 1e-17 at |x| = 2);
-    beyond: 1 - erfc, erfc from Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 of a
-    value below 0.0047, so well under float32's resolution of erf)."""
+
+def _erf(x):
+    """erf in numpy (it has none), to float64's last bits or so.
+
+    |x| < 2: the Maclaurin series (40 terms reach 1e-17 at |x| = 2); beyond: 1 − erfc, erfc by its continued
+    fraction."""
     z = np.asarray(x, np.float64)
     a = np.abs(z)
     small = np.minimum(a, 2.0)
@@ -147,11 +156,7 @@ def _erf(x):
         term = term * (-z2) / n
         acc = acc + term / (2 * n + 1)
     series = acc * (2.0 / math.sqrt(math.pi))
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = (-1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
-    with np.errstate(under="ignore"):
-        tail = 1.0 - t * np.exp(-a * a + poly)
+    tail = 1.0 - _erfc_cf(np.maximum(a, 2.0))
     r = np.where(a < 2.0, series, tail) * np.sign(z)
     return r.astype(np.result_type(x), copy=False)
 

@@ -1,7 +1,9 @@
 """The small dispatcher: which backend runs an op (cpu = numpy, cuda = shipped PTX), device checks,
 and the gradient helpers the autograd engine calls."""
+import numpy as _np
+
 from ..tensor.core import Tensor
-from . import cpu
+from . import cpu as _cpu_module
 
 __all__ = ["backend", "check_same_device", "owner_scope", "current_owner"]
 
@@ -74,6 +76,25 @@ class _DenseCuda:
 
 
 _cuda = cuda_backend = _DenseCuda()
+
+
+class _QuietCpu:
+    """The numpy backend as the ops call it: IEEE results (inf for 1/0, nan for 0/0 or log(-1)) without numpy's
+    RuntimeWarnings, as PyTorch and a GPU give them."""
+
+    def __getattr__(self, name):
+        fn = getattr(_cpu_module, name)
+        if callable(fn) and not name.startswith("_") and not isinstance(fn, type):
+            def call(*args, _fn=fn, **kwargs):
+                with _np.errstate(all="ignore"):
+                    return _fn(*args, **kwargs)
+            call.__name__, call.__doc__ = name, fn.__doc__
+            fn = call
+        setattr(self, name, fn)
+        return fn
+
+
+cpu = _QuietCpu()
 
 
 def backend(op, *tensors):
