@@ -6,8 +6,42 @@ import math
 
 from .ops import reduce2 as _reduce2
 from .ops.linalg import matmul
+from .ops.structure import cross as _cross
+from .ops.structure import vander as _vander
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "cross", "diagonal", "vander"]
+
+
+def cross(input, other, *, dim=-1):  # noqa: A002
+    """The 3-vector cross product along dim (default the last), the operands broadcast.
+
+    Example:
+        >>> torch.linalg.cross(torch.tensor([1., 0., 0.]), torch.tensor([0., 1., 0.]))
+        tensor([0., 0., 1.])
+    """
+    return _cross(input, other, dim=dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803
+    """The diagonals of the matrices in A (a view), as Tensor.diagonal with the last two dims by default."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):  # noqa: N803
+    """torch.linalg.vander: the increasing powers x^0 … x^(N−1) of the last dimension of x.
+
+    Example:
+        >>> torch.linalg.vander(torch.tensor([1, 2, 3]))
+        tensor([[1, 1, 1],
+                [1, 2, 4],
+                [1, 3, 9]])
+    """
+    if x.ndim == 1:
+        return _vander(x, N, increasing=True)
+    n = x.shape[-1] if N is None else N
+    from .ops.creation import arange
+    powers = arange(n, device=x.device).to(dtype=x.dtype)
+    return x.unsqueeze(-1) ** powers
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002

@@ -58,7 +58,10 @@ class _PowTensor(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        out = backend("pow", a, b).binary_math(a, b, "pow")
+        if a.is_cuda and not a.dtype.is_floating_point:
+            out = _int_pow_device(a, b)
+        else:
+            out = backend("pow", a, b).binary_math(a, b, "pow")
         ctx.save_for_backward(a, b, out)
         ctx.sa, ctx.sb = a.shape, b.shape
         return out
@@ -75,6 +78,25 @@ class _PowTensor(Function):
         return ga, gb
 
     backward_graph = backward
+
+
+def _int_pow_device(a, b):
+    """Integer a ** b on the device by squaring: one pass per bit of the largest exponent (its value read back
+    once). Negative exponents raise as PyTorch's (0 ** 0 = 1; products wrap as the integer type does)."""
+    from .select import where
+    from .shape import broadcast_to
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    base, e = broadcast_to(a, shape).contiguous(), broadcast_to(b, shape).to(dtype=_dt.int64)
+    if e.numel() and int(e.min().item()) < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    out = (base * 0 + 1).to(dtype=a.dtype)
+    top = int(e.max().item()) if e.numel() else 0
+    while top > 0:
+        out = where((e % 2) == 1, out * base, out)
+        base = base * base
+        e = e.div(2, rounding_mode="floor")
+        top //= 2
+    return out
 
 
 def pow(input, exponent):  # noqa: A001,A002

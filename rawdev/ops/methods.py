@@ -201,6 +201,13 @@ def install():
     T.__floordiv__ = lambda s, o: M.floor_divide(s, o)
     T.__rfloordiv__ = lambda s, o: M.floor_divide(o, s)
     T.__and__ = T.__rand__ = lambda s, o: M.bitwise_and(s, o)
+    from . import pointwise2 as P2
+    T.__lshift__ = lambda s, o: P2.bitwise_left_shift(s, o)
+    T.__rshift__ = lambda s, o: P2.bitwise_right_shift(s, o)
+    T.__rlshift__ = lambda s, o: P2.bitwise_left_shift(o, s)
+    T.__rrshift__ = lambda s, o: P2.bitwise_right_shift(o, s)
+    T.__ilshift__ = lambda s, o: s.bitwise_left_shift_(o)
+    T.__irshift__ = lambda s, o: s.bitwise_right_shift_(o)
     T.__or__ = T.__ror__ = lambda s, o: M.bitwise_or(s, o)
     T.__xor__ = T.__rxor__ = lambda s, o: M.bitwise_xor(s, o)
     T.__invert__ = lambda s: M.bitwise_not(s)

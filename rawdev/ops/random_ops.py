@@ -19,7 +19,8 @@ from ..tensor.core import Tensor
 from ..tensor.size import Size
 from .registry import declare
 
-__all__ = ["normal", "bernoulli", "multinomial", "uniform_", "normal_", "random_", "exponential_", "bernoulli_"]
+__all__ = ["normal", "bernoulli", "multinomial", "uniform_", "normal_", "random_", "exponential_", "bernoulli_",
+           "geometric_", "cauchy_", "log_normal_"]
 
 
 def _check_inplace(t, name):
@@ -228,5 +229,68 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 declare("normal", normal, family="random", method=False)
 declare("bernoulli", bernoulli, family="random")
 declare("multinomial", multinomial, family="random")
-for _fn in (uniform_, normal_, exponential_, random_, bernoulli_):
+def _transformed(self, draw, fn):
+    """Fill self with fn(u) for u drawn in float32 by draw(u) on self's device (the cuda draw stays on the
+    device; fn is a composition of device ops)."""
+    from ..autograd.grad_mode import no_grad
+    from ..tensor import factory
+    with no_grad():
+        u = factory.empty(tuple(self.shape), dtype=_dt.float32 if self.is_cuda else _dt.float64, device=self.device)
+        draw(u)
+        self.copy_(fn(u))
+    return self
+
+
+def geometric_(self, p, *, generator=None):
+    """Fill self with draws from the geometric distribution: the number of Bernoulli(p) trials up to and
+    including the first success (1, 2, …).
+
+    Example:
+        >>> torch.empty(3).geometric_(0.5)      # e.g. tensor([1., 3., 1.])
+    """
+    _check_inplace(self, "geometric_")
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self.is_cpu:
+        g = _random.generator_for(self.device, generator)
+        return _write_values(self, g.np.geometric(p, tuple(self.shape)))
+    # ceil(log(u) / log(1 − p)) for u in (0, 1]: u = 1 − uniform[0, 1)
+    return _transformed(self, lambda u: u.uniform_(generator=generator),
+                        lambda u: ((1.0 - u).log() / np.log1p(-p)).ceil().clamp_min(1.0))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill self with Cauchy draws: median + sigma · tan(π (u − 1/2)).
+
+    Example:
+        >>> torch.empty(3).cauchy_()
+    """
+    _check_inplace(self, "cauchy_")
+    _float_only(self, "cauchy_cpu")
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    if self.is_cpu:
+        g = _random.generator_for(self.device, generator)
+        return _write_values(self, median + sigma * g.np.standard_cauchy(tuple(self.shape)))
+    return _transformed(self, lambda u: u.uniform_(generator=generator),
+                        lambda u: ((u - 0.5) * np.pi).tan() * sigma + median)
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill self with exp(N(mean, std²)) draws.
+
+    Example:
+        >>> torch.empty(3).log_normal_()
+    """
+    _check_inplace(self, "log_normal_")
+    _float_only(self, "log_normal_cpu")
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    if self.is_cpu:
+        g = _random.generator_for(self.device, generator)
+        return _write_values(self, g.np.lognormal(mean, std, tuple(self.shape)))
+    return _transformed(self, lambda u: u.normal_(mean, std, generator=generator), lambda u: u.exp())
+
+
+for _fn in (uniform_, normal_, exponential_, random_, bernoulli_, geometric_, cauchy_, log_normal_):
     declare(_fn.__name__, _fn, family="random", torch=False)
