@@ -57,3 +57,12 @@ __all__ += ["CosineSimilarity", "PairwiseDistance"]
 from .layers import Fold, Unfold  # noqa: E402
 
 __all__ += ["Fold", "Unfold"]
+from .layers import (Bilinear, ChannelShuffle, GaussianNLLLoss, Hardshrink, HingeEmbeddingLoss,  # noqa: E402
+                     LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MultiLabelMarginLoss,
+                     MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss, RReLU, Softmax2d, SoftMarginLoss,
+                     Softshrink, Threshold, TripletMarginWithDistanceLoss)
+
+__all__ += ["Threshold", "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "LocalResponseNorm", "ChannelShuffle",
+            "Bilinear", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d", "HingeEmbeddingLoss", "SoftMarginLoss",
+            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss",
+            "GaussianNLLLoss", "TripletMarginWithDistanceLoss"]

@@ -18,6 +18,10 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropy
 from .groupnorm import GroupNorm, InstanceNorm1d, InstanceNorm2d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
+from .extra import (Bilinear, ChannelShuffle, GaussianNLLLoss, Hardshrink, HingeEmbeddingLoss, LocalResponseNorm,
+                    LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                    MultiMarginLoss, PoissonNLLLoss, RReLU, Softmax2d, SoftMarginLoss, Softshrink, Threshold,
+                    TripletMarginWithDistanceLoss)
 from .resample import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag, PixelShuffle,
                        PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample,
                        UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
@@ -37,7 +41,11 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
            "EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
            "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Unfold", "Fold"]
+           "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "Unfold", "Fold",
+           "Threshold", "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "LocalResponseNorm", "ChannelShuffle",
+           "Bilinear", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d", "HingeEmbeddingLoss", "SoftMarginLoss",
+           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss", "TripletMarginWithDistanceLoss"]
 
 
 def tag_modules(model):
