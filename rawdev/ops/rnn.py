@@ -195,20 +195,34 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 
 
 # ------------------------------------------------------------------ the layer loop
-def run_layer(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse):
+def _keep_running(new, old, bs):
+    """The first bs rows from new (the sequences still running), the rest from old (finished or not started)."""
+    from .join import cat
+    return cat([new.narrow(0, 0, bs), old.narrow(0, bs, old.shape[0] - bs)], 0)
+
+
+def run_layer(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, batch_sizes=None):
     """One direction of one layer over x [L, B, in] from state (h, c [B, H]; c only for LSTM) ->
-    (outputs [L, B, H], h_n, c_n). mode: 'LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU'."""
+    (outputs [L, B, H], h_n, c_n). mode: 'LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU'.
+    batch_sizes (a packed batch, longest sequence first): at step t only the first batch_sizes[t] rows advance,
+    the others keep their state — so h_n is each sequence's state after its own last step, and in reverse each
+    sequence starts from h at its own last step."""
     L, B = x.shape[0], x.shape[1]
     gx_all = linear(reshape(x, (L * B, x.shape[2])), w_ih, b_ih)    # every step's input product: one GEMM
     gxs = steps(reshape(gx_all, (L, B, gx_all.shape[1])))
     outs = [None] * L
     for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        h_prev, c_prev = h, c
         if mode == "LSTM":
             h, c = _lstm_step(gxs[t], h, c, w_hh, b_hh)
         elif mode == "GRU":
             h = _GRUCell.apply(gxs[t], linear(h, w_hh, b_hh), h)
         else:
             h = _rnn_step("tanh" if mode == "RNN_TANH" else "relu", gxs[t], h, w_hh, b_hh)
+        if batch_sizes is not None and batch_sizes[t] < B:
+            h = _keep_running(h, h_prev, batch_sizes[t])
+            if c is not None:
+                c = _keep_running(c, c_prev, batch_sizes[t])
         outs[t] = h
     from .join import stack
     return stack(outs, 0), h, c

@@ -13,6 +13,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _unpack_sorted
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -101,7 +102,55 @@ class RNNBase(Module):
         if tuple(hx.shape) != tuple(expected):
             raise RuntimeError(msg.format(tuple(expected), list(hx.shape)))
 
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence through the layers: unpacked to [T, B, *] in its sorted order, each step advancing
+        only the batch_sizes[t] sequences still running; the output packed the same way, h_n (and c_n) in the
+        caller's batch order."""
+        lstm = self.mode == "LSTM"
+        sizes = [int(v) for v in packed.batch_sizes.tolist()]
+        x, _ = _unpack_sorted(packed, 0.0, len(sizes))
+        self._check_input(x)
+        B = sizes[0]
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers * dirs, B, self.hidden_size)
+        order = packed.sorted_indices
+        if hx is None:
+            h0 = zeros(shape, dtype=x.dtype, device=x.device)
+            c0 = zeros(shape, dtype=x.dtype, device=x.device) if lstm else None
+        else:
+            h0, c0 = hx if lstm else (hx, None)
+            self._check_hidden(h0, shape)
+            if lstm:
+                self._check_hidden(c0, shape, "Expected hidden[1] size {}, got {}")
+            if order is not None:                       # the caller's order -> the packed (sorted) order
+                h0 = h0.index_select(1, order)
+                c0 = c0.index_select(1, order) if lstm else None
+        hn, cn = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
+                o, h, c = _rnn.run_layer(self.mode, x, h0[k], c0[k] if lstm else None, w_ih, w_hh, b_ih, b_hh,
+                                         reverse=d == 1, batch_sizes=sizes)
+                outs.append(o)
+                hn.append(h)
+                cn.append(c)
+            x = outs[0] if dirs == 1 else cat(outs, 2)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        data = cat([x[t].narrow(0, 0, bs) for t, bs in enumerate(sizes)], 0)
+        out = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        h_n = stack(hn, 0)
+        c_n = stack(cn, 0) if lstm else None
+        if packed.unsorted_indices is not None:
+            h_n = h_n.index_select(1, packed.unsorted_indices)
+            c_n = c_n.index_select(1, packed.unsorted_indices) if lstm else None
+        return (out, (h_n, c_n)) if lstm else (out, h_n)
+
     def forward(self, input, hx=None):  # noqa: A002
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         name = {"LSTM": "LSTM", "GRU": "GRU"}.get(self.mode, "RNN")
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D tensor instead")
