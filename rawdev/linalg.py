@@ -1,15 +1,35 @@
-"""rawdev.linalg: the norms and products of torch.linalg that programs reach for (vector_norm, matrix_norm,
-norm, vecdot, matmul), built from declared ops so they run on both devices with autograd. Decompositions
-(inv, solve, svd, qr, eigh) are not shipped: rawdev has no device kernels for them and never computes a
-cuda tensor on the host."""
+"""rawdev.linalg: torch.linalg's norms and products (vector_norm, matrix_norm, norm, vecdot, matmul, cross) and
+its LU, Cholesky and QR families (inv, solve, det, slogdet, cholesky, solve_triangular, lu_factor, lu, lu_solve,
+qr, lstsq, matrix_power: rawdev.ops.decomp), all with autograd on both devices; a cuda matrix is factorized on
+the device, never on the host. Eigen- and singular-value decompositions (eigh, eig, svd, pinv, matrix_rank) are
+not provided."""
 import math
 
 from .ops import reduce2 as _reduce2
+from .ops.decomp import (
+    cholesky,
+    cholesky_ex,
+    det,
+    inv,
+    inv_ex,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    matrix_power,
+    qr,
+    slogdet,
+    solve,
+    solve_triangular,
+)
 from .ops.linalg import matmul
 from .ops.structure import cross as _cross
 from .ops.structure import vander as _vander
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "cross", "diagonal", "vander"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "cross", "diagonal", "vander", "inv", "inv_ex",
+           "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex",
+           "lu", "lu_solve", "qr", "lstsq", "matrix_power"]
 
 
 def cross(input, other, *, dim=-1):  # noqa: A002
