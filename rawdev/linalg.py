@@ -1,8 +1,9 @@
 """rawdev.linalg: torch.linalg's norms and products (vector_norm, matrix_norm, norm, vecdot, matmul, cross) and
 its LU, Cholesky and QR families (inv, solve, det, slogdet, cholesky, solve_triangular, lu_factor, lu, lu_solve,
-qr, lstsq, matrix_power: rawdev.ops.decomp), all with autograd on both devices; a cuda matrix is factorized on
-the device, never on the host. Eigen- and singular-value decompositions (eigh, eig, svd, pinv, matrix_rank) are
-not provided."""
+qr, lstsq, matrix_power: rawdev.ops.decomp) and its symmetric-eigen and singular-value families (eigh,
+eigvalsh, svd, svdvals, pinv, matrix_rank: rawdev.ops.spectral), all with autograd on both devices; a cuda matrix
+is factorized on the device, never on the host. General (non-symmetric) eig is not provided: its results are
+complex, and rawdev has no complex dtype."""
 import math
 
 from .ops import reduce2 as _reduce2
@@ -24,12 +25,14 @@ from .ops.decomp import (
     solve_triangular,
 )
 from .ops.linalg import matmul
+from .ops.spectral import eigh, eigvalsh, matrix_rank, pinv, svd, svdvals
 from .ops.structure import cross as _cross
 from .ops.structure import vander as _vander
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "cross", "diagonal", "vander", "inv", "inv_ex",
            "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex",
-           "lu", "lu_solve", "qr", "lstsq", "matrix_power"]
+           "lu", "lu_solve", "qr", "lstsq", "matrix_power", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+           "matrix_rank"]
 
 
 def cross(input, other, *, dim=-1):  # noqa: A002
@@ -92,8 +95,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     if ord == "fro":
         return _reduce2.norm(A, 2.0, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, which rawdev does not "
-                                  f"compute")
+        moved = A.movedim((d0, d1), (-2, -1))
+        s = svdvals(moved)
+        r = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        if keepdim:
+            r = r.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), (d0, d1))
+        return r
     if ord in (1, -1, math.inf, -math.inf):
         summed, other = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(summed, keepdim=True)
