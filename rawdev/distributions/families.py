@@ -222,6 +222,10 @@ class Normal(Distribution):
         value = _tensor(value, self.loc)
         return 0.5 * (1 + ((value - self.loc) * (1.0 / math.sqrt(2)) / self.scale).erf())
 
+    def icdf(self, value):
+        value = _tensor(value, self.loc)
+        return self.loc + self.scale * (2 * value - 1).erfinv() * math.sqrt(2)
+
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 

@@ -1,6 +1,7 @@
 """kl_divergence(p, q) and register_kl, with the closed forms for Normal, Categorical, Bernoulli, Uniform."""
 import math
 
+from .continuous import Beta, Exponential, Gamma, Laplace, MultivariateNormal, Poisson
 from .families import Bernoulli, Categorical, Independent, Normal, OneHotCategorical, Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -72,3 +73,59 @@ def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return p._sum(kl_divergence(p.base_dist, q.base_dist))
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    ratio = q.rate / p.rate
+    return -ratio.log() + ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = q.concentration.lgamma() - p.concentration.lgamma()
+    t3 = (p.concentration - q.concentration) * p.concentration.digamma()
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sp = p.concentration1 + p.concentration0
+    sq = q.concentration1 + q.concentration0
+    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sp.lgamma()
+    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sq.lgamma()
+    t3 = (p.concentration1 - q.concentration1) * p.concentration1.digamma()
+    t4 = (p.concentration0 - q.concentration0) * p.concentration0.digamma()
+    t5 = (sq - sp) * sp.digamma()
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    ratio = p.scale / q.scale
+    gap = (p.loc - q.loc).abs()
+    return -ratio.log() + gap / q.scale + ratio * (-gap / p.scale).exp() - 1
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    from ..ops import decomp
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    lq, lp = q.scale_tril, p.scale_tril
+    import numpy as np
+    batch = tuple(np.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2])))
+    k = p.event_shape[0]
+    lq, lp = lq.expand(*batch, k, k), lp.expand(*batch, k, k)
+    term2 = decomp.solve_triangular(lq, lp, upper=False).pow(2).sum((-2, -1))
+    diff = (q.loc - p.loc).expand(*batch, k).unsqueeze(-1)
+    term3 = decomp.solve_triangular(lq, diff, upper=False).pow(2).sum((-2, -1))
+    return q._half_log_det() - p._half_log_det() + 0.5 * (term2 + term3 - k)
