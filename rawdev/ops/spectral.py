@@ -24,11 +24,16 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from .registry import declare
 
-return_eigh = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-return_svd = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
-return_torch_svd = collections.namedtuple("svd", ["U", "S", "V"])
-for _t in (return_eigh, return_svd, return_torch_svd):
-    _t.__module__ = "rawdev.return_types"
+
+def _rt(name, fields):
+    t = collections.namedtuple(name, fields)
+    t.__module__ = "rawdev.return_types"
+    return t
+
+
+return_eigh = _rt("linalg_eigh", ["eigenvalues", "eigenvectors"])
+return_svd = _rt("linalg_svd", ["U", "S", "Vh"])
+return_torch_svd = _rt("svd", ["U", "S", "V"])
 
 _MAX_SWEEPS = 40
 
@@ -336,7 +341,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):  # noqa:
     return (S > _cutoff(A, S, atol, rtol).unsqueeze(-1)).sum(-1)
 
 
-for _name, _fn, _kw in (("svd", torch_svd, {}),):
-    declare(_name, _fn, family="spectral", **_kw)
+declare("svd", torch_svd, family="spectral")
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank"]
