@@ -1462,6 +1462,126 @@ def _(torch, device):
     _close(torch.linalg.norm(_t(torch, device, a), dim=1), np.linalg.norm(a, axis=1))
 
 
+@row("torch.linalg.solve", "linalg")
+def _(torch, device):
+    a = _data(4, 4, seed=1) + 3 * np.eye(4, dtype=np.float32)
+    b = _data(4, 2, seed=2)
+    A = _leaf(torch, device, a)
+    x = torch.linalg.solve(A, _t(torch, device, b))
+    _close(x, np.linalg.solve(a.astype(np.float64), b))
+    _backward(x, A)
+
+
+@row("torch.linalg.inv", "linalg")
+def _(torch, device):
+    a = _data(3, 3, seed=1) + 2 * np.eye(3, dtype=np.float32)
+    A = _leaf(torch, device, a)
+    y = torch.linalg.inv(A)
+    _close(y, np.linalg.inv(a.astype(np.float64)))
+    _backward(y, A)
+
+
+@row("torch.linalg.det", "linalg")
+def _(torch, device):
+    a = _data(3, 3, seed=3)
+    A = _leaf(torch, device, a)
+    d = torch.linalg.det(A)
+    _close(d, np.linalg.det(a.astype(np.float64)))
+    _backward(d, A, grads=[np.linalg.det(a.astype(np.float64)) * np.linalg.inv(a.astype(np.float64)).T])
+
+
+@row("torch.linalg.cholesky", "linalg")
+def _(torch, device):
+    m = _data(4, 4, seed=4)
+    spd = (m @ m.T + 4 * np.eye(4)).astype(np.float32)
+    L = torch.linalg.cholesky(_t(torch, device, spd))
+    _close(L, np.linalg.cholesky(spd.astype(np.float64)))
+
+
+@row("torch.linalg.qr", "linalg")
+def _(torch, device):
+    a = _data(5, 3, seed=5)
+    q, r = torch.linalg.qr(_t(torch, device, a))
+    nq, nr = np.linalg.qr(a.astype(np.float64))
+    _close(q, nq)
+    _close(r, nr)
+
+
+@row("torch.linalg.eigh", "linalg")
+def _(torch, device):
+    m = _data(4, 4, seed=6)
+    s = (m + m.T).astype(np.float32)
+    w, v = torch.linalg.eigh(_t(torch, device, s))
+    _close(w, np.linalg.eigvalsh(s.astype(np.float64)))
+    _close(v @ torch.diag_embed(w) @ v.mT, s)
+
+
+@row("torch.linalg.svd", "linalg")
+def _(torch, device):
+    a = _data(5, 3, seed=7)
+    u, s, vh = torch.linalg.svd(_t(torch, device, a), full_matrices=False)
+    _close(s, np.linalg.svd(a.astype(np.float64), compute_uv=False))
+    _close((u * s.unsqueeze(0)) @ vh, a)
+
+
+@row("torch.searchsorted", "math")
+def _(torch, device):
+    seq = _t(torch, device, [1.0, 3.0, 5.0, 7.0])
+    _close(torch.searchsorted(seq, _t(torch, device, [0.0, 3.0, 6.0, 9.0])), [0, 1, 3, 4])
+    _close(torch.bucketize(_t(torch, device, [3.0, 6.0]), seq, right=True), [2, 3])
+
+
+@row("torch.quantile", "reductions")
+def _(torch, device):
+    a = _data(3, 8, seed=8)
+    x = _leaf(torch, device, a)
+    q = torch.quantile(x, _t(torch, device, [0.25, 0.5]), dim=1)
+    _close(q, np.quantile(a.astype(np.float64), [0.25, 0.5], axis=1))
+    _backward(q, x)
+
+
+@row("torch.lgamma", "math")
+def _(torch, device):
+    a = np.array([0.5, 1.5, 4.0, 10.0], dtype=np.float32)
+    x = _leaf(torch, device, a)
+    _close(torch.lgamma(x), [math.lgamma(v) for v in a.tolist()])
+    _backward(torch.lgamma(x), x)
+
+
+@row("torch.nn.utils.rnn.pack_padded_sequence", "nn.layers")
+def _(torch, device):
+    x = _leaf(torch, device, _data(5, 3, 2, seed=9))
+    lstm = torch.nn.LSTM(2, 4).to(device)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, [5, 2, 3], enforce_sorted=False)
+    out, (h, c) = lstm(packed)
+    padded, lengths = torch.nn.utils.rnn.pad_packed_sequence(out)
+    _shape(padded, 5, 3, 4)
+    _close(lengths, [5, 2, 3])
+    _backward(h, x)
+
+
+@row("torch.distributions.MultivariateNormal", "utilities")
+def _(torch, device):
+    cov = np.array([[2.0, 0.5], [0.5, 1.0]], dtype=np.float32)
+    m = torch.distributions.MultivariateNormal(_t(torch, device, [0.0, 1.0]), covariance_matrix=_t(torch, device, cov))
+    v = np.array([0.3, -0.4])
+    d = v - np.array([0.0, 1.0])
+    ref = -0.5 * (2 * math.log(2 * math.pi) + math.log(np.linalg.det(cov)) + d @ np.linalg.solve(cov, d))
+    _close(m.log_prob(_t(torch, device, v.astype(np.float32))), ref)
+    _shape(m.sample((3,)), 3, 2)
+
+
+@row("torch.testing.assert_close", "utilities")
+def _(torch, device):
+    torch.testing.assert_close(_t(torch, device, [1.0, 2.0]), _t(torch, device, [1.0, 2.0 + 1e-7]))
+    try:
+        torch.testing.assert_close(_t(torch, device, [1.0]), _t(torch, device, [1.5]))
+    except AssertionError as e:
+        _check("not close" in str(e), str(e))
+    else:
+        raise CheckFailed("assert_close passed on different values")
+
+
 # ----------------------------------------------------------------------------------------------------------
 # dtypes and devices
 
