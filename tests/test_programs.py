@@ -27,6 +27,9 @@ CHECKS = {
     "vae.py": _lower("first_loss", "last_loss"),
     "lstm_classifier.py": _lower("first_loss", "last_loss"),
     "general_checkpoint.py": lambda r: r["same"] == 1 and r["epoch"] == 3,
+    "spatial_transformer.py": lambda r: r["last_loss"] < r["first_loss"] and r["accuracy"] > 0.5,
+    "gp_regression.py": lambda r: r["last_nll"] < r["first_nll"] and r["rmse"] < 0.2 and r["min_var"] > 0,
+    "packed_gru_tagger.py": _lower("first_loss", "last_loss"),
 }
 
 
