@@ -66,3 +66,7 @@ __all__ += ["Threshold", "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "Loca
             "Bilinear", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d", "HingeEmbeddingLoss", "SoftMarginLoss",
             "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss",
             "GaussianNLLLoss", "TripletMarginWithDistanceLoss"]
+from .layers import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3d, Conv3d,  # noqa: E402
+                     MaxPool3d)
+
+__all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d"]

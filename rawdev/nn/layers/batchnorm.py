@@ -8,7 +8,7 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -104,3 +104,14 @@ class BatchNorm2d(_BatchNorm):
         ['num_batches_tracked', 'running_mean', 'running_var']
     """
     _expect = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of [N, C, D, H, W] over N, D, H and W.
+
+    Example:
+        >>> nn.BatchNorm3d(4)(torch.randn(2, 4, 3, 5, 5)).shape
+        torch.Size([2, 4, 3, 5, 5])
+    """
+    _expect = (5,)
+

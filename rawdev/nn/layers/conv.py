@@ -8,7 +8,7 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
 
 
 def _ntuple(v, n):
@@ -190,3 +190,19 @@ class Fold(Module):
     def extra_repr(self):
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
                 f"padding={self.padding}, stride={self.stride}")
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over input [N, C_in, D, H, W] -> [N, C_out, OD, OH, OW] (kd 2-D convolutions per call:
+    rawdev.ops.conv3d).
+
+    Example:
+        >>> nn.Conv3d(2, 4, 3, padding=1)(torch.randn(1, 2, 5, 6, 6)).shape
+        torch.Size([1, 4, 5, 6, 6])
+    """
+    _dims = 3
+
+    def forward(self, input):  # noqa: A002
+        with owner_scope(getattr(self, "_rawdev_tag", None) or "Conv3d"):
+            return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
