@@ -122,3 +122,15 @@ from .graphs import (  # noqa: E402,F401
     is_current_stream_capturing,
     make_graphed_callables,
 )
+
+# Streams, events and device properties, as torch.cuda's.
+from .streams import (  # noqa: E402,F401
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    get_device_properties,
+    is_bf16_supported,
+    stream,
+)
