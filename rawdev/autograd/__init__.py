@@ -16,7 +16,9 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "AccumulateGrad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
-           "once_differentiable", "Variable", "detect_anomaly", "set_detect_anomaly", "functional", "graph"]
+           "once_differentiable", "Variable", "detect_anomaly", "set_detect_anomaly", "functional", "graph",
+           "gradcheck", "gradgradcheck", "GradcheckError"]
