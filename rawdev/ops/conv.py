@@ -21,6 +21,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from ..tensor.factory import tensor
+from . import shape as _shape
 from .dispatch import backend, backend_of
 from .join import cat
 from .registry import declare
@@ -763,5 +764,5 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # n
     return out if input.ndim == 3 else out.squeeze(0)
 
 
-declare("unfold", unfold, family="conv", functional=True, method=False, torch=False)
+declare("unfold", unfold, family="conv", functional=True, method=_shape.tensor_unfold, torch=False)
 declare("fold", fold, family="conv", functional=True, method=False, torch=False)

@@ -95,6 +95,10 @@ def _inplace_view(name):
     return method
 
 
+def _imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
 def _get_device(self):
     """The cuda device index, or -1 for a cpu tensor."""
     return self.device.index or 0 if self.is_cuda else -1
@@ -226,6 +230,8 @@ def install():
     T.get_device = _get_device
     T.pin_memory, T.is_pinned = _pin_memory, _is_pinned
     T.H = T.mH = property(lambda s: s.mT if s.ndim > 2 else s.t())
+    T.real = property(lambda s: s)                # real tensors only: the real part is the tensor itself
+    T.imag = property(_imag)
     T.retain_grad = _retain_grad
     T.register_hook = _hooks.register_hook
     T.register_post_accumulate_grad_hook = _hooks.register_post_accumulate_grad_hook

@@ -511,6 +511,52 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     return _as_strided(input, tuple(size), tuple(stride), storage_offset)
 
 
+# ------------------------------------------------------------------ Tensor.unfold: sliding windows as a view
+@_view_op("unfold", "UnfoldBackward0")
+def _unfold_view(x, dim, size, step):
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    length = x.shape[d] if x.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    stride = x.stride()[d] if x.ndim else 1
+    shape = list(x.shape) if x.ndim else []
+    strides = list(x.stride()) if x.ndim else []
+    if x.ndim:
+        shape[d] = (length - size) // step + 1
+        strides[d] = stride * step
+    return shape + [size], strides + [stride], x.storage_offset()
+
+
+@_unfold_view.grad
+def _unfold_back(ctx, g, dim, size, step):
+    """Windows overlap when step < size: each input element collects the gradient of every window holding it."""
+    z = zeros(ctx.shape, dtype=g.dtype, device=g.device)
+    if not len(ctx.shape):
+        return z + g.reshape(())
+    d = wrap_dim(dim, len(ctx.shape))
+    n = g.shape[d]
+    for j in range(size):
+        part = z.narrow(d, j, (n - 1) * step + 1)
+        idx = (slice(None),) * d + (slice(None, None, step),)
+        part[idx] += g.select(-1, j)
+    return z
+
+
+def tensor_unfold(self, dimension, size, step):
+    """The size-long windows of `dimension`, step apart, as a new last dimension (a view).
+
+    Example:
+        >>> torch.arange(5.).unfold(0, 2, 1)
+        tensor([[0., 1.],
+                [1., 2.],
+                [2., 3.],
+                [3., 4.]])
+    """
+    return _unfold_view(self, operator.index(dimension), operator.index(size), operator.index(step))
+
+
 def unbind(input, dim=0):  # noqa: A002
     d = wrap_dim(dim, input.ndim)
     return tuple(select(input, d, i) for i in range(input.shape[d]))

@@ -1,0 +1,423 @@
+"""More of the tensor API, composed from declared ops: sum_to_size,
+positive, sgn, fmax/fmin, ldexp, frexp, cov, corrcoef, histogram, unique_consecutive, argwhere, unravel_index,
+ravel, hsplit/vsplit/dsplit, select/slice/diagonal_scatter, narrow_copy, and the complex-number queries a
+real-only library answers trivially (conj, resolve_conj, resolve_neg, real, is_complex, is_conj)."""
+import collections
+
+from .. import dtypes as _dt
+from ..autograd.function import Function
+from ..tensor.core import Tensor
+from .registry import declare
+from .shape import wrap_dim
+
+
+def _where(c, a, b):
+    from .select import where
+    return where(c, a, b)
+
+
+def _f():
+    from ..tensor import factory
+    return factory
+
+
+def sum_to_size(self, *size):
+    """self summed down to `size` (which self must broadcast to).
+
+    Example:
+        >>> torch.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
+    from .shape import _sizes, sum_to
+    size = _sizes(size)
+    import numpy as np
+    try:
+        np.broadcast_shapes(tuple(size), tuple(self.shape))
+        ok = tuple(np.broadcast_shapes(tuple(size), tuple(self.shape))) == tuple(self.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.")
+    return sum_to(self, size)
+
+
+def positive(input):  # noqa: A002
+    """input itself (unary plus); refused for bool, as PyTorch."""
+    if input.dtype is _dt.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def sgn(input):  # noqa: A002
+    """sign(input) (the complex-aware sign; rawdev's tensors are real)."""
+    return input.sign()
+
+
+def _nan_ignoring(pick, input, other):  # noqa: A002
+    from .math2 import _operands
+    a, b = _operands("fmax", input, other)
+    import numpy as np
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    a, b = a.expand(*shape), b.expand(*shape)
+    m = pick(a, b)
+    if not m.dtype.is_floating_point:
+        return m
+    return _where(a.isnan(), b, _where(b.isnan(), a, m))
+
+
+def fmax(input, other):  # noqa: A002
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN).
+
+    Example:
+        >>> torch.fmax(torch.tensor([1., float('nan')]), torch.tensor([float('nan'), 2.]))
+        tensor([1., 2.])
+    """
+    from .select import maximum
+    return _nan_ignoring(maximum, input, other)
+
+
+def fmin(input, other):  # noqa: A002
+    """Elementwise minimum that ignores NaN."""
+    from .select import minimum
+    return _nan_ignoring(minimum, input, other)
+
+
+def ldexp(input, other):  # noqa: A002
+    """input · 2^other.
+
+    Example:
+        >>> torch.ldexp(torch.tensor([1.]), torch.tensor([3]))
+        tensor([8.])
+    """
+    x = input if input.dtype.is_floating_point else input.to(dtype=_dt.get_default_dtype())
+    if isinstance(other, Tensor):
+        return x * other.to(dtype=x.dtype).exp2()
+    return x * (2.0 ** float(other))
+
+
+def _rt(name, fields):
+    t = collections.namedtuple(name, fields)
+    t.__module__ = "rawdev.return_types"
+    return t
+
+
+return_frexp = _rt("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input):  # noqa: A002
+    """(mantissa, exponent) with input = mantissa · 2^exponent and 0.5 ≤ |mantissa| < 1 (0 for 0).
+
+    Example:
+        >>> torch.frexp(torch.tensor([8., 0.75]))
+        torch.return_types.frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([4, 0], dtype=torch.int32))
+    """
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    x = input.detach()
+    a = x.abs()
+    nonzero = (a > 0) & a.isfinite()
+    e = _where(nonzero, a.log2().floor() + 1, 0.0)
+    m = _where(nonzero, x / e.exp2(), x)
+    # log2 can round across a power of two: bring |m| back into [0.5, 1)
+    hi = m.abs() >= 1
+    m, e = _where(hi, m / 2, m), _where(hi, e + 1, e)
+    lo = nonzero & (m.abs() < 0.5)
+    m, e = _where(lo, m * 2, m), _where(lo, e - 1, e)
+    return return_frexp(m, e.to(dtype=_dt.int32))
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in input's rows (observations in columns).
+
+    Example:
+        >>> torch.cov(torch.tensor([[0., 1., 2.], [2., 1., 0.]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.ndim} dimensions")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if not x.dtype.is_floating_point:
+        x = x.to(dtype=_dt.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = fweights.to(dtype=x.dtype)
+    if aweights is not None:
+        w = aweights.to(dtype=x.dtype) if w is None else w * aweights.to(dtype=x.dtype)
+    if w is None:
+        avg = x.mean(1, keepdim=True)
+        norm = float(n - correction)
+        xc = x - avg
+        c = (xc @ xc.transpose(0, 1)) / norm
+    else:
+        wsum = w.sum()
+        avg = (x * w).sum(1, keepdim=True) / wsum
+        if correction == 0:
+            norm = wsum
+        elif aweights is None:
+            norm = wsum - correction
+        else:
+            norm = wsum - correction * (w * aweights.to(dtype=x.dtype)).sum() / wsum
+        xc = x - avg
+        c = ((xc * w) @ xc.transpose(0, 1)) / norm
+    return c.reshape(()) if input.ndim < 2 else c
+
+
+def corrcoef(input):  # noqa: A002
+    """Pearson correlation coefficients of input's rows, clipped to [−1, 1].
+
+    Example:
+        >>> torch.corrcoef(torch.tensor([[0., 1., 2.], [2., 1., 0.]]))
+        tensor([[ 1., -1.],
+                [-1.,  1.]])
+    """
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal()
+    s = d.sqrt()
+    return (c / s.unsqueeze(1) / s.unsqueeze(0)).clamp(-1, 1)
+
+
+return_histogram = _rt("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A001,A002
+    """(hist, bin_edges) of input's values in `bins` equal bins over `range` (default: min..max), or over the
+    given edges (a 1-D tensor); the last bin includes its right edge, as NumPy's.
+
+    Example:
+        >>> torch.histogram(torch.tensor([1., 2., 1.]), bins=2, range=(0., 2.)).hist
+        tensor([0., 3.])
+    """
+    from .order_stats import searchsorted
+    x = input.detach().reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.to(dtype=input.dtype, device=input.device)
+    else:
+        if range is None:
+            lo, hi = (float(x.min().item()), float(x.max().item())) if x.numel() else (0.0, 1.0)
+        else:
+            lo, hi = float(range[0]), float(range[1])
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = _f().linspace(lo, hi, int(bins) + 1, dtype=input.dtype, device=input.device)
+    nb = edges.shape[0] - 1
+    idx = searchsorted(edges, x, right=True) - 1
+    idx = _where(x == edges[-1], nb - 1, idx)                 # the last edge belongs to the last bin
+    inside = (idx >= 0) & (idx < nb)
+    w = weight.reshape(-1).to(dtype=input.dtype) if weight is not None else _f().ones_like(x)
+    hist = _f().zeros((nb,), dtype=input.dtype, device=input.device)
+    hist = hist.index_add(0, _where(inside, idx, 0), _where(inside, w, 0.0))
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return return_histogram(hist, edges)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """input with each run of equal consecutive values collapsed to one (flattened when dim is None).
+
+    Example:
+        >>> torch.unique_consecutive(torch.tensor([1, 1, 2, 2, 3, 1, 1]))
+        tensor([1, 2, 3, 1])
+    """
+    from .join import cat
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive(dim=...) is not supported by rawdev")
+    x = input.reshape(-1)
+    if x.numel() == 0:
+        out = x.clone()
+        extra = ()
+    else:
+        start = cat([_f().ones((1,), dtype=_dt.bool, device=x.device), x[1:] != x[:-1]])
+        run = start.to(dtype=_dt.int64).cumsum(0) - 1
+        firsts = start.nonzero().reshape(-1)
+        out = x.index_select(0, firsts)
+        extra = ()
+        if return_inverse:
+            extra += (run.reshape(input.shape),)
+        if return_counts:
+            ends = cat([firsts[1:], _f().tensor([x.numel()], device=x.device)])
+            extra += (ends - firsts,)
+        if not extra:
+            return out
+        return (out,) + extra
+    if return_inverse:
+        extra += (_f().zeros(input.shape, dtype=_dt.int64, device=input.device),)
+    if return_counts:
+        extra += (_f().zeros((0,), dtype=_dt.int64, device=input.device),)
+    return (out,) + extra if extra else out
+
+
+def argwhere(input):  # noqa: A002
+    """The indices of the non-zero elements, one row each ([n, ndim]); nonzero(input).
+
+    Example:
+        >>> torch.argwhere(torch.tensor([[1, 0], [0, 3]]))
+        tensor([[0, 0],
+                [1, 1]])
+    """
+    return input.nonzero()
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat indices in an array of `shape`, as a tuple of tensors.
+
+    Example:
+        >>> torch.unravel_index(torch.tensor([5, 7]), (2, 4))
+        (tensor([1, 1]), tensor([1, 3]))
+    """
+    if not isinstance(indices, Tensor):
+        indices = _f().tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype is _dt.bool:
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(indices.dtype))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = 1
+    for s in shape:
+        total *= s
+    if indices.numel() and (int(indices.min().item()) < -total or int(indices.max().item()) >= total):
+        raise RuntimeError(f"'indices' must be in range [-{total}, {total})")
+    flat = _where(indices < 0, indices + total, indices).to(dtype=_dt.int64)
+    out = []
+    for s in reversed(shape):
+        out.append(flat % s)
+        flat = flat.div(s, rounding_mode="floor")
+    return tuple(reversed(out))
+
+
+def ravel(input):  # noqa: A002
+    """input flattened to 1-D (a view when it is contiguous)."""
+    return input.reshape(-1)
+
+
+def _split_along(input, indices_or_sections, dim, name, min_dim):  # noqa: A002
+    if input.ndim < min_dim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    if isinstance(indices_or_sections, int) and input.shape[dim] % indices_or_sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{input.shape[dim]} is not divisible by the split_size {indices_or_sections}!")
+    return input.tensor_split(indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    """Split along the columns (dim 1; dim 0 for a 1-D tensor)."""
+    return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    """Split along the rows (dim 0) of a tensor of at least 2 dimensions."""
+    return _split_along(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections):  # noqa: A002
+    """Split along the depth (dim 2) of a tensor of at least 3 dimensions."""
+    return _split_along(input, indices_or_sections, 2, "dsplit", 3)
+
+
+class _PlaceInto(Function):
+    """zeros of `shape` with view_fn(zeros) = src; the backward reads the same view of the gradient."""
+    node_name = "SliceScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, src, view_fn, shape):
+        ctx.view_fn = view_fn
+        z = _f().zeros(shape, dtype=src.dtype, device=src.device)
+        view_fn(z).copy_(src)
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.view_fn(g).contiguous(), None, None
+
+
+def _embed(input, src, view_fn):  # noqa: A002
+    """input with view_fn(input) replaced by src, out of place and differentiable in both."""
+    mask = _f().zeros(input.shape, dtype=_dt.bool, device=input.device)
+    view_fn(mask).fill_(True)
+    placed = _PlaceInto.apply(src.to(dtype=input.dtype), view_fn, tuple(input.shape))
+    return _where(mask, placed, input)
+
+
+def select_scatter(input, src, dim, index):  # noqa: A002
+    """input with input.select(dim, index) replaced by src.
+
+    Example:
+        >>> torch.select_scatter(torch.zeros(2, 2), torch.ones(2), 0, 0)
+        tensor([[1., 1.],
+                [0., 0.]])
+    """
+    return _embed(input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """input with input[start:end:step] along dim replaced by src.
+
+    Example:
+        >>> torch.slice_scatter(torch.zeros(4), torch.ones(2), start=2)
+        tensor([0., 0., 1., 1.])
+    """
+    d = wrap_dim(dim, input.ndim)
+    idx = (slice(None),) * d + (slice(start, end, step),)
+    return _embed(input, src, lambda t: t[idx])
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """input with its diagonal (offset, dim1, dim2) replaced by src.
+
+    Example:
+        >>> torch.diagonal_scatter(torch.zeros(2, 2), torch.ones(2))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    return _embed(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def narrow_copy(input, dim, start, length):  # noqa: A002
+    """A copy of input.narrow(dim, start, length)."""
+    return input.narrow(dim, start, length).clone()
+
+
+def conj(input):  # noqa: A002
+    """The complex conjugate: input itself (rawdev's tensors are real)."""
+    return input
+
+
+def resolve_conj(input):  # noqa: A002
+    """input itself (no lazy conjugation on real tensors)."""
+    return input
+
+
+def resolve_neg(input):  # noqa: A002
+    """input itself (no lazy negation in rawdev)."""
+    return input
+
+
+def real(input):  # noqa: A002
+    """The real part: input itself."""
+    return input
+
+
+def is_complex(input):  # noqa: A002
+    """False: rawdev has no complex dtypes."""
+    return False
+
+
+def is_conj(input):  # noqa: A002
+    """False: rawdev never conjugates lazily."""
+    return False
+
+
+declare("sum_to_size", sum_to_size, family="misc2", torch=False)
+for _name, _fn in (("positive", positive), ("sgn", sgn), ("fmax", fmax), ("fmin", fmin), ("ldexp", ldexp),
+                   ("frexp", frexp), ("cov", cov), ("corrcoef", corrcoef), ("histogram", histogram),
+                   ("unique_consecutive", unique_consecutive), ("argwhere", argwhere), ("ravel", ravel),
+                   ("hsplit", hsplit), ("vsplit", vsplit), ("dsplit", dsplit), ("select_scatter", select_scatter),
+                   ("slice_scatter", slice_scatter), ("diagonal_scatter", diagonal_scatter),
+                   ("narrow_copy", narrow_copy), ("conj", conj), ("resolve_conj", resolve_conj),
+                   ("resolve_neg", resolve_neg), ("is_complex", is_complex), ("is_conj", is_conj)):
+    declare(_name, _fn, family="misc2")
+declare("real", real, family="misc2", method=False)        # Tensor.real is a property (rawdev/ops/methods.py)
+declare("unravel_index", unravel_index, family="misc2", method=False)
