@@ -396,7 +396,65 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((dp - dn + margin).clamp_min(0), _check_reduction(reduction))
 
 
-for _fn in (threshold, threshold_, hardshrink, softshrink, rrelu, rrelu_, local_response_norm, channel_shuffle,
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability p, scale the rest by
+    1/(1 − p)."""
+    from .activation import _check_p, _feature_dropout
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        import warnings
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      "4D or 5D inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    x = input.unsqueeze(0) if input.ndim == 4 else input
+    out = _feature_dropout(x, p, training)
+    out = out.squeeze(0) if input.ndim == 4 else out
+    return _inplace_result(input, out, inplace)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample from the Gumbel-softmax distribution: softmax((logits + g) / tau) with g ~ Gumbel(0, 1); hard=True
+    returns the one-hot argmax with the soft sample's gradient (straight-through).
+
+    Example:
+        >>> F.gumbel_softmax(torch.zeros(2, 3), hard=True).sum(-1)
+        tensor([1., 1.])
+    """
+    from .activation import softmax
+    with no_grad():
+        gumbels = -logits.detach().new_empty(tuple(logits.shape)).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.detach().argmax(dim, keepdim=True)
+    y_hard = logits.detach().new_zeros(tuple(logits.shape)).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def pdist(input, p=2):  # noqa: A002
+    """The p-norm distances between every pair of rows i < j of input [N, M], in row-major order: [N(N−1)/2].
+
+    Example:
+        >>> F.pdist(torch.tensor([[0., 0.], [3., 4.], [6., 8.]]))
+        tensor([ 5., 10.,  5.])
+    """
+    import numpy as np
+
+    from ..tensor.factory import tensor
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    ii, jj = tensor(i, device=input.device), tensor(j, device=input.device)
+    return (input.index_select(0, ii) - input.index_select(0, jj)).norm(p, -1)
+
+
+for _fn in (dropout3d, gumbel_softmax, pdist, threshold, threshold_, hardshrink, softshrink, rrelu, rrelu_,
+            local_response_norm, channel_shuffle,
             bilinear, max_unpool1d, max_unpool2d, lp_pool1d, lp_pool2d, hinge_embedding_loss, soft_margin_loss,
             multilabel_soft_margin_loss, multi_margin_loss, multilabel_margin_loss, poisson_nll_loss,
             gaussian_nll_loss, triplet_margin_with_distance_loss):

@@ -46,6 +46,11 @@ class Dropout2d(_DropoutNd):
     _fn = "dropout2d"
 
 
+class Dropout3d(_DropoutNd):
+    """Zeroes whole channels of (N, C, D, H, W) / (C, D, H, W) inputs with probability p in training."""
+    _fn = "dropout3d"
+
+
 class AlphaDropout(_DropoutNd):
     """Dropout that keeps a selu network's self-normalizing mean and variance."""
     _fn = "alpha_dropout"
@@ -55,4 +60,4 @@ class FeatureAlphaDropout(_DropoutNd):
     _fn = "feature_alpha_dropout"
 
 
-__all__ += ["Dropout1d", "Dropout2d", "AlphaDropout", "FeatureAlphaDropout"]
+__all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]

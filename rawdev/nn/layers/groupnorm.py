@@ -9,7 +9,7 @@ from ..module import Module
 from ..parameter import Parameter
 from .batchnorm import _BatchNorm
 
-__all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class GroupNorm(Module):
@@ -122,3 +122,12 @@ class InstanceNorm2d(_InstanceNorm):
         >>> y = nn.InstanceNorm2d(100, affine=True)(torch.randn(20, 100, 35, 45))
     """
     _no_batch = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of [N, C, D, H, W] (or unbatched [C, D, H, W]) over D, H and W.
+
+    Example:
+        >>> y = nn.InstanceNorm3d(4)(torch.randn(2, 4, 3, 5, 5))
+    """
+    _no_batch = 4

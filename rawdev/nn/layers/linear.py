@@ -40,3 +40,45 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class LazyLinear(Linear):
+    """A Linear whose in_features is taken from the first input: until then it holds no parameters; the first
+    forward creates weight and bias (PyTorch's init, on the input's device and dtype) and the module becomes a
+    Linear. Make the optimizer after that first call, as PyTorch's documentation says.
+
+    Example:
+        >>> m = nn.LazyLinear(4)
+        >>> m(torch.randn(2, 7)).shape, type(m).__name__
+        (torch.Size([2, 4]), 'Linear')
+    """
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        Module.__init__(self)
+        self.in_features, self.out_features = 0, out_features
+        self._lazy_bias, self._lazy_dtype, self._lazy_device = bias, dtype, device
+        self.register_parameter("weight", None)
+        self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            Linear.reset_parameters(self)
+
+    def forward(self, input):  # noqa: A002
+        self.in_features = input.shape[-1]
+        dtype = self._lazy_dtype or input.dtype
+        self.weight = Parameter(empty((self.out_features, self.in_features), dtype=dtype))
+        if self._lazy_bias:
+            self.bias = Parameter(empty(self.out_features, dtype=dtype))
+        Linear.reset_parameters(self)
+        self.to(self._lazy_device or input.device)
+        for name in ("_lazy_bias", "_lazy_dtype", "_lazy_device"):
+            self.__dict__.pop(name, None)
+        self.__class__ = Linear
+        return Linear.forward(self, input)
+
+    def extra_repr(self):
+        return f"in_features=0, out_features={self.out_features}, bias={self._lazy_bias}"
+
+
+__all__ += ["LazyLinear"]
