@@ -38,7 +38,8 @@ from . import autograd, ops  # noqa: E402  (ops installs Tensor's math methods)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403,A004  (every op declared for the rawdev namespace)
 from . import optim, utils  # noqa: E402
-from . import accelerator, amp, backends, distributions, jit, linalg, special, testing  # noqa: E402
+from . import accelerator, amp, backends, distributions, func, jit, linalg, special, testing  # noqa: E402
+from .func import vmap  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .config import (are_deterministic_algorithms_enabled, compile, get_default_device,  # noqa: E402,A004
                      get_float32_matmul_precision, set_default_device, set_float32_matmul_precision,
@@ -50,7 +51,7 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "initial_seed", "manual_seed", "seed", "set_rng_state", "use_driver", "trace", "load", "save",
            "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
            "Size", "Tensor", "is_tensor", "__version__", "accelerator", "amp", "backends", "distributions", "jit",
-           "linalg", "special", "testing",
+           "linalg", "special", "testing", "func", "vmap",
            "are_deterministic_algorithms_enabled", "compile", "get_default_device", "get_float32_matmul_precision",
            "set_default_device", "set_float32_matmul_precision", "use_deterministic_algorithms", "set_printoptions",
            "autocast"]
