@@ -15,7 +15,8 @@ from .autograd.engine import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
 from .tensor.core import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call", "stack_module_state"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
+           "stack_module_state"]
 
 
 def _tuple(x):

@@ -1,6 +1,7 @@
 """rawdev.func (torch.func): per-sample gradients with vmap(grad(...)) and functional_call, model ensembling
 with stack_module_state, jacrev/hessian and nested grad — each against a plain autograd loop or a closed form,
 on the cpu and the simulated GPU."""
+# ruff: noqa: B023  (each closure is called inside the iteration that makes it)
 import copy
 
 import numpy as np
