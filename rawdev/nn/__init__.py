@@ -67,7 +67,7 @@ __all__ += ["Threshold", "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "Loca
             "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss",
             "GaussianNLLLoss", "TripletMarginWithDistanceLoss"]
 from .layers import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3d, Conv3d,  # noqa: E402
-                     Dropout3d, InstanceNorm3d, LazyLinear, MaxPool3d)
+                     CTCLoss, Dropout3d, InstanceNorm3d, LazyLinear, MaxPool3d)
 
 __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear",
-            "Dropout3d", "InstanceNorm3d"]
+            "Dropout3d", "InstanceNorm3d", "CTCLoss"]

@@ -396,6 +396,111 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((dp - dn + margin).clamp_min(0), _check_reduction(reduction))
 
 
+def _lengths(x):
+    if isinstance(x, int):
+        return [x]
+    if hasattr(x, "tolist"):
+        return [int(v) for v in x.reshape(-1).tolist()]
+    return [int(v) for v in x]
+
+
+def _lse3(a, b, c):
+    """log(e^a + e^b + e^c) elementwise, −inf when all three are −inf (no nan, in value or gradient)."""
+    from .select import maximum
+    m = maximum(maximum(a, b), c)
+    none = m == float("-inf")
+    m = _where(none, 0.0, m).detach()
+    total = (a - m).exp() + (b - m).exp() + (c - m).exp()
+    # log(0) would send 0·inf = nan back through the unreachable states: their value is a constant −inf
+    return _where(none, float("-inf"), m + _where(none, 1.0, total).log())
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: C901
+             zero_infinity=False):
+    """The connectionist temporal classification loss: −log of the total probability of every alignment of each
+    target to its input frames, by the forward (alpha) recursion over the blank-extended target, in log space.
+    Differentiable through the recursion (one small step per frame).
+
+    Args:
+        log_probs: [T, N, C] (or [T, C] unbatched) log-softmax outputs.
+        targets: [N, S] padded class indices, or the targets concatenated into one 1-D tensor.
+        input_lengths, target_lengths: per-sample lengths (tensors or sequences).
+        blank: the blank class. reduction: 'mean' (each loss divided by its target length, then the batch mean),
+            'sum' or 'none'. zero_infinity: impossible alignments give 0 (and no gradient) instead of inf.
+
+    Example:
+        >>> lp = torch.randn(5, 1, 4).log_softmax(2)
+        >>> F.ctc_loss(lp, torch.tensor([[1, 2]]), [5], [2]).shape
+        torch.Size([])
+    """
+    from ..tensor.factory import full, tensor
+    from .join import cat
+    unbatched = log_probs.ndim == 2
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    t_max, n, _ = lp.shape
+    in_lens, tg_lens = _lengths(input_lengths), _lengths(target_lengths)
+    if len(in_lens) != n or len(tg_lens) != n:
+        raise RuntimeError(f"Expected input_lengths and target_lengths to have {n} values, got {len(in_lens)} and "
+                           f"{len(tg_lens)}")
+    if max(in_lens) > t_max:
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {max(in_lens)}")
+    tgt = targets.detach().to(device="cpu")
+    if tgt.ndim == 1 and not unbatched:                       # the targets of the batch concatenated
+        flat, rows, off = [int(v) for v in tgt.tolist()], [], 0
+        for k in tg_lens:
+            rows.append(flat[off:off + k])
+            off += k
+    else:                                                     # padded [N, S] (or one unbatched target [S])
+        t2 = tgt.reshape(n, -1).tolist()
+        rows = [[int(v) for v in t2[i][:tg_lens[i]]] for i in range(n)]
+    s_max = max(tg_lens) if tg_lens else 0
+    width = 2 * s_max + 1
+    ext = [[blank] * width for _ in range(n)]
+    skip = [[False] * width for _ in range(n)]
+    for i, r in enumerate(rows):
+        for j, c in enumerate(r):
+            ext[i][2 * j + 1] = c
+            if j > 0 and c != r[j - 1]:
+                skip[i][2 * j + 1] = True
+    dev = lp.device
+    ext_t = tensor(ext, dtype=_dt.int64, device=dev)                       # [N, L]
+    skip_t = tensor(skip, dtype=_dt.bool, device=dev)
+    emit = lp.gather(2, ext_t.unsqueeze(0).expand(t_max, n, width))         # [T, N, L]
+    neg = full((n, 1), float("-inf"), dtype=lp.dtype, device=dev)
+    start = tensor([[0.0, 0.0] + [float("-inf")] * (width - 2) if tg_lens[i] else [0.0] + [float("-inf")] *
+                    (width - 1) for i in range(n)], dtype=lp.dtype, device=dev)
+    alpha = emit[0] + start
+    running = tensor([[t < in_lens[i] for i in range(n)] for t in range(t_max)], dtype=_dt.bool, device=dev)
+    for t in range(1, t_max):
+        one = cat([neg, alpha[:, :-1]], 1)
+        two = _where(skip_t, cat([neg, neg, alpha[:, :-2]], 1) if width > 2 else alpha * 0 + float("-inf"),
+                     float("-inf"))
+        new = _lse3(alpha, one, two) + emit[t]
+        alpha = _where(running[t].unsqueeze(1), new, alpha)
+    last = tensor([[2 * k, max(2 * k - 1, 0)] for k in tg_lens], dtype=_dt.int64, device=dev)
+    ends = alpha.gather(1, last)
+    single = tensor([[k == 0] for k in tg_lens], dtype=_dt.bool, device=dev)
+    keep = cat([single | ~single, ~single], 1)                 # an empty target ends at position 0 only
+    ends = _where(keep, ends, float("-inf"))
+    m = ends.detach().amax(1, keepdim=True)
+    none = (m == float("-inf")).squeeze(1)
+    m = _where(m == float("-inf"), 0.0, m)
+    total = (ends - m).exp().sum(1)
+    loss = _where(none, float("inf"), -(m.squeeze(1) + _where(none, 1.0, total).log()))
+    if zero_infinity:
+        loss = _where(loss == float("inf"), 0.0, loss)
+    if unbatched:
+        loss = loss.reshape(())
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        lens = tensor(tg_lens, dtype=lp.dtype, device=dev).clamp_min(1)
+        return (loss / (lens.reshape(()) if unbatched else lens)).mean()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
 def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability p, scale the rest by
     1/(1 − p)."""
@@ -453,7 +558,7 @@ def pdist(input, p=2):  # noqa: A002
     return (input.index_select(0, ii) - input.index_select(0, jj)).norm(p, -1)
 
 
-for _fn in (dropout3d, gumbel_softmax, pdist, threshold, threshold_, hardshrink, softshrink, rrelu, rrelu_,
+for _fn in (ctc_loss, dropout3d, gumbel_softmax, pdist, threshold, threshold_, hardshrink, softshrink, rrelu, rrelu_,
             local_response_norm, channel_shuffle,
             bilinear, max_unpool1d, max_unpool2d, lp_pool1d, lp_pool2d, hinge_embedding_loss, soft_margin_loss,
             multilabel_soft_margin_loss, multi_margin_loss, multilabel_margin_loss, poisson_nll_loss,

@@ -18,8 +18,8 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropy
 from .groupnorm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
-from .extra import (Bilinear, ChannelShuffle, GaussianNLLLoss, Hardshrink, HingeEmbeddingLoss, LocalResponseNorm,
-                    LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+from .extra import (Bilinear, ChannelShuffle, CTCLoss, GaussianNLLLoss, Hardshrink, HingeEmbeddingLoss,
+                    LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                     MultiMarginLoss, PoissonNLLLoss, RReLU, Softmax2d, SoftMarginLoss, Softshrink, Threshold,
                     TripletMarginWithDistanceLoss)
 from .resample import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag, PixelShuffle,
@@ -46,7 +46,7 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "Bilinear", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d", "HingeEmbeddingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "TripletMarginWithDistanceLoss", "Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
-           "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear", "Dropout3d", "InstanceNorm3d"]
+           "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear", "Dropout3d", "InstanceNorm3d", "CTCLoss"]
 
 
 def tag_modules(model):

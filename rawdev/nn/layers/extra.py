@@ -14,7 +14,7 @@ from .loss import _Loss, _WeightedLoss
 __all__ = ["Threshold", "Hardshrink", "Softshrink", "RReLU", "Softmax2d", "LocalResponseNorm", "ChannelShuffle",
            "Bilinear", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d", "HingeEmbeddingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
-           "TripletMarginWithDistanceLoss"]
+           "TripletMarginWithDistanceLoss", "CTCLoss"]
 
 
 class Threshold(Module):
@@ -245,6 +245,18 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input, target, var):  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss over [T, N, C] log-probabilities (F.ctc_loss)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
 
 
 class TripletMarginWithDistanceLoss(_Loss):
