@@ -19,7 +19,8 @@ from .groupnorm import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
 from .extra import (Bilinear, ChannelShuffle, CTCLoss, GaussianNLLLoss, Hardshrink, HingeEmbeddingLoss,
-                    LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                    LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MultiLabelMarginLoss,
+                    MultiLabelSoftMarginLoss,
                     MultiMarginLoss, PoissonNLLLoss, RReLU, Softmax2d, SoftMarginLoss, Softshrink, Threshold,
                     TripletMarginWithDistanceLoss)
 from .resample import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag, PixelShuffle,
