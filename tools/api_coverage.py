@@ -1582,6 +1582,103 @@ def _(torch, device):
         raise CheckFailed("assert_close passed on different values")
 
 
+@row("torch.func.vmap", "autograd", "per-sample gradients with grad and functional_call")
+def _(torch, device):
+    model = torch.nn.Linear(3, 2).to(device)
+    x, y = _t(torch, device, _data(4, 3, seed=11)), _t(torch, device, [0, 1, 1, 0])
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss(p, xi, yi):
+        return torch.nn.functional.cross_entropy(torch.func.functional_call(model, p, (xi.unsqueeze(0),)),
+                                                 yi.unsqueeze(0))
+    g = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    _shape(g["weight"], 4, 2, 3)
+    model.zero_grad()
+    torch.nn.functional.cross_entropy(model(x[:1]), y[:1]).backward()
+    _close(g["weight"][0], _np(model.weight.grad))
+
+
+@row("torch.autograd.gradcheck", "autograd")
+def _(torch, device):
+    x = torch.tensor(_data(4, seed=12).tolist(), dtype=torch.float64, requires_grad=True)
+    _check(torch.autograd.gradcheck(torch.sin, (x,)), "gradcheck returned False")
+
+
+@row("torch.cuda.Event", "dtype-device", "timing with elapsed_time", devices=("cuda",))
+def _(torch, device):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    x = _t(torch, device, _data(32, 32, seed=13))
+    start.record()
+    y = x @ x
+    end.record()
+    torch.cuda.synchronize()
+    _check(start.elapsed_time(end) >= 0, "negative elapsed time")
+    _shape(y, 32, 32)
+
+
+@row("torch.nn.Conv3d", "nn.layers")
+def _(torch, device):
+    m = torch.nn.Conv3d(2, 3, 3, padding=1).to(device)
+    x = _leaf(torch, device, _data(1, 2, 4, 5, 5, seed=14))
+    y = m(x)
+    _shape(y, 1, 3, 4, 5, 5)
+    _backward(y, x)
+
+
+@row("torch.nn.functional.grid_sample", "nn.functional")
+def _(torch, device):
+    x = _leaf(torch, device, _data(1, 1, 4, 4, seed=15))
+    theta = _t(torch, device, [[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    grid = torch.nn.functional.affine_grid(theta, (1, 1, 4, 4), align_corners=False)
+    y = torch.nn.functional.grid_sample(x, grid, align_corners=False)
+    _close(y, _data(1, 1, 4, 4, seed=15))                  # the identity transform reads every pixel back
+    _backward(y, x)
+
+
+@row("torch.nn.CTCLoss", "nn.losses")
+def _(torch, device):
+    lp = _leaf(torch, device, _data(6, 2, 4, seed=16))
+    loss = torch.nn.CTCLoss()(lp.log_softmax(2), _t(torch, device, [[1, 2], [3, 0]]), [6, 5], [2, 1])
+    _check(math.isfinite(loss.item()), f"loss {loss.item()}")
+    _backward(loss, lp)
+
+
+@row("torch.nn.utils.parametrizations.weight_norm", "nn.module")
+def _(torch, device):
+    m = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(3, 4)).to(device)
+    _check(sorted(m.state_dict()) == ["bias", "parametrizations.weight.original0",
+                                      "parametrizations.weight.original1"], str(sorted(m.state_dict())))
+    y = m(_t(torch, device, _data(2, 3, seed=17)))
+    y.sum().backward()
+    _check(m.parametrizations.weight.original0.grad is not None, "no gradient for g")
+
+
+@row("torch.optim.Rprop", "optim")
+def _(torch, device):
+    w = _leaf(torch, device, _data(3, seed=18))
+    opt = torch.optim.Rprop([w], lr=0.1)
+    before = (w.detach() ** 2).sum().item()
+    for _ in range(5):
+        opt.zero_grad()
+        (w ** 2).sum().backward()
+        opt.step()
+    _check((w.detach() ** 2).sum().item() < before, "Rprop did not decrease the loss")
+
+
+@row("torch.optim.swa_utils.AveragedModel", "optim")
+def _(torch, device):
+    m = torch.nn.Linear(2, 2).to(device)
+    swa = torch.optim.swa_utils.AveragedModel(m)
+    w0 = _np(m.weight)
+    with torch.no_grad():
+        m.weight.add_(1.0)
+    swa.update_parameters(m)
+    with torch.no_grad():
+        m.weight.add_(1.0)
+    swa.update_parameters(m)
+    _close(swa.module.weight, w0 + 1.5)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # dtypes and devices
 
