@@ -175,3 +175,27 @@ def test_real_only_complex_queries():
         _ = x.imag
     with pytest.raises(RuntimeError, match="not supported"):
         rawdev.positive(rawdev.tensor([True]))
+
+
+def test_put_apply_map_and_sparse_init(driver):
+    r = rng()
+    base = r.standard_normal((3, 4))
+    idx = r.integers(-12, 12, 6)
+    src = r.standard_normal(6)
+    for dev in ("cpu", "cuda"):
+        t = on(base, dev, FLOAT[dev]).t().contiguous().t()              # a non-contiguous target
+        t.put_(on(idx, dev), on(src, dev, FLOAT[dev]), accumulate=True)
+        want = base.copy().reshape(-1)
+        np.add.at(want, np.where(idx < 0, idx + 12, idx), src)
+        np.testing.assert_allclose(num(t), want.reshape(3, 4), rtol=TOL[dev] * 10, atol=TOL[dev])
+        uniq = r.permutation(12)[:5]
+        out = rawdev.put(on(base, dev, FLOAT[dev]), on(uniq, dev), on(src[:5], dev, FLOAT[dev]))
+        want = base.copy().reshape(-1)
+        want[uniq] = src[:5]
+        np.testing.assert_allclose(num(out), want.reshape(3, 4), rtol=TOL[dev])
+    assert rawdev.tensor([1.0, 2.0]).apply_(lambda v: v * 10).tolist() == [10.0, 20.0]
+    assert rawdev.tensor([1.0, 2.0]).map_(rawdev.tensor([3.0, 4.0]), lambda a, b: a * b).tolist() == [3.0, 8.0]
+    with pytest.raises(TypeError, match="only implemented on CPU tensors"):
+        rawdev.zeros(2).cuda().apply_(abs)
+    w = rawdev.nn.init.sparse_(rawdev.empty(10, 6), 0.35, std=0.5)
+    assert ((w.numpy() == 0).sum(0) == 4).all() and w.numpy()[w.numpy() != 0].std() > 0.2

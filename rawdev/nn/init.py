@@ -9,7 +9,8 @@ from .. import random as _random
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "kaiming_uniform_",
-           "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "trunc_normal_", "orthogonal_", "dirac_", "eye_"]
+           "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "trunc_normal_", "orthogonal_", "dirac_", "eye_",
+           "sparse_"]
 
 
 def _gen(generator):
@@ -161,6 +162,26 @@ def dirac_(tensor, groups=1):
     for g in range(groups):
         for d in range(min(out_g, shape[1])):
             w[(g * out_g + d, d) + tuple(s // 2 for s in shape[2:])] = 1
+    return _fill(tensor, w)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std²) values and zero ceil(sparsity·rows) randomly chosen rows in every
+    column (Martens 2010, as PyTorch's).
+
+    Example:
+        >>> w = nn.init.sparse_(torch.empty(10, 4), sparsity=0.3)
+        >>> int((w == 0).sum())
+        12
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros_per_col = int(math.ceil(sparsity * rows))
+    g = _gen(generator)
+    w = g.normal(0.0, std, (rows, cols))
+    for c in range(cols):
+        w[g.permutation(rows)[:zeros_per_col], c] = 0
     return _fill(tensor, w)
 
 

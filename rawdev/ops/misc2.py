@@ -375,6 +375,64 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
     return _embed(input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
+def put_(self, index, source, accumulate=False):
+    """Write source into self at the flat (row-major) positions index, in place; accumulate adds instead
+    (repeated indices then add up).
+
+    Example:
+        >>> torch.zeros(2, 2).put_(torch.tensor([0, 3]), torch.tensor([1., 2.]))
+        tensor([[1., 0.],
+                [0., 2.]])
+    """
+    n = self.numel()
+    idx = index.reshape(-1).to(dtype=_dt.int64)
+    if idx.numel() and (int(idx.max().item()) >= n or int(idx.min().item()) < -n):
+        raise IndexError(f"out of range: tried to access index {int(idx.max().item())} on a tensor of {n} elements.")
+    idx = _where(idx < 0, idx + n, idx)
+    flat = self.reshape(-1).clone() if not self.is_contiguous() else self.reshape(-1)
+    src = source.reshape(-1).to(dtype=self.dtype)
+    if accumulate:
+        flat.index_add_(0, idx, src)
+    else:
+        flat.index_copy_(0, idx, src)
+    if flat.data_ptr() != self.data_ptr() or not self.is_contiguous():
+        self.copy_(flat.reshape(self.shape))
+    return self
+
+
+def put(input, index, source, accumulate=False):  # noqa: A002
+    """Out-of-place put_."""
+    return put_(input.clone(), index, source, accumulate)
+
+
+def _host_only(name):
+    def check(t):
+        if t.is_cuda:
+            raise TypeError(f"{name} is only implemented on CPU tensors")
+    return check
+
+
+def apply_(self, callable):  # noqa: A002
+    """Replace each element x of a cpu tensor with callable(x) (a Python loop, as PyTorch's)."""
+    _host_only("apply_")(self)
+    vals = [callable(v) for v in self.reshape(-1).tolist()]
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        self.copy_(_f().tensor(vals, dtype=self.dtype).reshape(self.shape))
+    return self
+
+
+def map_(self, tensor, callable):  # noqa: A002
+    """self[i] = callable(self[i], tensor[i]) elementwise for cpu tensors (tensor broadcast to self)."""
+    _host_only("map_")(self)
+    other = tensor.expand_as(self).reshape(-1).tolist()
+    vals = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other)]
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        self.copy_(_f().tensor(vals, dtype=self.dtype).reshape(self.shape))
+    return self
+
+
 def narrow_copy(input, dim, start, length):  # noqa: A002
     """A copy of input.narrow(dim, start, length)."""
     return input.narrow(dim, start, length).clone()
@@ -421,3 +479,7 @@ for _name, _fn in (("positive", positive), ("sgn", sgn), ("fmax", fmax), ("fmin"
     declare(_name, _fn, family="misc2")
 declare("real", real, family="misc2", method=False)        # Tensor.real is a property (rawdev/ops/methods.py)
 declare("unravel_index", unravel_index, family="misc2", method=False)
+declare("put", put, family="misc2")
+declare("put_", put_, family="misc2", torch=False)
+declare("apply_", apply_, family="misc2", torch=False)
+declare("map_", map_, family="misc2", torch=False)
