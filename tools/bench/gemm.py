@@ -147,8 +147,9 @@ def skinny_shapes(quick):
     return [(f"skinny {M}x{N} K{K}", lay, M, N, K) for M, N, K in dims for lay in ("nt", "nn", "tn")]
 
 
-def cublas_tf32_timer():
-    """(name, fn) for cuBLAS with TF32 tensor cores allowed (PyTorch's allow_tf32 = True), or None."""
+def _torch_timer(tf32):
+    """(name, fn) timing torch's cuBLAS GEMM with allow_tf32 set to `tf32` for the calls (and restored), or None
+    when torch has no GPU."""
     try:
         import torch
         if not torch.cuda.is_available():
@@ -158,7 +159,7 @@ def cublas_tf32_timer():
 
     def run(layout, A, B, reps, warmup):
         before = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cuda.matmul.allow_tf32 = tf32
         try:
             a = torch.as_tensor(np.asarray(A, np.float32), device="cuda")
             b = torch.as_tensor(np.asarray(B, np.float32), device="cuda")
@@ -175,11 +176,17 @@ def cublas_tf32_timer():
             return statistics.median(marks[i].elapsed_time(marks[i + 1]) for i in range(reps))
         finally:
             torch.backends.cuda.matmul.allow_tf32 = before
-    return "torch " + torch.__version__ + " TF32", run
+    return "torch " + torch.__version__ + (" TF32" if tf32 else ""), run
+
+
+def cublas_tf32_timer():
+    """(name, fn) for cuBLAS with TF32 tensor cores allowed (PyTorch's allow_tf32 = True), or None."""
+    return _torch_timer(True)
 
 
 def cublas_timer():
-    """(name, fn(layout, A, B, reps, warmup) -> ms) for cuBLAS SGEMM with TF32 off, or None."""
+    """(name, fn(layout, A, B, reps, warmup) -> ms) for cuBLAS SGEMM with TF32 off (CuPy when present, else
+    torch), or None."""
     try:
         import cupy as cp
         cp.cuda.runtime.getDeviceCount()
@@ -200,29 +207,7 @@ def cublas_timer():
         return "cupy " + cp.__version__, run_cupy   # CuPy uses FP32 compute unless CUPY_TF32=1
     except Exception:
         pass
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            return None
-        torch.backends.cuda.matmul.allow_tf32 = False
-
-        def run_torch(layout, A, B, reps, warmup):
-            a = torch.as_tensor(np.asarray(A, np.float32), device="cuda")
-            b = torch.as_tensor(np.asarray(B, np.float32), device="cuda")
-            opa = a.T if layout == "tn" else a
-            opb = b.T if layout == "nt" else b
-            for _ in range(warmup):
-                opa @ opb
-            marks = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
-            marks[0].record()
-            for i in range(reps):
-                opa @ opb
-                marks[i + 1].record()
-            marks[-1].synchronize()
-            return statistics.median(marks[i].elapsed_time(marks[i + 1]) for i in range(reps))
-        return "torch " + torch.__version__, run_torch
-    except Exception:
-        return None
+    return _torch_timer(False)
 
 
 def sample_relerr(out, opA, opB, rng, rows=16):
