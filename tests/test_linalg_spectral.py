@@ -125,3 +125,18 @@ def test_svd_and_eigh_gradients(driver):
         _grad_check(dev, lambda s: (lambda V: V[:, -2:] @ V[:, -2:].mT)(LA.eigh(sym(s)).eigenvectors),
                     lambda s: (lambda V: V[:, -2:] @ V[:, -2:].T)(np.linalg.eigh(0.5 * (s + s.T))[1]), S)
         _grad_check(dev, lambda a: LA.pinv(a), lambda a: np.linalg.pinv(a), A)
+
+
+def test_svd_lowrank_and_pca_lowrank(driver):
+    r = rng()
+    A = r.standard_normal((60, 4)) @ r.standard_normal((4, 15)) + 1e-3 * r.standard_normal((60, 15))
+    for dev in ("cpu", "cuda"):
+        rawdev.manual_seed(1)
+        U, S, V = rawdev.svd_lowrank(T(A, dev), q=4, niter=3)
+        np.testing.assert_allclose(num(S), np.linalg.svd(A, compute_uv=False)[:4], rtol=1e-4)
+        np.testing.assert_allclose(num(U) @ np.diag(num(S)) @ num(V).T, A, atol=1e-2)
+        U, S, V = rawdev.pca_lowrank(T(A, dev), q=4)
+        Ac = A - A.mean(0, keepdims=True)
+        np.testing.assert_allclose(num(S), np.linalg.svd(Ac, compute_uv=False)[:4], rtol=1e-4)
+    with pytest.raises(ValueError, match="must be non-negative integer and not greater than"):
+        rawdev.pca_lowrank(rawdev.zeros(3, 2), q=5)

@@ -30,6 +30,7 @@ CHECKS = {
     "spatial_transformer.py": lambda r: r["last_loss"] < r["first_loss"] and r["accuracy"] > 0.5,
     "gp_regression.py": lambda r: r["last_nll"] < r["first_nll"] and r["rmse"] < 0.2 and r["min_var"] > 0,
     "packed_gru_tagger.py": _lower("first_loss", "last_loss"),
+    "pca.py": lambda r: r["top3"] > 0.99 and r["err"] < 0.1 and r["agree"] < 1e-3 and abs(r["overlap"] - 1) < 1e-3,
 }
 
 

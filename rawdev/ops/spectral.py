@@ -341,6 +341,46 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):  # noqa:
     return (S > _cutoff(A, S, atol, rtol).unsqueeze(-1)).sum(-1)
 
 
-declare("svd", torch_svd, family="spectral")
+def svd_lowrank(A, q=6, niter=2, M=None):  # noqa: N803
+    """An approximate rank-q SVD (U [.., m, q], S [.., q], V [.., n, q]) by Halko et al.'s randomized range finder:
+    Q = orth((A Aᵀ)^niter A G) for a Gaussian G, then the exact SVD of Qᵀ A. M (broadcast) is subtracted from A.
 
-__all__ = ["eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank"]
+    Example:
+        >>> U, S, V = torch.svd_lowrank(torch.randn(50, 20), q=5)
+    """
+    from .decomp import qr
+    a = A if M is None else A - M
+    m, n = a.shape[-2:]
+    q = min(q, m, n)
+    g = a.new_empty(tuple(a.shape[:-2]) + (n, q)).normal_()
+    y = qr(a @ g).Q
+    for _ in range(niter):
+        y = qr(_mT(a) @ y).Q
+        y = qr(a @ y).Q
+    b = _mT(y) @ a
+    u_b, s, vh = svd(b, full_matrices=False)
+    return y @ u_b, s, _mT(vh)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):  # noqa: N803
+    """PCA of the rows of A [.., m, n]: (U, S, V) of the (centered) data by svd_lowrank, q = min(6, m, n) by
+    default; the principal directions are V's columns.
+
+    Example:
+        >>> U, S, V = torch.pca_lowrank(torch.randn(100, 8), q=3)
+        >>> V.shape
+        torch.Size([8, 3])
+    """
+    m, n = A.shape[-2:]
+    q = min(6, m, n) if q is None else q
+    if not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    mean = A.mean(-2, keepdim=True) if center else None
+    return svd_lowrank(A, q, niter, mean)
+
+
+declare("svd", torch_svd, family="spectral")
+declare("svd_lowrank", svd_lowrank, family="spectral", method=False)
+declare("pca_lowrank", pca_lowrank, family="spectral", method=False)
+
+__all__ = ["eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_rank", "svd_lowrank", "pca_lowrank"]
