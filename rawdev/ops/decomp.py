@@ -13,7 +13,6 @@ Gradients are the standard matrix-calculus formulas written with differentiable 
 inv: −A⁻ᵀ G A⁻ᵀ; solve: G_B = A⁻ᵀ G_X, G_A = −G_B Xᵀ; det: G·det·A⁻ᵀ; cholesky: L⁻ᵀ Φ(Lᵀ G) L⁻¹ symmetrised;
 qr: (G_Q + Q copyltu(M)) R⁻ᵀ with M = R G_Rᵀ − G_Qᵀ Q.
 """
-import collections
 
 import numpy as np
 
@@ -21,13 +20,7 @@ from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from .registry import declare
-
-
-def _rt(name, fields):
-    t = collections.namedtuple(name, fields)
-    t.__module__ = "rawdev.return_types"
-    return t
-
+from .rtypes import return_type as _rt
 
 return_slogdet = _rt("slogdet", ["sign", "logabsdet"])
 return_qr = _rt("qr", ["Q", "R"])

@@ -2,12 +2,12 @@
 positive, sgn, fmax/fmin, ldexp, frexp, cov, corrcoef, histogram, unique_consecutive, argwhere, unravel_index,
 ravel, hsplit/vsplit/dsplit, select/slice/diagonal_scatter, narrow_copy, and the complex-number queries a
 real-only library answers trivially (conj, resolve_conj, resolve_neg, real, is_complex, is_conj)."""
-import collections
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
 from .registry import declare
+from .rtypes import return_type as _rt
 from .shape import wrap_dim
 
 
@@ -93,12 +93,6 @@ def ldexp(input, other):  # noqa: A002
     if isinstance(other, Tensor):
         return x * other.to(dtype=x.dtype).exp2()
     return x * (2.0 ** float(other))
-
-
-def _rt(name, fields):
-    t = collections.namedtuple(name, fields)
-    t.__module__ = "rawdev.return_types"
-    return t
 
 
 return_frexp = _rt("frexp", ["mantissa", "exponent"])

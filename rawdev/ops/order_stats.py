@@ -5,20 +5,13 @@ searchsorted merges instead of binary-searching: the values and the sorted seque
 stable sort; on ties, values first for side='left', after for 'right'), and a running count of the sequence's
 elements ahead of each value is its insertion point. That is O((N + M) log(N + M)) per row on either device.
 """
-import collections
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from .registry import declare
+from .rtypes import return_type as _return_type
 from .shape import wrap_dim
-
-
-def _return_type(name, fields):
-    t = collections.namedtuple(name, list(fields))
-    t.__module__ = "rawdev.return_types"
-    return t
-
 
 return_aminmax = _return_type("aminmax", ("min", "max"))
 return_nanmedian = _return_type("nanmedian", ("values", "indices"))

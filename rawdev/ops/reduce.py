@@ -3,7 +3,6 @@
 sum/mean backward broadcast the gradient back with expand (a stride-0 view); max/min along a dim send
 it to the selected index (max_dim_bwd on cuda); the all-element max/min share it among ties.
 """
-import collections
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from ..autograd.function import Function
 from ..tensor.core import Tensor
 from .dispatch import backend_of
 from .registry import declare
+from .rtypes import return_type as _return_type
 from .shape import expand, reshape
 
 
@@ -109,12 +109,6 @@ def _full_reduction_name(out, dim, name):
 
 # ------------------------------------------------------------------ max / min / argmax / argmin
 # PyTorch's torch.return_types.max / .min: a named tuple (values, indices).
-def _return_type(name):
-    t = collections.namedtuple(name, ["values", "indices"])
-    t.__module__ = "rawdev.return_types"
-    return t
-
-
 return_max, return_min = _return_type("max"), _return_type("min")
 
 

@@ -9,7 +9,6 @@ PyTorch's. amax/amin share the gradient evenly among ties. median/mode find thei
 to host copy on cuda, like a sync) and scatter the gradient to those indices on the device.
 """
 import builtins
-import collections
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from .reduce import max as _max
 from .reduce import min as _min
 from .reduce import sum as _sum
 from .registry import declare
+from .rtypes import return_type as _return_type
 from .shape import reshape
 
 
@@ -367,12 +367,6 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, axis=None):  # noqa: 
 
 
 # ------------------------------------------------------------------ median / mode (host indices)
-def _return_type(name):
-    t = collections.namedtuple(name, ["values", "indices"])
-    t.__module__ = "rawdev.return_types"
-    return t
-
-
 return_median, return_mode = _return_type("median"), _return_type("mode")
 
 

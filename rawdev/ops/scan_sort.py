@@ -15,7 +15,6 @@ scatters); what their output size depends on (the number of distinct values, max
 is read back, as PyTorch syncs for it. unique with dim and the cpu use numpy.
 """
 import builtins
-import collections
 
 import numpy as np
 
@@ -25,14 +24,8 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from .dispatch import backend_of
 from .reduce import _axis
 from .registry import declare
+from .rtypes import return_type as _return_type
 from .shape import reshape
-
-
-def _return_type(name, fields=("values", "indices")):
-    t = collections.namedtuple(name, list(fields))
-    t.__module__ = "rawdev.return_types"
-    return t
-
 
 return_sort, return_topk, return_kthvalue = _return_type("sort"), _return_type("topk"), _return_type("kthvalue")
 return_cummax, return_cummin = _return_type("cummax"), _return_type("cummin")

@@ -15,7 +15,6 @@ eigh: V (diag(g_L) + F ∘ (X − Xᵀ)/2) Vᵀ with X = Vᵀ g_V, F_ij = 1/(λ_
 svd (Townsend): U[(F∘(UᵀgU − gUᵀU))S + diag(gS) + S(F∘(VᵀgV − gVᵀV))]Vᵀ + (I − UUᵀ)gU S⁻¹Vᵀ + US⁻¹gVᵀ(I − VVᵀ),
 F_ij = 1/(s_j² − s_i²).
 """
-import collections
 
 import numpy as np
 
@@ -23,13 +22,7 @@ from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from .registry import declare
-
-
-def _rt(name, fields):
-    t = collections.namedtuple(name, fields)
-    t.__module__ = "rawdev.return_types"
-    return t
-
+from .rtypes import return_type as _rt
 
 return_eigh = _rt("linalg_eigh", ["eigenvalues", "eigenvectors"])
 return_svd = _rt("linalg_svd", ["U", "S", "Vh"])
