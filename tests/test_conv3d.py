@@ -7,9 +7,7 @@ import rawdev.nn.functional as F
 from numpy.lib.stride_tricks import sliding_window_view
 from rawdev import nn
 
-
-def rng():
-    return np.random.default_rng()
+from _refs import rng
 
 
 def T(a, dev, grad=False):

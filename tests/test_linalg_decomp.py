@@ -6,9 +6,7 @@ import pytest
 import rawdev
 from rawdev import linalg as LA
 
-
-def rng():
-    return np.random.default_rng()
+from _refs import numeric_grad, rng
 
 
 def T(a, dev, grad=False):
@@ -32,16 +30,6 @@ def well_conditioned(r, *shape):
 def spd(r, *shape):
     a = r.standard_normal(shape)
     return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
-
-
-def numeric_grad(f, x, g, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
-    return out
 
 
 @pytest.mark.parametrize("n", [1, 3, 7, 17])

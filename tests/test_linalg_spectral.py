@@ -6,9 +6,7 @@ import pytest
 import rawdev
 from rawdev import linalg as LA
 
-
-def rng():
-    return np.random.default_rng()
+from _refs import numeric_grad, rng
 
 
 def T(a, dev, grad=False):
@@ -82,16 +80,6 @@ def test_spectral_matrix_norms(driver):
             np.testing.assert_allclose(num(LA.matrix_norm(T(A, dev), o)), np.linalg.norm(A, o, axis=(-2, -1)),
                                        rtol=TOL[dev] * 10)
         assert tuple(LA.matrix_norm(T(A, dev), "nuc", dim=(0, 2), keepdim=True).shape) == (1, 4, 1)
-
-
-def numeric_grad(f, x, g, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
-    return out
 
 
 def _grad_check(dev, ours, ref, x):

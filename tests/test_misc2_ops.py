@@ -8,9 +8,7 @@ import pytest
 import rawdev
 from numpy.lib.stride_tricks import sliding_window_view
 
-
-def rng():
-    return np.random.default_rng()
+from _refs import rng
 
 
 def on(a, dev, dt=None, grad=False):

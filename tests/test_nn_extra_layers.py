@@ -10,9 +10,7 @@ import rawdev
 import rawdev.nn.functional as F
 from rawdev import nn
 
-
-def rng():
-    return np.random.default_rng()
+from _refs import numeric_grad, rng
 
 
 def on(a, dev, grad=False):
@@ -23,16 +21,6 @@ def on(a, dev, grad=False):
 
 def num(t):
     return t.detach().cpu().numpy().astype(np.float64)
-
-
-def numeric_grad(f, x, g, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
-    return out
 
 
 TOL = {"cpu": 1e-7, "cuda": 2e-4}

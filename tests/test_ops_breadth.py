@@ -9,11 +9,9 @@ import numpy as np
 import pytest
 import rawdev
 
+from _refs import numeric_grad, rng
+
 NAN = float("nan")
-
-
-def rng():
-    return np.random.default_rng()
 
 
 def on(x, dev, dt=None, grad=False):
@@ -25,17 +23,6 @@ def on(x, dev, dt=None, grad=False):
 
 def num(t):
     return t.detach().cpu().numpy()
-
-
-def numeric_grad(f, x, g, h=1e-6):
-    """d/dx sum(f(x) * g) by central differences (float64)."""
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
-    return out
 
 
 # ------------------------------------------------------------------ gamma family and erfinv

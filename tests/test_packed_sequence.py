@@ -15,9 +15,7 @@ from rawdev.nn.utils.rnn import (
     unpad_sequence,
 )
 
-
-def rng():
-    return np.random.default_rng()
+from _refs import rng
 
 
 def test_pack_pad_round_trip_and_layout():

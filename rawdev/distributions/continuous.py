@@ -13,7 +13,7 @@ import math
 from ..autograd.grad_mode import no_grad
 from ..tensor.size import Size
 from .distribution import Distribution, positive, real, unit_interval
-from .families import _broadcast, _tensor
+from .families import LocScale, _broadcast, _tensor
 
 __all__ = ["Exponential", "Laplace", "Cauchy", "LogNormal", "Gamma", "Beta", "Dirichlet", "Poisson", "Geometric",
            "MultivariateNormal"]
@@ -73,23 +73,11 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(LocScale):
     """Laplace(loc, scale): density exp(−|x − loc|/scale) / (2·scale)."""
-
-    arg_constraints = {"loc": real, "scale": positive}
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        loc = _tensor(loc, scale if hasattr(scale, "shape") else None)
-        self.loc, self.scale = _broadcast(loc, _tensor(scale, loc))
-        super().__init__(self.loc.shape, Size(), validate_args)
 
     @property
     def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
         return self.loc
 
     @property
@@ -120,24 +108,12 @@ class Laplace(Distribution):
         return 1 + (2 * self.scale).log()
 
 
-class Cauchy(Distribution):
+class Cauchy(LocScale):
     """Cauchy(loc, scale): the ratio of two normals; no mean or variance (nan / inf, as PyTorch)."""
-
-    arg_constraints = {"loc": real, "scale": positive}
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        loc = _tensor(loc, scale if hasattr(scale, "shape") else None)
-        self.loc, self.scale = _broadcast(loc, _tensor(scale, loc))
-        super().__init__(self.loc.shape, Size(), validate_args)
 
     @property
     def mean(self):
         return self.loc.new_full(tuple(self.batch_shape), float("nan"))
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

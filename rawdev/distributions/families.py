@@ -179,24 +179,28 @@ class Bernoulli(Distribution):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
 
-class Normal(Distribution):
-    """Normal(loc, scale): rsample = loc + scale · N(0, 1) (reparameterized, so gradients reach loc and scale)."""
+class LocScale(Distribution):
+    """The base of the (loc, scale) families: both parameters as tensors of one dtype and device, broadcast to
+    the batch shape; the mode is loc."""
 
     arg_constraints = {"loc": real, "scale": positive}
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
         loc = _tensor(loc, scale if isinstance(scale, Tensor) else None)
-        scale = _tensor(scale, loc)
-        self.loc, self.scale = _broadcast(loc, scale)
+        self.loc, self.scale = _broadcast(loc, _tensor(scale, loc))
         super().__init__(self.loc.shape, Size(), validate_args)
 
     @property
-    def mean(self):
+    def mode(self):
         return self.loc
 
+
+class Normal(LocScale):
+    """Normal(loc, scale): rsample = loc + scale · N(0, 1) (reparameterized, so gradients reach loc and scale)."""
+
     @property
-    def mode(self):
+    def mean(self):
         return self.loc
 
     @property

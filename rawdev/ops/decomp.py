@@ -19,8 +19,10 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
+from ..tensor import factory
 from .registry import declare
 from .rtypes import return_type as _rt
+from .select import where as _where
 
 return_slogdet = _rt("slogdet", ["sign", "logabsdet"])
 return_qr = _rt("qr", ["Q", "R"])
@@ -31,11 +33,6 @@ return_inv_ex = _rt("linalg_inv_ex", ["inverse", "info"])
 return_cholesky_ex = _rt("linalg_cholesky_ex", ["L", "info"])
 return_lstsq = _rt("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 return_triangular_solve = _rt("triangular_solve", ["solution", "cloned_coefficient"])
-
-
-def _f():
-    from ..tensor import factory
-    return factory
 
 
 def _mT(x):
@@ -70,7 +67,7 @@ def _from_host(a, like):
 # ------------------------------------------------------------------ device factorizations (whole-batch steps)
 def _lu_device(A):
     """(LU [B, n, n], perm [B, n] int64 with PA = LU row order, pivots [B, n] int64 1-based, info [B])."""
-    f = _f()
+    f = factory
     b, n, _ = A.shape
     a = A.clone()
     base = f.arange(n, device=A.device).unsqueeze(0).expand(b, n)
@@ -92,11 +89,6 @@ def _lu_device(A):
             a[:, k + 1:, k] /= _where(zero, 1.0, piv).unsqueeze(1)
             a[:, k + 1:, k + 1:] -= a[:, k + 1:, k:k + 1] * a[:, k:k + 1, k + 1:]
     return a, perm, pivots, info
-
-
-def _where(c, x, y):
-    from .select import where
-    return where(c, x, y)
 
 
 def _trsm_device(T, B, upper, unit):
@@ -129,7 +121,7 @@ def _cat_rows(rows):
 
 def _cholesky_device(A):
     """(L [B, n, n], info [B]): the lower Cholesky factor, info = the first order whose pivot is not positive."""
-    f = _f()
+    f = factory
     b, n, _ = A.shape
     L = f.zeros((b, n, n), dtype=A.dtype, device=A.device)
     info = f.zeros((b,), dtype=_dt.int64, device=A.device)
@@ -153,7 +145,7 @@ def _cholesky_device(A):
 def _qr_device(A, complete):
     """Householder QR of A [B, m, n] with LAPACK's conventions (dlarfg: beta = −sign(alpha)·‖x‖, H = I when the
     column below the diagonal is already zero) -> (Q [B, m, m or k], R [B, m or k, n])."""
-    f = _f()
+    f = factory
     b, m, n = A.shape
     k = min(m, n)
     R = A.clone()
@@ -254,7 +246,7 @@ class _Inv(Function):
         a, lead = _batch(A)
         with no_grad():
             _check_invertible("linalg.inv", a)
-            eye = _f().eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape).contiguous()
+            eye = factory.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape).contiguous()
             out = _solve_values(a, eye).reshape(*lead, a.shape[-1], a.shape[-1])
         ctx.save_for_backward(out)
         return out
@@ -289,7 +281,7 @@ def inv_ex(A, *, check_errors=False):  # noqa: N803
         _check_invertible("linalg.inv_ex", a)
     if bool((info > 0).any().item()):
         with no_grad():
-            eye = _f().eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape).contiguous()
+            eye = factory.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape).contiguous()
             out = _solve_values(a, eye).reshape(A.shape)
         return return_inv_ex(out, info.reshape(lead).to(dtype=_dt.int32))
     return return_inv_ex(_Inv.apply(A), info.reshape(lead).to(dtype=_dt.int32))
@@ -357,7 +349,7 @@ class _Slogdet(Function):
             if a.is_cuda:
                 lu, piv, _, _ = _lu_factor(a)
                 d = lu.diagonal(0, -2, -1)
-                swaps = (piv.to(dtype=_dt.int64) != _f().arange(1, a.shape[-1] + 1, device=a.device)).sum(-1)
+                swaps = (piv.to(dtype=_dt.int64) != factory.arange(1, a.shape[-1] + 1, device=a.device)).sum(-1)
                 sign = (1 - 2 * (swaps % 2)).to(dtype=a.dtype) * d.sign().prod(-1)
                 logabs = d.abs().log().sum(-1)
             else:
@@ -511,7 +503,7 @@ def cholesky_solve(B, L, upper=False):  # noqa: N803
 
 def cholesky_inverse(L, upper=False):  # noqa: N803
     """A⁻¹ from A's Cholesky factor."""
-    eye = _f().eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(L.shape)
+    eye = factory.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(L.shape)
     return cholesky_solve(eye, L, upper)
 
 
@@ -634,10 +626,10 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):  # noqa
         [[1.0, 2.0], [3.0, 4.0]]
     """
     n = LU_data.shape[-1]
-    L = LU_data.tril(-1) + _f().eye(n, dtype=LU_data.dtype, device=LU_data.device)
+    L = LU_data.tril(-1) + factory.eye(n, dtype=LU_data.dtype, device=LU_data.device)
     U = LU_data.triu()
     perm = _perm_from_pivots(LU_pivots, n).reshape(*LU_data.shape[:-2], n)
-    eye = _f().eye(n, dtype=LU_data.dtype, device=LU_data.device)
+    eye = factory.eye(n, dtype=LU_data.dtype, device=LU_data.device)
     P = _mT(eye.index_select(0, perm.reshape(-1)).reshape(*perm.shape, n))      # P[perm[i], i] = 1
     return return_lu(P, L, U)
 
@@ -661,7 +653,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
         return _mT(lu_solve(LU, pivots, _mT(B), adjoint=not adjoint))
     n = LU.shape[-1]
     perm = _perm_from_pivots(pivots, n).reshape(*LU.shape[:-2], n)
-    L = LU.tril(-1) + _f().eye(n, dtype=LU.dtype, device=LU.device)
+    L = LU.tril(-1) + factory.eye(n, dtype=LU.dtype, device=LU.device)
     U = LU.triu()
     if not adjoint:
         pb = B.gather(-2, perm.unsqueeze(-1).expand(*perm.shape, B.shape[-1]))
@@ -703,8 +695,8 @@ class _QR(Function):
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
         if m < n:
             raise RuntimeError("linalg.qr: rawdev differentiates QR of tall or square matrices (m >= n) only")
-        gq = _f().zeros_like(q) if gq is None else gq
-        gr = _f().zeros_like(r) if gr is None else gr
+        gq = factory.zeros_like(q) if gq is None else gq
+        gr = factory.zeros_like(r) if gr is None else gr
         M = r @ _mT(gr) - _mT(gq) @ q
         copyltu = M.tril(-1) + _mT(M.tril(-1)) + M.diagonal(0, -2, -1).diag_embed()
         rhs = gq + q @ copyltu
@@ -758,7 +750,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     x = solve_triangular(r, _mT(q) @ b, upper=True)
     x = x.squeeze(-1) if vector else x
     empty = A.new_empty((0,))
-    return return_lstsq(x, empty, _f().zeros((0,), dtype=_dt.int64, device=A.device), empty)
+    return return_lstsq(x, empty, factory.zeros((0,), dtype=_dt.int64, device=A.device), empty)
 
 
 def matrix_power(A, n):  # noqa: N803
@@ -773,7 +765,7 @@ def matrix_power(A, n):  # noqa: N803
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
                            f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1]} matrices")
     if n == 0:
-        return _f().eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone()
+        return factory.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone()
     base = inv(A) if n < 0 else A
     n = abs(n)
     out = None

@@ -17,6 +17,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from .registry import declare
+from .select import where as _where
 
 _SHIFT = 8          # the asymptotic series are used from x + 8 upward: their first dropped term is < 1e-10
 _LOG_2PI_HALF = 0.5 * math.log(2.0 * math.pi)
@@ -26,11 +27,6 @@ _B2K = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 
 
 def _float(x):
     return x if x.dtype.is_floating_point else x.to(dtype=_dt.get_default_dtype())
-
-
-def _where(c, a, b):
-    from .select import where
-    return where(c, a, b)
 
 
 def _nonpos_int(x):

@@ -5,20 +5,12 @@ real-only library answers trivially (conj, resolve_conj, resolve_neg, real, is_c
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
+from ..tensor import factory
 from ..tensor.core import Tensor
 from .registry import declare
 from .rtypes import return_type as _rt
+from .select import where as _where
 from .shape import wrap_dim
-
-
-def _where(c, a, b):
-    from .select import where
-    return where(c, a, b)
-
-
-def _f():
-    from ..tensor import factory
-    return factory
 
 
 def sum_to_size(self, *size):
@@ -197,13 +189,13 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
             lo, hi = float(range[0]), float(range[1])
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        edges = _f().linspace(lo, hi, int(bins) + 1, dtype=input.dtype, device=input.device)
+        edges = factory.linspace(lo, hi, int(bins) + 1, dtype=input.dtype, device=input.device)
     nb = edges.shape[0] - 1
     idx = searchsorted(edges, x, right=True) - 1
     idx = _where(x == edges[-1], nb - 1, idx)                 # the last edge belongs to the last bin
     inside = (idx >= 0) & (idx < nb)
-    w = weight.reshape(-1).to(dtype=input.dtype) if weight is not None else _f().ones_like(x)
-    hist = _f().zeros((nb,), dtype=input.dtype, device=input.device)
+    w = weight.reshape(-1).to(dtype=input.dtype) if weight is not None else factory.ones_like(x)
+    hist = factory.zeros((nb,), dtype=input.dtype, device=input.device)
     hist = hist.index_add(0, _where(inside, idx, 0), _where(inside, w, 0.0))
     if density:
         hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
@@ -225,7 +217,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         out = x.clone()
         extra = ()
     else:
-        start = cat([_f().ones((1,), dtype=_dt.bool, device=x.device), x[1:] != x[:-1]])
+        start = cat([factory.ones((1,), dtype=_dt.bool, device=x.device), x[1:] != x[:-1]])
         run = start.to(dtype=_dt.int64).cumsum(0) - 1
         firsts = start.nonzero().reshape(-1)
         out = x.index_select(0, firsts)
@@ -233,15 +225,15 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         if return_inverse:
             extra += (run.reshape(input.shape),)
         if return_counts:
-            ends = cat([firsts[1:], _f().tensor([x.numel()], device=x.device)])
+            ends = cat([firsts[1:], factory.tensor([x.numel()], device=x.device)])
             extra += (ends - firsts,)
         if not extra:
             return out
         return (out,) + extra
     if return_inverse:
-        extra += (_f().zeros(input.shape, dtype=_dt.int64, device=input.device),)
+        extra += (factory.zeros(input.shape, dtype=_dt.int64, device=input.device),)
     if return_counts:
-        extra += (_f().zeros((0,), dtype=_dt.int64, device=input.device),)
+        extra += (factory.zeros((0,), dtype=_dt.int64, device=input.device),)
     return (out,) + extra if extra else out
 
 
@@ -264,7 +256,7 @@ def unravel_index(indices, shape):
         (tensor([1, 1]), tensor([1, 3]))
     """
     if not isinstance(indices, Tensor):
-        indices = _f().tensor(indices)
+        indices = factory.tensor(indices)
     if indices.dtype.is_floating_point or indices.dtype is _dt.bool:
         raise TypeError("expected 'indices' to be integer dtype, but got " + str(indices.dtype))
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -318,7 +310,7 @@ class _PlaceInto(Function):
     @staticmethod
     def forward(ctx, src, view_fn, shape):
         ctx.view_fn = view_fn
-        z = _f().zeros(shape, dtype=src.dtype, device=src.device)
+        z = factory.zeros(shape, dtype=src.dtype, device=src.device)
         view_fn(z).copy_(src)
         return z
 
@@ -329,7 +321,7 @@ class _PlaceInto(Function):
 
 def _embed(input, src, view_fn):  # noqa: A002
     """input with view_fn(input) replaced by src, out of place and differentiable in both."""
-    mask = _f().zeros(input.shape, dtype=_dt.bool, device=input.device)
+    mask = factory.zeros(input.shape, dtype=_dt.bool, device=input.device)
     view_fn(mask).fill_(True)
     placed = _PlaceInto.apply(src.to(dtype=input.dtype), view_fn, tuple(input.shape))
     return _where(mask, placed, input)
@@ -412,7 +404,7 @@ def apply_(self, callable):  # noqa: A002
     vals = [callable(v) for v in self.reshape(-1).tolist()]
     from ..autograd.grad_mode import no_grad
     with no_grad():
-        self.copy_(_f().tensor(vals, dtype=self.dtype).reshape(self.shape))
+        self.copy_(factory.tensor(vals, dtype=self.dtype).reshape(self.shape))
     return self
 
 
@@ -423,7 +415,7 @@ def map_(self, tensor, callable):  # noqa: A002
     vals = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other)]
     from ..autograd.grad_mode import no_grad
     with no_grad():
-        self.copy_(_f().tensor(vals, dtype=self.dtype).reshape(self.shape))
+        self.copy_(factory.tensor(vals, dtype=self.dtype).reshape(self.shape))
     return self
 
 

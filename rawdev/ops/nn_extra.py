@@ -9,13 +9,9 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from .loss import _check_reduction, _reduce, _reduction
 from .registry import declare
+from .select import where as _where
 
 _F = dict(family="nn_extra", functional=True, torch=False, method=False)
-
-
-def _where(c, a, b):
-    from .select import where
-    return where(c, a, b)
 
 
 def _inplace_result(input, out, inplace):  # noqa: A002

@@ -8,23 +8,15 @@ elements ahead of each value is its insertion point. That is O((N + M) log(N + M
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
+from ..tensor import factory
 from ..tensor.core import Tensor
 from .registry import declare
 from .rtypes import return_type as _return_type
+from .select import where as _where
 from .shape import wrap_dim
 
 return_aminmax = _return_type("aminmax", ("min", "max"))
 return_nanmedian = _return_type("nanmedian", ("values", "indices"))
-
-
-def _factory():
-    from ..tensor import factory
-    return factory
-
-
-def _where(c, a, b):
-    from .select import where
-    return where(c, a, b)
 
 
 def _sizes(t):
@@ -71,7 +63,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         if seq.ndim != 1:
             raise RuntimeError("torch.searchsorted(): input value can be a scalar only when boundaries tensor "
                                f"dimension is 1, but we got boundaries tensor dim({seq.ndim})")
-        input = _factory().tensor([input], dtype=seq.dtype, device=seq.device)  # noqa: A001
+        input = factory.tensor([input], dtype=seq.dtype, device=seq.device)  # noqa: A001
     if seq.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")
@@ -90,7 +82,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         v, s = _operands("searchsorted", v, s)
         n, m = s.shape[1], v.shape[1]
         joined = cat([s, v], 1) if right else cat([v, s], 1)
-        from_seq = _factory().zeros(joined.shape[1], dtype=_dt.int64, device=seq.device)
+        from_seq = factory.zeros(joined.shape[1], dtype=_dt.int64, device=seq.device)
         if right:
             from_seq[:n] = 1
         else:
@@ -100,7 +92,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         ahead = is_seq.cumsum(-1) - is_seq                   # sequence elements before each position
         pos_of_value = order - (n if right else 0)           # the value's column, where it came from the values
         slot = _where(is_seq.bool(), m, pos_of_value)        # sequence elements go to a spare column, dropped
-        res = _factory().zeros((joined.shape[0], m + 1), dtype=_dt.int64, device=seq.device)
+        res = factory.zeros((joined.shape[0], m + 1), dtype=_dt.int64, device=seq.device)
         res.scatter_(1, slot, ahead)
         res = res[:, :m]
         if v.dtype.is_floating_point:                        # NaN is inserted after everything (PyTorch's order)
@@ -135,12 +127,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() expects at least one tensor")
     like = elements if isinstance(elements, Tensor) else test_elements
-    tensor = _factory().tensor
+    tensor = factory.tensor
     e = elements if isinstance(elements, Tensor) else tensor(elements, device=like.device)
     t = test_elements if isinstance(test_elements, Tensor) else tensor(test_elements, device=like.device)
     with no_grad():
         if t.numel() == 0:
-            hit = _factory().zeros(tuple(e.shape), dtype=_dt.bool, device=e.device)
+            hit = factory.zeros(tuple(e.shape), dtype=_dt.bool, device=e.device)
         else:
             from .math2 import _operands
             e2, t2 = _operands("isin", e.detach(), t.detach().reshape(-1))
@@ -221,7 +213,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa:
         if not 0 <= qf <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {qf}")
         q_scalar = True
-        qs = _factory().tensor([qf], dtype=input.dtype, device=input.device)
+        qs = factory.tensor([qf], dtype=input.dtype, device=input.device)
     if input.numel() == 0 and dim is None:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
     x = input.reshape(-1) if dim is None else input.movedim(wrap_dim(dim, input.ndim), -1)
@@ -231,7 +223,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa:
     srt = x.sort(-1, stable=True).values                     # NaN last
     with no_grad():
         nans = x.detach().isnan().sum(-1, keepdim=True)
-        k = (n - nans) if ignore_nan else _factory().full_like(nans, n)
+        k = (n - nans) if ignore_nan else factory.full_like(nans, n)
         rank = qs * (k.to(dtype=input.dtype) - 1)            # [..., Q]
         if interpolation == "lower":
             rank = rank.floor()
@@ -316,7 +308,7 @@ def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
             k = n - x.detach().isnan().sum(d, keepdim=True)
             pos = ((k - 1).clamp_min(0)) // 2
         else:
-            pos = _factory().full_like(order.narrow(d, 0, 1), (n - 1) // 2)
+            pos = factory.full_like(order.narrow(d, 0, 1), (n - 1) // 2)
         ids = order.gather(d, pos)
     vals = x.gather(d, ids)
     if dim is None:

@@ -10,12 +10,8 @@ from ..tensor.core import Tensor
 from .math2 import _operands
 from .promotion import _result_dt
 from .registry import declare
+from .select import where as _where
 from .shape import sum_to
-
-
-def _where(c, a, b):
-    from .select import where
-    return where(c, a, b)
 
 
 def _floating(x):

@@ -21,8 +21,10 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
+from ..tensor import factory
 from .registry import declare
 from .rtypes import return_type as _rt
+from .select import where as _where
 
 return_eigh = _rt("linalg_eigh", ["eigenvalues", "eigenvectors"])
 return_svd = _rt("linalg_svd", ["U", "S", "Vh"])
@@ -31,18 +33,8 @@ return_torch_svd = _rt("svd", ["U", "S", "V"])
 _MAX_SWEEPS = 40
 
 
-def _f():
-    from ..tensor import factory
-    return factory
-
-
 def _mT(x):
     return x.transpose(-2, -1)
-
-
-def _where(c, x, y):
-    from .select import where
-    return where(c, x, y)
 
 
 def _rounds(n):
@@ -94,7 +86,7 @@ def _svd_device(A):
     if m < n:
         V, S, U = _svd_device(_mT(A).contiguous())
         return U, S, V
-    f = _f()
+    f = factory
     work = A
     pad = n % 2
     if pad:                                          # an even column count for the pairing; the zero column stays 0
@@ -119,7 +111,7 @@ def _complete_columns(U, S):
     the rest (Gram–Schmidt against the identity's columns), so U keeps orthonormal columns as LAPACK's."""
     b, m, k = U.shape
     host_s = S.detach().cpu().numpy()
-    f = _f()
+    f = factory
     for bi in range(b):
         zero = [j for j in range(k) if host_s[bi, j] == 0]
         for j in zero:
@@ -147,7 +139,7 @@ class _Eigh(Function):
             sym = a.tril() + _mT(a.tril(-1)) if lower else a.triu() + _mT(a.triu(1))
             if a.is_cuda:
                 c = sym.abs().sum(-1).amax(-1).clamp_min(1e-30)            # ‖A‖∞ ≥ |λ|: A + cI is positive semidefinite
-                eye = _f().eye(n, dtype=a.dtype, device=a.device)
+                eye = factory.eye(n, dtype=a.dtype, device=a.device)
                 shifted = sym + c.reshape(-1, 1, 1) * eye
                 _, S, V = _svd_device(shifted.contiguous())
                 w = S - c.unsqueeze(1)
@@ -165,11 +157,11 @@ class _Eigh(Function):
     @staticmethod
     def backward(ctx, gw, gv):
         w, V = ctx.saved_tensors
-        inner = _f().zeros_like(V) if gw is None else gw.diag_embed()
+        inner = factory.zeros_like(V) if gw is None else gw.diag_embed()
         if gv is not None:
             X = _mT(V) @ gv
             diff = w.unsqueeze(-2) - w.unsqueeze(-1)                      # λ_j − λ_i
-            eye = _f().eye(w.shape[-1], dtype=w.dtype, device=w.device)
+            eye = factory.eye(w.shape[-1], dtype=w.dtype, device=w.device)
             F = _where(eye.bool(), 0.0, 1.0 / _where(eye.bool(), 1.0, diff))
             inner = inner + F * (X - _mT(X)) * 0.5
         return V @ inner @ _mT(V), None
@@ -234,7 +226,7 @@ class _SVD(Function):
     @staticmethod
     def backward(ctx, gu, gs, gvh):
         U, S, V = ctx.saved_tensors
-        f = _f()
+        f = factory
         k = S.shape[-1]
         eye = f.eye(k, dtype=S.dtype, device=S.device).bool()
         s2 = S * S

@@ -8,14 +8,10 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
+from ..tensor import factory
 from ..tensor.core import Tensor
 from .registry import declare
 from .shape import wrap_dim
-
-
-def _factory():
-    from ..tensor import factory
-    return factory
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
@@ -167,7 +163,7 @@ def combinations(input, r=2, with_replacement=False):  # noqa: A002
     idx = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
     if idx.shape[0] == 0:
         return input.new_empty((0, r))
-    cols = _factory().tensor(idx.T.copy(), device=input.device)
+    cols = factory.tensor(idx.T.copy(), device=input.device)
     return stack([input.index_select(0, cols[j]) for j in range(r)], 1)
 
 
@@ -188,7 +184,7 @@ def block_diag(*tensors):
                                f"{t.ndim} dimensions")
         mats.append(t.reshape(1, 1) if t.ndim == 0 else (t.reshape(1, -1) if t.ndim == 1 else t))
     if not mats:
-        return _factory().empty((1, 0))
+        return factory.empty((1, 0))
     dt = _promote([m.dtype for m in mats])
     dev = mats[0].device
     cols = sum(m.shape[1] for m in mats)
@@ -197,10 +193,10 @@ def block_diag(*tensors):
         r, c = m.shape
         parts = []
         if left:
-            parts.append(_factory().zeros((r, left), dtype=dt, device=dev))
+            parts.append(factory.zeros((r, left), dtype=dt, device=dev))
         parts.append(m.to(dtype=dt))
         if cols - left - c:
-            parts.append(_factory().zeros((r, cols - left - c), dtype=dt, device=dev))
+            parts.append(factory.zeros((r, cols - left - c), dtype=dt, device=dev))
         rows.append(cat(parts, 1) if len(parts) > 1 else parts[0])
         left += c
     return cat(rows, 0)
@@ -208,7 +204,7 @@ def block_diag(*tensors):
 
 def _tri_indices(np_fn, row, col, offset, dtype, device):
     r, c = np_fn(row, offset, col) if row and col else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    return _factory().tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or _dt.int64, device=device)
+    return factory.tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or _dt.int64, device=device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
@@ -249,7 +245,7 @@ def vander(x, N=None, increasing=False):  # noqa: N803 (PyTorch's name)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dt = x.dtype if x.dtype is not _dt.bool else _dt.int64
-    powers = _factory().arange(n, device=x.device).to(dtype=dt)
+    powers = factory.arange(n, device=x.device).to(dtype=dt)
     if not increasing:
         powers = powers.flip(0)
     return x.to(dtype=dt).unsqueeze(1) ** powers
@@ -286,7 +282,7 @@ class _DiagEmbedLast(Function):
     @staticmethod
     def forward(ctx, v, offset):
         n = v.shape[-1] + abs(offset)
-        out = _factory().zeros(tuple(v.shape[:-1]) + (n, n), dtype=v.dtype, device=v.device)
+        out = factory.zeros(tuple(v.shape[:-1]) + (n, n), dtype=v.dtype, device=v.device)
         out.diagonal(offset, -2, -1).copy_(v)
         ctx.offset = offset
         return out

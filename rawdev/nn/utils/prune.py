@@ -126,34 +126,32 @@ class Identity(BasePruningMethod):
         return default_mask
 
 
-class RandomUnstructured(BasePruningMethod):
+class _Unstructured(BasePruningMethod):
+    """Zero the `amount` entries that come first in the subclass's pruning order."""
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
         self.amount = amount
 
-    def compute_mask(self, t, default_mask):
-        k = _nparams(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            idx = t.new_empty(tuple(t.shape)).uniform_().reshape(-1).topk(k).indices
-            mask.view(-1)[idx] = 0
-        return mask
-
-
-class L1Unstructured(BasePruningMethod):
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        self.amount = amount
+    def _first(self, t, k):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         k = _nparams(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            idx = t.abs().reshape(-1).topk(k, largest=False).indices
-            mask.view(-1)[idx] = 0
+            mask.view(-1)[self._first(t, k)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    def _first(self, t, k):
+        return t.new_empty(tuple(t.shape)).uniform_().reshape(-1).topk(k).indices
+
+
+class L1Unstructured(_Unstructured):
+    def _first(self, t, k):
+        return t.abs().reshape(-1).topk(k, largest=False).indices
 
 
 class _Structured(BasePruningMethod):
