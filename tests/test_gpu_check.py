@@ -33,7 +33,10 @@ def test_gpu_check_quick_on_the_simulator_passes_and_writes_its_files(tmp_path):
     tiles = {(r["layout"], r["tile"]) for r in gemm if isinstance(r["tile"], int)}
     assert tiles == {(lay, t) for lay in ("nt", "nn", "tn") for t in (32, 64, 128)}
     # skinny shapes: one plain launch and the split-K path, per layout
-    skinny = {(r["layout"], r["tile"].rstrip("0123456789")) for r in gemm if isinstance(r["tile"], str)}
+    variants = {(r["layout"], r["tile"]) for r in gemm if r["tile"] in ("128grid", "128bk16")}
+    assert variants == {(lay, v) for lay in ("nt", "nn", "tn") for v in ("128grid", "128bk16")}
+    skinny = {(r["layout"], r["tile"].rstrip("0123456789")) for r in gemm
+              if str(r["tile"]).startswith(("plain", "split"))}
     assert skinny == {(lay, v) for lay in ("nt", "nn", "tn") for v in ("plain", "splitK")}
     assert all(r["correct"] and r["relerr"] < 1e-4 for r in gemm)
     assert all(r["correct"] for r in benches["sim_speed.py"]["rows"])

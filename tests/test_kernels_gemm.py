@@ -25,7 +25,7 @@ def ref_gemm(layout, A, B, M, N, K, lda, ldb, Y0, ldy, bias, alpha, beta, act):
     return v
 
 
-def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, act=0, yoff=0):
+def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, act=0, yoff=0, variant=""):
     g = Gpu(dev)
     if layout == "nt":
         lda, arows, ldb, brows = K + pad, M, K + pad, N
@@ -41,7 +41,7 @@ def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, 
     Yall = np.concatenate([np.full(yoff, 7.0, np.float32), Y0])     # yoff > 0: Y's base not 16-byte aligned
     bA, bB, bY = g.put(A), g.put(B), g.put(Yall)
     alpha = 0.75
-    g.run(f"gemm_{layout}_f32_{tile}x{tile}", (cdiv(N, tile), cdiv(M, tile)), TILES[tile],
+    g.run(f"gemm_{layout}_f32_{tile}x{tile}{variant}", (cdiv(N, tile), cdiv(M, tile)), TILES[tile],
           [bY.ptr + 4 * yoff, bA.ptr + 4 * off, bB.ptr + 4 * off, g.put(bias).ptr if use_bias else 0,
            M, N, K, lda, ldb, ldy, alpha, beta, act])
     full = g.get(bY, M * ldy + yoff)
@@ -81,6 +81,16 @@ def test_gemm_epilogue_float4_and_scalar_stores(dev, layout, tile):
     # float4 stores where a run of 4 columns is inside N and Y is 16-byte aligned, scalar ones otherwise:
     run_case(dev, layout, tile, 37, 38, 20, pad=2, beta=0.5, act=2)    # ldy 40: the last run crosses N
     run_case(dev, layout, tile, 21, 44, 12, yoff=1, beta=1.0)          # Y's base misaligned: scalar stores
+
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn"])
+@pytest.mark.parametrize("variant", ["", "_grid", "_bk16"])
+def test_gemm_128_output_maps_and_bench_variants(dev, layout, variant):
+    # 97 x 130 puts real outputs in every warp's 64x32 tile of the first block and edge tiles in both directions;
+    # K = 37 is not a multiple of BK (8 or 16). _grid (thread-grid output map) and _bk16 are the bench-only
+    # variants of the 128x128 tile and keep its contract.
+    run_case(dev, layout, 128, 97, 130, 37, beta=0.5, act=1, variant=variant)
+    run_case(dev, layout, 128, 37, 38, 20, pad=2, yoff=1, act=2, variant=variant)   # scalar stores
 
 
 def test_gemm_k_zero(dev):

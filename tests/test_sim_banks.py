@@ -34,14 +34,15 @@ def test_bank_passes_of_known_patterns():
 
 
 @pytest.mark.parametrize("layout", ["nt", "nn", "tn"])
-@pytest.mark.parametrize("tile,threads", [(128, 256), (64, 256), (32, 64)])
-def test_gemm_tiles_have_no_bank_conflicts(layout, tile, threads):
+@pytest.mark.parametrize("tile,threads,variant", [(128, 256, ""), (128, 256, "_grid"), (128, 256, "_bk16"),
+                                                   (64, 256, ""), (32, 64, "")])
+def test_gemm_tiles_have_no_bank_conflicts(layout, tile, threads, variant):
     m = PtxModule((ROOT / "ptx" / "gemm.ptx").read_text())
     mem = DeviceMemory(1 << 26)
     M = N = K = 128
     A, B, Y = mem.alloc(M * K * 4), mem.alloc(N * K * 4), mem.alloc(M * N * 4)
     lda = K if layout != "tn" else M
     ldb = K if layout == "nt" else N
-    st = _launch(m, mem, f"gemm_{layout}_f32_{tile}x{tile}", (N // tile, M // tile, 1), (threads, 1, 1),
+    st = _launch(m, mem, f"gemm_{layout}_f32_{tile}x{tile}{variant}", (N // tile, M // tile, 1), (threads, 1, 1),
                  Y, A, B, 0, M, N, K, lda, ldb, N, 1.0, 0.0, 0)
     assert st.shared_requests > 0 and st.bank_conflicts == 0, st

@@ -11,7 +11,7 @@
 // float4 global loads are used when the base pointer is 16-byte aligned and the leading dimension is
 // a multiple of 4 (decided inside the kernel); edge tiles fall back to bounds-checked scalar loads.
 // Launch: grid (ceil(N/BN), ceil(M/BM), 1), block (threads, 1, 1), no dynamic shared memory.
-//   *_128x128: BM=BN=128, BK=8,  256 threads, 8x8 per thread  (large outputs)
+//   *_128x128: BM=BN=128, BK=8,  256 threads, 8x8 per thread in warp tiles of 64x32  (large outputs)
 //   *_64x64:   BM=BN=64,  BK=16, 256 threads, 4x4 per thread
 //   *_32x32:   BM=BN=32,  BK=16,  64 threads, 4x4 per thread  (small M*N)
 
@@ -103,17 +103,50 @@ struct TileLoader {
     }
 };
 
-template <int BM, int BN, int BK, int TM, int TN, bool AK, bool BKC>
+// Which outputs a thread owns: rows m0 + rb + (i/4)*SUBM + i%4 and columns n0 + cb + (j/4)*SUBN + j%4 of its
+// TM x TN register tile (runs of 4 so that shared reads and epilogue stores are float4s).
+//   WN == 0, thread grid: threads form a TY x TX = (BM/TM) x (BN/TN) grid, thread (ty, tx) = (tid / TX, tid % TX)
+//     owning runs at rows ty*4 + r*4*TY and columns tx*4 + c*4*TX. In the 128x128 tile a warp spans 2 x 16 of
+//     that grid, so per k-step it reads 2 distinct float4s of As and 16 of Bs (32 + 256 bytes).
+//   WN > 0, warp tiles: warps tile the block as (BM/WM) x (BN/WN) with WN columns each; within its warp tile a
+//     thread owns (TM/4) x (TN/4) runs spaced SUBM x SUBN apart, lanes laid out (SUBM/4) x (SUBN/4). For the
+//     128x128 tile (8 warps of 64 x 32) a warp reads 8 distinct float4s of As and 4 of Bs per k-step: 128 + 64
+//     bytes from shared memory instead of 32 + 256, the same 16 floats per thread for its 64 FMAs.
+template <int BM, int BN, int TM, int TN, int NT, int WN>
+struct OutputMap {
+    static constexpr bool WARP = WN > 0;
+    static constexpr int TX = BN / TN, TY = BM / TM;
+    static constexpr int WGN = WARP ? BN / WN : 1, WGM = WARP ? (NT / 32) / WGN : 1, WM = BM / WGM;
+    static constexpr int SUBM = WARP ? WM / (TM / 4) : 4 * TY, SUBN = WARP ? WN / (TN / 4) : 4 * TX;
+    static_assert(TX * TY == NT, "one TM x TN register tile per thread covers the block tile");
+    static_assert(!WARP || ((SUBM / 4) * (SUBN / 4) == 32 && WGM * WGN * 32 == NT), "warp tile must hold 32 lanes");
+    int rb, cb;
+    DEVI explicit OutputMap(int tid)
+    {
+        if (WARP) {
+            const int w = tid / 32, lane = tid % 32;
+            rb = (w / WGN) * WM + (lane / (SUBN / 4)) * 4;
+            cb = (w % WGN) * WN + (lane % (SUBN / 4)) * 4;
+        } else {
+            rb = (tid / TX) * 4;
+            cb = (tid % TX) * 4;
+        }
+    }
+};
+
+template <int BM, int BN, int BK, int TM, int TN, bool AK, bool BKC, int WN = 0>
 DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B,
                     const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy,
                     float alpha, float beta, int act)
 {
-    constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
+    constexpr int NT = (BN / TN) * (BM / TM);
+    using Map = OutputMap<BM, BN, TM, TN, NT, WN>;
     static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "register tiles are made of float4s");
     __shared__ __align__(16) float As[2][BK][BM + 4];
     __shared__ __align__(16) float Bs[2][BK][BN + 4];
 
-    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    const int tid = threadIdx.x;
+    const Map map(tid);
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const bool vecA = ((reinterpret_cast<unsigned long long>(A) & 15) == 0) && (lda % 4 == 0);
     const bool vecB = ((reinterpret_cast<unsigned long long>(B) & 15) == 0) && (ldb % 4 == 0);
@@ -145,12 +178,12 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
                 float a[TM], b[TN];
 #pragma unroll
                 for (int r = 0; r < TM / 4; ++r) {
-                    float4 v = *reinterpret_cast<const float4*>(&As[cur][k][swz(k, r * 4 * TY + ty * 4)]);
+                    float4 v = *reinterpret_cast<const float4*>(&As[cur][k][swz(k, r * Map::SUBM + map.rb)]);
                     a[r * 4] = v.x; a[r * 4 + 1] = v.y; a[r * 4 + 2] = v.z; a[r * 4 + 3] = v.w;
                 }
 #pragma unroll
                 for (int c = 0; c < TN / 4; ++c) {
-                    float4 v = *reinterpret_cast<const float4*>(&Bs[cur][k][swz(k, c * 4 * TX + tx * 4)]);
+                    float4 v = *reinterpret_cast<const float4*>(&Bs[cur][k][swz(k, c * Map::SUBN + map.cb)]);
                     b[c * 4] = v.x; b[c * 4 + 1] = v.y; b[c * 4 + 2] = v.z; b[c * 4 + 3] = v.w;
                 }
 #pragma unroll
@@ -172,7 +205,7 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
     float bcol[TN];
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
-        const int n = n0 + (j / 4) * 4 * TX + tx * 4 + (j % 4);
+        const int n = n0 + (j / 4) * Map::SUBN + map.cb + (j % 4);
         bcol[j] = (bias != nullptr && n < N) ? bias[n] : 0.0f;
     }
     // A thread's columns come in runs of 4 consecutive n starting at a multiple of 4: when Y's base and row
@@ -180,11 +213,11 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
     const bool vecY = ((reinterpret_cast<unsigned long long>(Y) & 15) == 0) && (ldy % 4 == 0);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int m = m0 + (i / 4) * 4 * TY + ty * 4 + (i % 4);
+        const int m = m0 + (i / 4) * Map::SUBM + map.rb + (i % 4);
         float* yrow = Y + (long long)m * ldy;
 #pragma unroll
         for (int q = 0; q < TN / 4; ++q) {
-            const int n4 = n0 + q * 4 * TX + tx * 4;
+            const int n4 = n0 + q * Map::SUBN + map.cb;
             if (m >= M) continue;
             if (vecY && n4 + 3 < N) {
                 float4 yold = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -213,9 +246,9 @@ DEVI void gemm_body(float* __restrict__ Y, const float* __restrict__ A, const fl
 // ---- nt: Y[M,N] = act(alpha * A[M,K] . B[N,K]^T + beta*Y + bias)  (linear forward: A = X, B = W)
 
 // doc: nt GEMM, Y[M,N] = act(alpha*A[M,K].B[N,K]^T + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/128), ceil(M/128)), block 256.
-extern "C" __global__ __launch_bounds__(256) void gemm_nt_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+extern "C" __global__ __launch_bounds__(256, 2) void gemm_nt_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
 {
-    gemm_body<128, 128, 8, 8, 8, true, true>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+    gemm_body<128, 128, 8, 8, 8, true, true, 32>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
 }
 
 // doc: nt GEMM, Y[M,N] = act(alpha*A[M,K].B[N,K]^T + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/64), ceil(M/64)), block 256.
@@ -233,9 +266,9 @@ extern "C" __global__ __launch_bounds__(64) void gemm_nt_f32_32x32(float* __rest
 // ---- nn: Y[M,N] = act(alpha * A[M,K] . B[K,N] + beta*Y + bias)  (linear backward dX = dY . W)
 
 // doc: nn GEMM, Y[M,N] = act(alpha*A[M,K].B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/128), ceil(M/128)), block 256.
-extern "C" __global__ __launch_bounds__(256) void gemm_nn_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+extern "C" __global__ __launch_bounds__(256, 2) void gemm_nn_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
 {
-    gemm_body<128, 128, 8, 8, 8, true, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+    gemm_body<128, 128, 8, 8, 8, true, false, 32>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
 }
 
 // doc: nn GEMM, Y[M,N] = act(alpha*A[M,K].B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/64), ceil(M/64)), block 256.
@@ -253,9 +286,9 @@ extern "C" __global__ __launch_bounds__(64) void gemm_nn_f32_32x32(float* __rest
 // ---- tn: Y[M,N] = act(alpha * A[K,M]^T . B[K,N] + beta*Y + bias)  (linear backward dW = dY^T . X, beta = 1 accumulates)
 
 // doc: tn GEMM, Y[M,N] = act(alpha*A[K,M]^T.B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/128), ceil(M/128)), block 256.
-extern "C" __global__ __launch_bounds__(256) void gemm_tn_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
+extern "C" __global__ __launch_bounds__(256, 2) void gemm_tn_f32_128x128(float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)
 {
-    gemm_body<128, 128, 8, 8, 8, false, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
+    gemm_body<128, 128, 8, 8, 8, false, false, 32>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
 }
 
 // doc: tn GEMM, Y[M,N] = act(alpha*A[K,M]^T.B[K,N] + beta*Y + bias[N]); bias 0 = none; act 0 none / 1 relu / 2 gelu-tanh. grid (ceil(N/64), ceil(M/64)), block 256.
@@ -323,23 +356,43 @@ extern "C" __global__ __launch_bounds__(256) void gemm_splitk_reduce_f32(float* 
 }
 
 // ---- batched: blockIdx.z is the batch index; each operand has its own batch stride (elements; 0 broadcasts
-// one matrix to every batch), so a [batch, M, K] x [batch, K, N] product is one launch, not a loop.
-#define GEMM_BATCHED(LAYOUT, TILE, THREADS, BK_, TM_, TN_, AK, BKC)                                             \
+// one matrix to every batch), so a [batch, M, K] x [batch, K, N] product is one launch, not a loop. Two blocks per
+// SM are asked for (at most 128 registers for 256 threads), as for the plain 128x128 tiles.
+#define GEMM_BATCHED(LAYOUT, TILE, THREADS, BK_, TM_, TN_, AK, BKC, WN_)                                             \
     /* doc: Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z, layout LAYOUT, TILE x TILE tiles; A[z] = A + z*sA (elements), likewise B, Y. */ \
-    extern "C" __global__ __launch_bounds__(THREADS) void gemm_##LAYOUT##_f32_##TILE##x##TILE##_batched(         \
+    extern "C" __global__ __launch_bounds__(THREADS, 2) void gemm_##LAYOUT##_f32_##TILE##x##TILE##_batched(      \
         float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, int M, int N, int K,     \
         int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)                         \
     {                                                                                                             \
         const long long z = blockIdx.z;                                                                           \
-        gemm_body<TILE, TILE, BK_, TM_, TN_, AK, BKC>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda,  \
+        gemm_body<TILE, TILE, BK_, TM_, TN_, AK, BKC, WN_>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda,  \
                                                       ldb, ldy, alpha, 0.0f, 0);                                  \
     }
-GEMM_BATCHED(nt, 128, 256, 8, 8, 8, true, true)
-GEMM_BATCHED(nt, 64, 256, 16, 4, 4, true, true)
-GEMM_BATCHED(nt, 32, 64, 16, 4, 4, true, true)
-GEMM_BATCHED(nn, 128, 256, 8, 8, 8, true, false)
-GEMM_BATCHED(nn, 64, 256, 16, 4, 4, true, false)
-GEMM_BATCHED(nn, 32, 64, 16, 4, 4, true, false)
-GEMM_BATCHED(tn, 128, 256, 8, 8, 8, false, false)
-GEMM_BATCHED(tn, 64, 256, 16, 4, 4, false, false)
-GEMM_BATCHED(tn, 32, 64, 16, 4, 4, false, false)
+GEMM_BATCHED(nt, 128, 256, 8, 8, 8, true, true, 32)
+GEMM_BATCHED(nt, 64, 256, 16, 4, 4, true, true, 0)
+GEMM_BATCHED(nt, 32, 64, 16, 4, 4, true, true, 0)
+GEMM_BATCHED(nn, 128, 256, 8, 8, 8, true, false, 32)
+GEMM_BATCHED(nn, 64, 256, 16, 4, 4, true, false, 0)
+GEMM_BATCHED(nn, 32, 64, 16, 4, 4, true, false, 0)
+GEMM_BATCHED(tn, 128, 256, 8, 8, 8, false, false, 32)
+GEMM_BATCHED(tn, 64, 256, 16, 4, 4, false, false, 0)
+GEMM_BATCHED(tn, 32, 64, 16, 4, 4, false, false, 0)
+
+// ---- 128x128 variants kept for tools/bench/gemm.py (not picked by rawdev's ops): the same tile with the thread-grid
+// output map (what the warp tiles replaced), and with BK = 16 (half the barriers per FLOP, but ptxas needs 130-148
+// registers for it: one 256-thread block per SM instead of two; capping it at 128 registers spills). A GPU run of
+// the bench decides between them; no GPU has measured them yet.
+#define GEMM_VARIANT(LAYOUT, SUFFIX, BK_, AK, BKC, WN_)                                                              \
+    /* doc: LAYOUT GEMM variant SUFFIX of the 128x128 tile (bench only), same contract as gemm_##LAYOUT##_f32_128x128: grid (ceil(N/128), ceil(M/128)), block 256. */ \
+    extern "C" __global__ __launch_bounds__(256) void gemm_##LAYOUT##_f32_128x128_##SUFFIX(                          \
+        float* __restrict__ Y, const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias, \
+        int M, int N, int K, int lda, int ldb, int ldy, float alpha, float beta, int act)                              \
+    {                                                                                                                 \
+        gemm_body<128, 128, BK_, 8, 8, AK, BKC, WN_>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);        \
+    }
+GEMM_VARIANT(nt, grid, 8, true, true, 0)
+GEMM_VARIANT(nn, grid, 8, true, false, 0)
+GEMM_VARIANT(tn, grid, 8, false, false, 0)
+GEMM_VARIANT(nt, bk16, 16, true, true, 32)
+GEMM_VARIANT(nn, bk16, 16, true, false, 32)
+GEMM_VARIANT(tn, bk16, 16, false, false, 32)

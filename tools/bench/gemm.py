@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Every shipped GEMM variant (gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}), timed with CUDA events; then
+"""Every shipped GEMM variant (gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}), timed with CUDA events; on square
+shapes also the 128x128 tile's bench-only variants ('128grid': the thread-grid output map the warp tiles replaced,
+'128bk16': warp tiles with BK = 16, more registers) so that a GPU run shows which one the ops should pick; then
 skinny shapes (few output tiles, long K) through rawdev's launcher twice: one plain launch and the split-K
 path (gemm_*_32x32_splitk + gemm_splitk_reduce_f32, slice count from rawdev.ops.cuda._splitk).
 
@@ -26,6 +28,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import numpy as np  # noqa: E402
 
 THREADS = {128: 256, 64: 256, 32: 64}
+BENCH_VARIANTS = ("128grid", "128bk16")    # gemm_<layout>_f32_128x128_{grid,bk16}: measured, not used by the ops
+
+
+def kernel_for(layout, variant):
+    """(kernel name, tile) of a bench variant: a tile size (32, 64, 128), one of BENCH_VARIANTS, or 'tf32'."""
+    if variant == "tf32":
+        return f"gemm_{layout}_tf32_128x128", 128
+    if variant in BENCH_VARIANTS:
+        return f"gemm_{layout}_f32_128x128_{variant[3:]}", 128
+    return f"gemm_{layout}_f32_{variant}x{variant}", variant
 REPS = 20   # timed launches per measurement (after warm-up); the median is reported
 
 
@@ -90,9 +102,8 @@ class RawdevGemm:
         and the result."""
         a, b = self.put(A), self.put(B)
         y = self.put(np.full((M, N), np.nan, np.float32))      # poisoned: unwritten outputs show
-        name = f"gemm_{layout}_tf32_128x128" if tile == "tf32" else f"gemm_{layout}_f32_{tile}x{tile}"
+        name, tile = kernel_for(layout, tile)
         k = self.kernels.get_kernel(self.dev, name)
-        tile = 128 if tile == "tf32" else tile
         lda, ldb = A.shape[1], B.shape[1]
         args = [y.ptr, a.ptr, b.ptr, 0, M, N, K, lda, ldb, N, 1.0, 0.0, 0]
         grid = ((N + tile - 1) // tile, (M + tile - 1) // tile)
@@ -234,14 +245,15 @@ def main(argv=None):
     cublas = cublas_timer() if seam.driver_name() == "cuda" else None
     cublas_tf32 = cublas_tf32_timer() if seam.driver_name() == "cuda" else None
     from rawdev.runtime import kernels
-    tiles = list(a.tiles) + (["tf32"] if kernels.runs_on(dev, "gemm_nt_tf32_128x128") else [])
+    tiles = list(a.tiles) + (list(BENCH_VARIANTS) if 128 in a.tiles else [])
+    tiles += ["tf32"] if kernels.runs_on(dev, "gemm_nt_tf32_128x128") else []
     reps, warmup = (1, 0) if a.quick else (REPS, 3)
     tf32 = tf32_settings()
     rng = np.random.default_rng(0)
     rows, bad = [], 0
     if not a.json:
         print(f"{dev.name} via {seam.driver_name()} driver; cuBLAS: {cublas[0] if cublas else 'not importable'}")
-        print(f"{'shape':<26}{'layout':>7}{'tile':>6}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}"
+        print(f"{'shape':<26}{'layout':>7}{'tile':>9}{'M':>6}{'N':>6}{'K':>6}{'ms':>10}{'TFLOP/s':>9}"
               f"{'cuBLAS ms':>11}{'% cuBLAS':>9}{'relerr':>10}")
     for label, layout, M, N, K in shapes(a.quick):
         if a.max_size and label.startswith("square") and M > a.max_size:
@@ -251,6 +263,8 @@ def main(argv=None):
         ref_tf32 = cublas_tf32[1](layout, A, B, reps, warmup) if cublas_tf32 and "tf32" in tiles else None
         auto = _tile(M, N, dev.multiprocessors)[0]
         for tile in tiles:
+            if tile in BENCH_VARIANTS and not label.startswith("square"):
+                continue
             ms, out = gemm.time(layout, tile, A, B, M, N, K, reps, warmup)
             err = sample_relerr(out, opA, opB, rng)
             ok = err < (5e-3 if tile == "tf32" else 1e-4)    # TF32 keeps 10 mantissa bits of each operand
@@ -271,7 +285,7 @@ def main(argv=None):
                 pct = f"{r['pct_cublas']:.1f}" if r["pct_cublas"] else "-"
                 cms = f"{ref_ms:.4f}" if ref_ms else "-"
                 tf = f"{tflops:.2f}" if tflops else "-"
-                print(f"{label:<26}{layout:>7}{tile!s:>5}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
+                print(f"{label:<26}{layout:>7} {tile!s:>7}{'*' if tile == auto else ' '}{M:>6}{N:>6}{K:>6}"
                       f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
     from rawdev.ops.cuda import _splitk
     for label, layout, M, N, K in skinny_shapes(a.quick):
@@ -297,7 +311,7 @@ def main(argv=None):
                 pct = f"{r['pct_cublas']:.1f}" if r["pct_cublas"] else "-"
                 cms = f"{ref_ms:.4f}" if ref_ms else "-"
                 tf = f"{tflops:.2f}" if tflops else "-"
-                print(f"{label:<26}{layout:>7} {variant:>8}{'*' if forced is None else ' '}{M:>6}{N:>6}{K:>6}"
+                print(f"{label:<26}{layout:>7} {variant:>7}{'*' if forced is None else ' '}{M:>6}{N:>6}{K:>6}"
                       f"{ms:>10.4f}{tf:>9}{cms:>11}{pct:>9}{err:>10.2e}" + ("" if ok else "  WRONG"), flush=True)
     if not a.json:
         print("skinny rows: 'plain' is one launch of the auto tile, 'splitK<n>' the split-K path rawdev picks "
