@@ -1,5 +1,7 @@
 """Process-wide settings PyTorch programs call: default device, deterministic algorithms, float32 matmul
-precision, and compile (rawdev runs eagerly)."""
+precision, thread counts, and compile (rawdev runs eagerly); and torch's math constants."""
+import math
+import os
 import warnings
 
 from . import backends
@@ -7,7 +9,10 @@ from .device import as_device
 
 __all__ = ["set_default_device", "get_default_device", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
-           "compile"]
+           "compile", "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
+           "pi", "e", "inf", "nan", "newaxis", "typename"]
+
+pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None   # torch.pi, torch.inf, x[:, torch.newaxis]
 
 _deterministic = False
 _precision = "highest"
@@ -65,3 +70,38 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda fn: fn
     return model
+
+
+_threads = {"intra": os.cpu_count() or 1, "inter": os.cpu_count() or 1}
+
+
+def get_num_threads() -> int:
+    """The cpu thread count set with set_num_threads (the machine's cores by default). rawdev's cpu ops run in
+    NumPy, whose BLAS picks its own threads at start-up; the figure is kept for programs that read it back."""
+    return _threads["intra"]
+
+
+def set_num_threads(n: int) -> None:
+    if not isinstance(n, int) or n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _threads["intra"] = n
+
+
+def get_num_interop_threads() -> int:
+    return _threads["inter"]
+
+
+def set_num_interop_threads(n: int) -> None:
+    if not isinstance(n, int) or n <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    _threads["inter"] = n
+
+
+def typename(obj) -> str:
+    """torch.typename: "torch.FloatTensor"-style names for tensors, the qualified class name otherwise."""
+    from .tensor import Tensor
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "") or ""
+    name = type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"

@@ -34,7 +34,9 @@ __all__ = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_m
            "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_stats",
            "memory_summary", "memory_snapshot", "empty_cache", "record_history", "dump_snapshot", "history",
            "pointer_info", "peek", "poke", "live_blocks", "leak_report", "mark", "annotations", "owner_table",
-           "memory_stats_as_nested_dict", "reset_accumulated_memory_stats", "ARENA_ALIGN"]
+           "memory_stats_as_nested_dict", "reset_accumulated_memory_stats", "ARENA_ALIGN",
+           "set_per_process_memory_fraction", "get_per_process_memory_fraction", "memory_cached",
+           "max_memory_cached", "reset_max_memory_cached"]
 
 ARENA_ALIGN = _rm.ARENA_ALIGN
 
@@ -170,6 +172,45 @@ def reset_accumulated_memory_stats(device=None):
         for k in ("allocated_total", "freed_total", "alloc_count", "free_count", "num_ooms"):
             a.stats[k] = 0
         acct.reset_accumulated(list(a.live.values()))
+
+
+def memory_cached(device: Any = None) -> int:
+    """PyTorch's deprecated name for memory_reserved."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device: Any = None) -> int:
+    """PyTorch's deprecated name for max_memory_reserved."""
+    return max_memory_reserved(device)
+
+
+def reset_max_memory_cached(device: Any = None) -> None:
+    """PyTorch's deprecated name: resets the peak figures (reset_peak_memory_stats)."""
+    reset_peak_memory_stats(device)
+
+
+def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None:
+    """Cap what this process may allocate on `device` at fraction x its total memory, as PyTorch's caching
+    allocator does: an allocation past the cap raises OutOfMemoryError (with the usual report) without calling
+    the driver. Useful to rehearse running short of memory on a large GPU.
+
+    Args:
+        fraction: a float in [0, 1]; 1.0 (the default) removes the cap.
+        device: the cuda device (default: the current one).
+
+    Example:
+        >>> rawdev.cuda.set_per_process_memory_fraction(0.5)
+    """
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _device(device).allocator.memory_fraction = fraction
+
+
+def get_per_process_memory_fraction(device: Any = None) -> float:
+    """The cap set by set_per_process_memory_fraction (1.0 when none)."""
+    return _device(device).allocator.memory_fraction
 
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:

@@ -38,7 +38,7 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, Ad
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d",
             "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "BatchNorm1d", "BatchNorm2d"]
-from . import modules  # noqa: E402,F401
+from . import modules, parallel  # noqa: E402,F401
 from .layers import (GroupNorm, InstanceNorm1d, InstanceNorm2d, Transformer, TransformerDecoder,  # noqa: E402
                      TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 
@@ -71,3 +71,10 @@ from .layers import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3
 
 __all__ += ["Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear",
             "Dropout3d", "InstanceNorm3d", "CTCLoss"]
+from .layers import (DataParallel, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: E402
+                     LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d,
+                     LazyInstanceNorm2d, LazyInstanceNorm3d, SyncBatchNorm)
+
+__all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
+            "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+            "DataParallel", "SyncBatchNorm"]

@@ -408,6 +408,40 @@ class Module:
             raise AttributeError("`" + buffer_name + "` is not a buffer")
         return buffer
 
+    def set_submodule(self, target: str, module: Module, strict: builtins.bool = False) -> None:
+        """Put `module` at the dotted path `target` (PyTorch's Module.set_submodule).
+
+        Args:
+            target: e.g. "encoder.layers.0.fc"; every part but the last must already be a submodule.
+            module: the module to put there.
+            strict: only replace an existing attribute; raise AttributeError when there is none.
+
+        Example:
+            >>> net.set_submodule("0", nn.Linear(3, 3))
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
+    def get_extra_state(self) -> Any:
+        """Override (with set_extra_state) to keep a non-tensor value in the state_dict under "_extra_state"."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override (with get_extra_state): receives what get_extra_state returned when a state_dict is loaded."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
+
+    def _has_extra_state(self):
+        return type(self).get_extra_state is not Module.get_extra_state
+
     # ------------------------------------------------------------------ attribute routing
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: parameters, buffers and submodules live in the dicts.
@@ -599,6 +633,16 @@ class Module:
         moves.move_module(self, dev, dt, non_blocking=non_blocking)
         return self
 
+    def to_empty(self, *, device: Any, recurse: builtins.bool = True) -> Module:
+        """Give every parameter and buffer new, uninitialized storage on `device` (same shapes and dtypes), as
+        PyTorch's to_empty after building a model on the meta device; initialize it afterwards.
+
+        Returns:
+            self.
+        """
+        from ..tensor import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def _apply(self, fn, recurse=True):
         """PyTorch's _apply: replace every parameter's (and grad's) storage by fn(tensor)'s, and every
         buffer by fn(buffer). Parameter objects stay the same. Moves use rawdev.tensor.moves, not this."""
@@ -656,6 +700,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if self._has_extra_state():
+            destination[prefix + "_extra_state"] = self.get_extra_state()
 
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
                    keep_vars: builtins.bool = False) -> dict[str, Any]:
@@ -734,10 +780,18 @@ class Module:
                 plan.append((self, name, param, input_param, key, assign))
             elif strict:
                 missing_keys.append(key)
+        extra_key = prefix + "_extra_state"
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                plan.append((self, "_extra_state", None, state_dict[extra_key], extra_key, False))
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
 
         if strict:
             for key in state_dict.keys():
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if input_name[0] not in self._modules and input_name[0] not in local_state:
                         unexpected_keys.append(key)
@@ -851,6 +905,8 @@ def _apply_load_plan(plan):
     """
     from ..autograd.grad_mode import no_grad
     from ..tensor import moves
+    extras = [entry for entry in plan if entry[2] is None]     # (module, "_extra_state", None, state, ...)
+    plan = [entry for entry in plan if entry[2] is not None]
     last = {}
     for entry in plan:  # a tied weight under two keys: the last key wins, as with PyTorch's copies
         last[id(entry[2])] = entry
@@ -887,6 +943,8 @@ def _apply_load_plan(plan):
                 else:
                     src.requires_grad_(target.requires_grad)
             setattr(module, name, src)
+    for module, _name, _target, state, _key, _assign in extras:   # user code: after the tensors are in
+        module.set_extra_state(state)
 
 
 def _host_tensor(arr, like):

@@ -69,6 +69,7 @@ class Allocator:
         self.record_stacks = False
         self.capture_pool = None        # the GraphPool that serves allocations while a CUDA graph is captured
         self.graph_pools = []           # GraphPools whose block is still allocated (their ranges free there)
+        self.memory_fraction = 1.0      # rawdev.cuda.set_per_process_memory_fraction: a cap on allocated bytes
         self.lock = threading.RLock()   # re-entered: a listener may read the figures (and flush) inside an event
         self.reset_stats()
         for hook in ALLOCATOR_HOOKS:
@@ -98,6 +99,8 @@ class Allocator:
                                        ctx(), "capture with a larger pool: rawdev.cuda.graph(g, pool_size=...) or "
                                        "RAWDEV_GRAPH_POOL_BYTES")
             return Block(ptr, nbytes, stream, owner, traceback.format_stack()[:-1] if self.record_stacks else None)
+        if self.memory_fraction < 1.0:
+            self._check_fraction(nbytes, stream, owner, ctx)
         try:
             ptr = call("cuMemAllocFromPoolAsync", nbytes, self.device.pool, stream.handle,
                        ctx=ctx, nbytes=nbytes, stream=stream.handle, owner=owner)
@@ -119,6 +122,18 @@ class Allocator:
             s["count_peak"] = max(s["count_peak"], len(self.live))
         self._notify("alloc", block)
         return block
+
+    def _check_fraction(self, nbytes, stream, owner, ctx):
+        """Refuse, as the driver would when full, an allocation that takes this process past its fraction."""
+        allowed = int(self.memory_fraction * self.device.total_memory)
+        if self.stats["allocated"] + nbytes <= allowed:
+            return
+        self.stats["num_ooms"] += 1
+        self._notify("oom", Block(0, nbytes, stream, owner, None))
+        raise OutOfMemoryError("cuMemAllocFromPoolAsync", 2, "CUDA_ERROR_OUT_OF_MEMORY",
+                               f"not called: set_per_process_memory_fraction({self.memory_fraction:g}) allows this "
+                               f"process {fmt_bytes(allowed)} and {fmt_bytes(self.stats['allocated'])} is allocated",
+                               ctx(), self.oom_report(nbytes, owner))
 
     def free(self, ptr, stream_handle):
         """cuMemFreeAsync, then take the block out of the table: on failure the block stays, marked.

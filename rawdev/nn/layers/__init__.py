@@ -23,6 +23,9 @@ from .extra import (Bilinear, ChannelShuffle, CTCLoss, GaussianNLLLoss, Hardshri
                     MultiLabelSoftMarginLoss,
                     MultiMarginLoss, PoissonNLLLoss, RReLU, Softmax2d, SoftMarginLoss, Softshrink, Threshold,
                     TripletMarginWithDistanceLoss)
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
+                   LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .parallel import DataParallel, SyncBatchNorm
 from .resample import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag, PixelShuffle,
                        PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample,
                        UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
@@ -47,7 +50,10 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "Bilinear", "MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d", "HingeEmbeddingLoss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "TripletMarginWithDistanceLoss", "Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
-           "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear", "Dropout3d", "InstanceNorm3d", "CTCLoss"]
+           "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear", "Dropout3d", "InstanceNorm3d", "CTCLoss",
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
+           "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+           "DataParallel", "SyncBatchNorm"]
 
 
 def tag_modules(model):

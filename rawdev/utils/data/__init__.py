@@ -16,9 +16,17 @@ from .dataset import (
                       random_split,
 )
 from .device_loader import DeviceLoader
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
+from .sampler import (
+                      BatchSampler,
+                      DistributedSampler,
+                      RandomSampler,
+                      Sampler,
+                      SequentialSampler,
+                      SubsetRandomSampler,
+                      WeightedRandomSampler,
+)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "DataLoader", "DeviceLoader", "default_collate",
-           "default_convert", "get_worker_info", "WorkerInfo"]
+           "default_convert", "get_worker_info", "WorkerInfo", "DistributedSampler"]

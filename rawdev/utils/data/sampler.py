@@ -1,13 +1,15 @@
 """Samplers, shaped like torch.utils.data.sampler: which indices, in which order. Random ones draw from a
 rawdev.Generator (its numpy generator); without one, RandomSampler draws a seed from rawdev's global
 generator per epoch and uses a fresh generator seeded with it, as PyTorch."""
+import math
+
 import numpy as np
 
 from ... import random as _random
 from ...tensor.core import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler"]
+           "BatchSampler", "DistributedSampler"]
 
 _CHUNK = 32   # RandomSampler(replacement=True) draws this many indices at a time, as PyTorch
 
@@ -140,3 +142,56 @@ class BatchSampler(Sampler):
     def __len__(self):
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+
+
+class DistributedSampler(Sampler):
+    """The indices one of num_replicas processes takes (PyTorch's DistributedSampler): every rank sees the same
+    permutation (seeded with seed + epoch, so call set_epoch(epoch) each epoch) and takes every num_replicas-th
+    index from position rank; the list is padded by repeating its start (or cut, drop_last=True) to a multiple
+    of num_replicas. rawdev runs one process and has no process group, so pass num_replicas and rank.
+
+    Example:
+        >>> s = DistributedSampler(range(10), num_replicas=4, rank=1, shuffle=False)
+        >>> list(s)
+        [1, 5, 9]
+    """
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            from ... import distributed
+            if not distributed.is_available():
+                raise RuntimeError("Requires distributed package to be available")
+            num_replicas = distributed.get_world_size() if num_replicas is None else num_replicas
+            rank = distributed.get_rank() if rank is None else rank
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
+        self.epoch, self.drop_last, self.shuffle, self.seed = 0, drop_last, shuffle, seed
+        if drop_last and len(dataset) % num_replicas != 0:
+            self.num_samples = math.ceil((len(dataset) - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(len(dataset) / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self):
+        n = len(self.dataset)
+        if self.shuffle:
+            indices = _random.Generator().manual_seed(self.seed + self.epoch).np.permutation(n).tolist()
+        else:
+            indices = list(range(n))
+        if not self.drop_last:
+            pad = self.total_size - len(indices)
+            if pad <= len(indices):
+                indices += indices[:pad]
+            else:
+                indices += (indices * math.ceil(pad / len(indices)))[:pad]
+        else:
+            indices = indices[:self.total_size]
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration shuffles for (every rank must use the same)."""
+        self.epoch = epoch

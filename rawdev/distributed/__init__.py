@@ -1,0 +1,37 @@
+"""`rawdev.distributed`: rawdev runs in one process and has no process groups. The query functions answer as
+PyTorch's do before init_process_group, so programs that check `dist.is_available() and dist.is_initialized()`
+take their single-process path; init_process_group says it cannot."""
+
+__all__ = ["is_available", "is_initialized", "init_process_group", "get_rank", "get_world_size",
+           "is_torchelastic_launched"]
+
+
+def is_available() -> bool:
+    """False: rawdev has no distributed backend (no NCCL, Gloo or MPI)."""
+    return False
+
+
+def is_initialized() -> bool:
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    return False
+
+
+def init_process_group(*args, **kwargs):
+    raise RuntimeError("rawdev has no distributed backend: init_process_group is not available "
+                       "(rawdev.distributed.is_available() is False); run the program as one process")
+
+
+def _not_initialized():
+    # PyTorch's wording when no default group exists
+    return ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
+
+
+def get_rank(group=None) -> int:
+    raise _not_initialized()
+
+
+def get_world_size(group=None) -> int:
+    raise _not_initialized()
