@@ -61,3 +61,8 @@ class NoDeviceError(CudaError):
         RuntimeError.__init__(self, message)
         self.call, self.code, self.name, self.description = "cuDeviceGetCount", 100, "CUDA_ERROR_NO_DEVICE", message
         self.context = self.detail = None
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine met a matrix it cannot handle (singular, not positive-definite); PyTorch's
+    torch.linalg.LinAlgError, a RuntimeError."""

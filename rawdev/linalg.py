@@ -2,10 +2,12 @@
 its LU, Cholesky and QR families (inv, solve, det, slogdet, cholesky, solve_triangular, lu_factor, lu, lu_solve,
 qr, lstsq, matrix_power: rawdev.ops.decomp) and its symmetric-eigen and singular-value families (eigh,
 eigvalsh, svd, svdvals, pinv, matrix_rank: rawdev.ops.spectral), all with autograd on both devices; a cuda matrix
-is factorized on the device, never on the host. General (non-symmetric) eig is not provided: its results are
-complex, and rawdev has no complex dtype."""
+is factorized on the device, never on the host. Also multi_dot, matrix_exp, cond, solve_ex, tensorinv and
+tensorsolve (rawdev.ops.products), and LinAlgError (what a singular or indefinite matrix raises). General
+(non-symmetric) eig is not provided: its results are complex, and rawdev has no complex dtype."""
 import math
 
+from .errors import LinAlgError
 from .ops import reduce2 as _reduce2
 from .ops.decomp import (
     cholesky,
@@ -25,6 +27,7 @@ from .ops.decomp import (
     solve_triangular,
 )
 from .ops.linalg import matmul
+from .ops.products import cond, matrix_exp, multi_dot, solve_ex, tensorinv, tensorsolve
 from .ops.spectral import eigh, eigvalsh, matrix_rank, pinv, svd, svdvals
 from .ops.structure import cross as _cross
 from .ops.structure import vander as _vander
@@ -32,7 +35,8 @@ from .ops.structure import vander as _vander
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "cross", "diagonal", "vander", "inv", "inv_ex",
            "solve", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex",
            "lu", "lu_solve", "qr", "lstsq", "matrix_power", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
-           "matrix_rank"]
+           "matrix_rank", "multi_dot", "matrix_exp", "cond", "solve_ex", "tensorinv", "tensorsolve",
+           "LinAlgError"]
 
 
 def cross(input, other, *, dim=-1):  # noqa: A002

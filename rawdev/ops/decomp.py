@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
+from ..errors import LinAlgError
 from ..tensor import factory
 from .registry import declare
 from .rtypes import return_type as _rt
@@ -233,7 +234,7 @@ def _check_invertible(name, A):
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
         where = f"(Batch element {i}): " if A.shape[0] > 1 else ""
-        raise RuntimeError(f"{name}: {where}The diagonal element {int(bad[i])} is zero, the inversion could not be "
+        raise LinAlgError(f"{name}: {where}The diagonal element {int(bad[i])} is zero, the inversion could not be "
                            "completed because the input matrix is singular.")
 
 
@@ -432,7 +433,7 @@ class _Cholesky(Function):
             if bad.any():
                 i = int(np.nonzero(bad)[0][0])
                 where = f"(Batch element {i}): " if a.shape[0] > 1 else ""
-                raise RuntimeError(f"linalg.cholesky: {where}The factorization could not be completed because the "
+                raise LinAlgError(f"linalg.cholesky: {where}The factorization could not be completed because the "
                                    f"input is not positive-definite (the leading minor of order {int(bad[i])} is "
                                    "not positive-definite).")
             L = L.reshape(A.shape)
@@ -508,6 +509,18 @@ def cholesky_inverse(L, upper=False):  # noqa: N803
 
 
 # ------------------------------------------------------------------ triangular solves
+def _substitute(t, b, upper):
+    """Row-by-row substitution for triangles t [B, n, n] and right sides b [B, n, k] (numpy): what LAPACK refuses
+    for a zero pivot, giving inf/nan there as PyTorch's triangular solves do."""
+    n = t.shape[-1]
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:], dtype=np.result_type(t, b))
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        rest = slice(i + 1, n) if upper else slice(0, i)
+        acc = np.einsum("...j,...jk->...k", t[..., i, rest], x[..., rest, :])
+        x[..., i, :] = (b[..., i, :] - acc) / t[..., i, i:i + 1]
+    return x
+
+
 class _Trsm(Function):
     node_name = "LinalgSolveTriangularBackward0"
 
@@ -526,7 +539,10 @@ class _Trsm(Function):
                     idx = np.arange(ha.shape[-1])
                     ha[:, idx, idx] = 1
                 with np.errstate(all="ignore"):
-                    x = _from_host(np.linalg.solve(ha, hb), a)     # LAPACK on the triangle
+                    try:
+                        x = _from_host(np.linalg.solve(ha, hb), a)     # LAPACK on the triangle
+                    except np.linalg.LinAlgError:                      # a zero on the diagonal: inf/nan, as torch
+                        x = _from_host(_substitute(ha, hb, upper), a)
             x = x.reshape(B.shape)
         ctx.upper, ctx.unit = upper, unit
         ctx.save_for_backward(A, x)

@@ -222,6 +222,11 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(out)
 
 
+def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
+    """Views of consecutive pieces of the given sizes (they must add up to the dimension's size)."""
+    return split(input, list(split_sizes), dim)
+
+
 def chunk(input, chunks, dim=0):  # noqa: A002
     chunks = operator.index(chunks)
     if chunks <= 0:
@@ -442,8 +447,9 @@ declare("dstack", dstack, family="join", method=False)
 declare("atleast_1d", atleast_1d, family="join", method=False)
 declare("atleast_2d", atleast_2d, family="join", method=False)
 declare("atleast_3d", atleast_3d, family="join", method=False)
-declare("split", split, family="join")
-declare("chunk", chunk, family="join")
+declare("split", split, family="join", aliases=("unsafe_split",))
+declare("chunk", chunk, family="join", aliases=("unsafe_chunk",))
+declare("split_with_sizes", split_with_sizes, family="join")
 declare("tensor_split", tensor_split, family="join")
 declare("repeat", repeat, family="join", torch=False)
 declare("tile", tile, family="join")

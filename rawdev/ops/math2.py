@@ -648,18 +648,20 @@ def einsum(equation, *operands):
 
 
 for _name, _fn, _kw in (
-        ("atan2", atan2, {"aliases": ("arctan2",)}), ("fmod", fmod, {"inplace": True}),
+        ("atan2", atan2, {"aliases": ("arctan2",), "inplace": True}), ("fmod", fmod, {"inplace": True}),
         ("remainder", remainder, {"inplace": True}), ("floor_divide", floor_divide, {"inplace": True}),
-        ("float_power", float_power, {}), ("copysign", copysign, {}), ("hypot", hypot, {}),
+        ("float_power", float_power, {}), ("copysign", copysign, {"inplace": True}),
+        ("hypot", hypot, {"inplace": True}),
         ("lerp", lerp, {"inplace": True}), ("addcmul", addcmul, {"inplace": True}),
         ("addcdiv", addcdiv, {"inplace": True}), ("logical_and", logical_and, {"inplace": True}),
         ("logical_or", logical_or, {"inplace": True}), ("logical_xor", logical_xor, {"inplace": True}),
-        ("logical_not", logical_not, {}), ("bitwise_and", bitwise_and, {}), ("bitwise_or", bitwise_or, {}),
-        ("bitwise_xor", bitwise_xor, {}), ("bitwise_not", bitwise_not, {}), ("isnan", isnan, {}),
+        ("logical_not", logical_not, {"inplace": True}), ("bitwise_and", bitwise_and, {"inplace": True}),
+        ("bitwise_or", bitwise_or, {"inplace": True}), ("bitwise_xor", bitwise_xor, {"inplace": True}),
+        ("bitwise_not", bitwise_not, {"inplace": True}), ("isnan", isnan, {}),
         ("isinf", isinf, {}), ("isfinite", isfinite, {}), ("isposinf", isposinf, {}), ("isneginf", isneginf, {}),
         ("signbit", signbit, {}), ("nan_to_num", nan_to_num, {"inplace": True}), ("isclose", isclose, {}),
         ("allclose", allclose, {}), ("equal", equal, {}), ("outer", outer, {"aliases": ("ger",)}),
-        ("dot", dot, {}), ("mv", mv, {}), ("bmm", bmm, {}), ("addmm", addmm, {}),
-        ("baddbmm", baddbmm, {}), ("addmv", addmv, {})):
+        ("dot", dot, {}), ("mv", mv, {}), ("bmm", bmm, {}), ("addmm", addmm, {"inplace": True}),
+        ("baddbmm", baddbmm, {"inplace": True}), ("addmv", addmv, {"inplace": True})):
     declare(_name, _fn, family="math2", **_kw)
 declare("einsum", einsum, family="math2", method=False)

@@ -95,6 +95,20 @@ def _inplace_view(name):
     return method
 
 
+def _new(self, *args, **kwargs):
+    """The legacy constructor: x.new() is empty, x.new(2, 3) or x.new(size) uninitialized, x.new(data) a copy of
+    data; x's dtype and device unless given."""
+    if len(args) == 1 and not isinstance(args[0], int) and not _is_size(args[0]):
+        return self.new_tensor(args[0], **kwargs)
+    if not args:
+        return self.new_empty((0,), **kwargs)
+    return self.new_empty(*args, **kwargs)
+
+
+def _is_size(obj):
+    return isinstance(obj, (tuple, list)) and all(isinstance(d, int) for d in obj) and type(obj) is not list
+
+
 def _imag(self):
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
@@ -220,6 +234,7 @@ def install():
     T.__abs__ = lambda s: unary.abs(s)
     T.__iadd__, T.__isub__, T.__imul__, T.__itruediv__ = _add_, _sub_, _mul_, _div_
     T.add_, T.sub_, T.mul_, T.div_ = _add_, _sub_, _mul_, _div_
+    T.subtract_, T.multiply_, T.divide_, T.true_divide_ = _sub_, _mul_, _div_, _div_
     T.copy_, T.fill_, T.zero_ = _leaf_checked(T.copy_), _leaf_checked(T.fill_), _leaf_checked(T.zero_)
     _install_comparisons(T)
     T.__getitem__ = index.getitem
@@ -227,7 +242,15 @@ def install():
     T.backward = _backward
     for name in ("t", "transpose", "squeeze", "unsqueeze"):
         setattr(T, name + "_", _inplace_view(name))
+    T.swapaxes_ = T.swapdims_ = T.transpose_
     T.get_device = _get_device
+    T.new = _new
+    T.ndimension = lambda s: s.ndim
+    T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)
+    T.is_neg = lambda s: False                    # rawdev has no lazy negation views
+    T.is_inference = lambda s: False              # inference_mode makes ordinary tensors here (no_grad + a flag)
+    from . import nn_extra
+    T.hardshrink = lambda s, lambd=0.5: nn_extra.hardshrink(s, lambd)
     T.pin_memory, T.is_pinned = _pin_memory, _is_pinned
     T.H = T.mH = property(lambda s: s.mT if s.ndim > 2 else s.t())
     T.real = property(lambda s: s)                # real tensors only: the real part is the tensor itself

@@ -6,6 +6,7 @@ import math
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
+from ..tensor import factory
 from ..tensor.core import Tensor
 from .math2 import _operands
 from .promotion import _result_dt
@@ -300,6 +301,23 @@ def is_nonzero(input):  # noqa: A002
     return bool(input.item())
 
 
+def is_signed(input):  # noqa: A002
+    """Whether input's dtype can hold negative values (False for uint8 and bool)."""
+    return input.dtype.is_signed
+
+
+def isreal(input):  # noqa: A002
+    """True everywhere for rawdev's real dtypes (PyTorch: whether each element has a zero imaginary part)."""
+    return factory.ones(input.shape, dtype=_dt.bool, device=input.device)
+
+
+def angle(input):  # noqa: A002
+    """The argument of each element as a complex number: π for negatives, 0 otherwise, nan for nan (float result;
+    its gradient is zero, as PyTorch's for real input)."""
+    x = _floating(input)
+    return _where(x.isnan(), x, (x < 0).to(dtype=x.dtype) * math.pi)
+
+
 declare("logit", logit, family="pointwise2", inplace=True)
 declare("xlogy", xlogy, family="pointwise2", inplace=True)
 declare("sinc", sinc, family="pointwise2", inplace=True)
@@ -317,3 +335,6 @@ declare("promote_types", promote_types, family="pointwise2", method=False)
 declare("can_cast", can_cast, family="pointwise2", method=False)
 declare("is_floating_point", is_floating_point, family="pointwise2", method=False)
 declare("is_nonzero", is_nonzero, family="pointwise2")
+declare("is_signed", is_signed, family="pointwise2", torch=False)
+declare("isreal", isreal, family="pointwise2")
+declare("angle", angle, family="pointwise2")

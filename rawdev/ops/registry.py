@@ -53,7 +53,8 @@ def names(where):
         for n in (d.name,) + d.aliases:
             out[n] = d.fn
         if d.inplace:
-            out[d.name + "_"] = inplace_form(d)
+            for n in (d.name,) + d.aliases:       # arccos_ as acos_, as PyTorch
+                out[n + "_"] = inplace_form(d)
     return out
 
 
@@ -80,4 +81,5 @@ def install(tensor_cls):
         for n in (d.name,) + d.aliases:
             setattr(tensor_cls, n, meth)
         if d.inplace:
-            setattr(tensor_cls, d.name + "_", inplace_form(d))
+            for n in (d.name,) + d.aliases:
+                setattr(tensor_cls, n + "_", inplace_form(d))

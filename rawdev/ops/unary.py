@@ -99,6 +99,11 @@ GRAPH_GRADS = {
     "sinh": lambda g, x, y: g * x.cosh(),
     "cosh": lambda g, x, y: g * x.sinh(),
     "atan": lambda g, x, y: g / (1 + x * x),
+    "asinh": lambda g, x, y: g / (x * x + 1).sqrt(),
+    "acosh": lambda g, x, y: g / ((x - 1) * (x + 1)).sqrt(),
+    "atanh": lambda g, x, y: g / (1 - x * x),
+    "asin": lambda g, x, y: g / (1 - x * x).sqrt(),
+    "acos": lambda g, x, y: -(g / (1 - x * x).sqrt()),
     "exp2": lambda g, x, y: g * y * _LN2,
     "expm1": lambda g, x, y: g * (y + 1),
     "log2": lambda g, x, y: g / (x * _LN2),
@@ -184,6 +189,12 @@ asin = unary("asin", np.arcsin, lambda g, x, y: g / np.sqrt(1 - x * x), "x", ("a
 acos = unary("acos", np.arccos, lambda g, x, y: -g / np.sqrt(1 - x * x), "x", ("acos_fwd", "acos_bwd"),
              aliases=("arccos",))
 atan = unary("atan", np.arctan, lambda g, x, y: g / (1 + x * x), "x", ("atan_fwd", "atan_bwd"), aliases=("arctan",))
+asinh = unary("asinh", np.arcsinh, lambda g, x, y: g / np.sqrt(x * x + 1), "x", ("asinh_fwd", "asinh_bwd"),
+              aliases=("arcsinh",))
+acosh = unary("acosh", np.arccosh, lambda g, x, y: g / np.sqrt((x - 1) * (x + 1)), "x", ("acosh_fwd", "acosh_bwd"),
+              aliases=("arccosh",))
+atanh = unary("atanh", np.arctanh, lambda g, x, y: g / (1 - x * x), "x", ("atanh_fwd", "atanh_bwd"),
+              aliases=("arctanh",))
 exp2 = unary("exp2", np.exp2, lambda g, x, y: g * y * _LN2, "y", ("exp2_fwd", "exp2_bwd"))
 expm1 = unary("expm1", np.expm1, lambda g, x, y: g * (y + 1), "y", ("expm1_fwd", "expm1_bwd"))
 log2 = unary("log2", np.log2, lambda g, x, y: g / (x * _LN2), "x", ("log2_fwd", "log2_bwd"))

@@ -32,9 +32,17 @@ def fmt_bytes(n):
 
 
 class trace:
-    """Record driver calls. `with rawdev.trace() as t: model.cuda()` then `print(t)`; also a decorator."""
+    """Record driver calls. `with rawdev.trace() as t: model.cuda()` then `print(t)`; also a decorator.
 
-    def __init__(self):
+    rawdev.trace(tensor) is PyTorch's torch.trace instead: the sum of the matrix's main diagonal (tensor.trace()).
+    """
+
+    def __new__(cls, input=None):  # noqa: A002
+        if input is not None:
+            return input.trace()
+        return super().__new__(cls)
+
+    def __init__(self, input=None):  # noqa: A002
         self.calls = []
 
     def _record(self, fn, nbytes, stream, owner, seconds, result):

@@ -1,0 +1,206 @@
+"""More products and matrix functions, composed from declared ops (both devices and autograd come with them):
+trace, inner, vdot, addr, addbmm, chain_matmul / linalg.multi_dot, linalg.matrix_exp (scaling and squaring of a
+degree-13 Padé approximant), linalg.cond, linalg.solve_ex, linalg.tensorinv and linalg.tensorsolve."""
+import math
+import warnings
+
+from ..errors import LinAlgError
+from ..tensor import factory
+from . import decomp, spectral
+from .math2 import _scaled_sum, bmm, outer
+from .registry import declare
+from .rtypes import return_type as _rt
+from .structure import tensordot
+
+return_solve_ex = _rt("linalg_solve_ex", ["result", "info"])
+
+
+def trace(input):  # noqa: A002
+    """The sum of a matrix's main diagonal (integers sum to int64).
+
+    Example:
+        >>> torch.arange(6.).reshape(2, 3).trace()
+        tensor(4.)
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return input.diagonal().sum()
+
+
+def inner(input, other):  # noqa: A002
+    """Sums of products over the last dimension of both (a scalar operand multiplies instead).
+
+    Example:
+        >>> torch.inner(torch.ones(2, 3), torch.ones(4, 3)).shape
+        torch.Size([2, 4])
+    """
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, dims=([-1], [-1]))
+
+
+def vdot(input, other):  # noqa: A002
+    """The dot product of two 1-D tensors (the first conjugated: the same for real tensors)."""
+    return input.dot(other)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · outer(vec1, vec2) (input ignored, NaN included, when beta is 0)."""
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D" if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · Σ_b batch1[b] @ batch2[b]."""
+    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a chain of matrices; the first may be a 1-D row vector and the last a 1-D column vector.
+
+    Example:
+        >>> torch.linalg.multi_dot([torch.ones(3), torch.ones(3, 4), torch.ones(4)])
+        tensor(12.)
+    """
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        edge = i == 0 or i == len(tensors) - 1
+        if t.ndim != 2 and not (edge and t.ndim == 1):
+            where = "first" if i == 0 else "last" if i == len(tensors) - 1 else f"tensor {i}"
+            want = "1D or 2D" if edge else "2D"
+            raise RuntimeError(f"multi_dot(): {where} tensor must be {want} but got {t.ndim}D" if edge else
+                               f"multi_dot(): tensor {i} must be {want} but got {t.ndim}D")
+    first, last = tensors[0], tensors[-1]
+    mats = [first.unsqueeze(0) if first.ndim == 1 else first] + tensors[1:-1] + \
+        [last.unsqueeze(1) if last.ndim == 1 else last]
+    result = mats[0]
+    for m in mats[1:]:
+        result = result @ m
+    if first.ndim == 1:
+        result = result.squeeze(0)
+    if last.ndim == 1:
+        result = result.squeeze(-1)
+    return result
+
+
+def chain_matmul(*matrices, out=None):
+    """The product of the given matrices (deprecated in PyTorch for linalg.multi_dot, which it calls)."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+                  "parameters.", UserWarning, stacklevel=2)
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+# Padé(13) coefficients and the 1-norm bound under which it is accurate to double precision (Higham 2005).
+_PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800., 129060195264000.,
+           10559470521600., 670442572800., 33522128640., 1323241920., 40840800., 960960., 16380., 182., 1.)
+_THETA13 = 5.371920351148152
+
+
+def matrix_exp(A):  # noqa: N803
+    """e^A of each square matrix in A [..., n, n]: A is scaled by 2^-s so that its 1-norm is under 5.37, the
+    degree-13 Padé approximant (V − U)⁻¹(V + U) is formed, then squared s times (Higham's method; s from the
+    largest norm in the batch). Differentiable (through the products and the solve).
+
+    Example:
+        >>> torch.linalg.matrix_exp(torch.tensor([[0., 1.], [-1., 0.]]))
+        tensor([[ 0.5403,  0.8415],
+                [-0.8415,  0.5403]])
+    """
+    decomp._square("linalg.matrix_exp", A)
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return A.clone()
+    norm = float(A.detach().abs().sum(-2).amax().item())
+    s = max(0, math.ceil(math.log2(norm / _THETA13))) if norm > _THETA13 else 0
+    X = A / (2.0 ** s) if s else A
+    eye = factory.eye(n, dtype=A.dtype, device=A.device)
+    X2 = X @ X
+    X4 = X2 @ X2
+    X6 = X4 @ X2
+    b = _PADE13
+    U = X @ (X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2 + b[1] * eye)
+    V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 + b[0] * eye
+    R = decomp.solve(V - U, V + U)
+    for _ in range(s):
+        R = R @ R
+    return R
+
+
+def cond(A, p=None):  # noqa: N803
+    """The condition number of each matrix in A: σ_max/σ_min for p = None or 2 (σ_min/σ_max for −2), else
+    ‖A‖_p · ‖A⁻¹‖_p for p in 'fro', 'nuc', inf, −inf, 1, −1 (square matrices)."""
+    if p is None or p == 2 or p == -2:
+        S = spectral.svdvals(A)
+        hi, lo = S[..., 0], S[..., -1]
+        return hi / lo if p != -2 else lo / hi
+    from ..linalg import matrix_norm
+    decomp._square("linalg.cond", A)
+    return matrix_norm(A, p) * matrix_norm(decomp.inv(A), p)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):  # noqa: N803
+    """(result, info) of linalg.solve: info > 0 names the first zero pivot of a singular A instead of raising
+    (unless check_errors); the result is then not meaningful."""
+    lu, piv, info = decomp.lu_factor_ex(A)
+    singular = bool((info > 0).any().item())
+    if singular and check_errors:
+        raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
+    if not singular:
+        return return_solve_ex(decomp.solve(A, B, left=left), info)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    Bm = B.unsqueeze(-1) if vector else B
+    X = decomp.lu_solve(lu, piv, Bm if left else Bm.mT, left=True)
+    X = X if left else X.mT
+    return return_solve_ex(X.squeeze(-1) if vector else X, info)
+
+
+def tensorinv(A, ind=2):  # noqa: N803
+    """The inverse of A read as a matrix of shape prod(A.shape[:ind]) x prod(A.shape[ind:]); the result has
+    shape A.shape[ind:] + A.shape[:ind] (tensordot(tensorinv(A), A, ind) is the identity)."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return decomp.inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A, B, dims=None):  # noqa: N803
+    """X with tensordot(A, X, X.ndim) == B: A's dims given in `dims` are moved to the end first; X has shape
+    A.shape[B.ndim:]."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        keep = [d for d in range(A.ndim) if d not in dims]
+        A = A.permute(*keep, *dims)
+    rest = A.shape[B.ndim:]
+    n = math.prod(rest)
+    if math.prod(A.shape[:B.ndim]) != n:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {n} != {math.prod(A.shape[:B.ndim])}")
+    return decomp.solve(A.reshape(n, n), B.reshape(n)).reshape(rest)
+
+
+def pinverse(input, rcond=1e-15):  # noqa: A002
+    """torch.pinverse: linalg.pinv with singular values under rcond · σ_max treated as zero."""
+    return spectral.pinv(input, rtol=rcond)
+
+
+declare("trace", trace, family="products", torch=False)       # rawdev.trace(tensor) also works (rawdev.trace)
+declare("inner", inner, family="products")
+declare("vdot", vdot, family="products")
+declare("addr", addr, family="products", inplace=True)
+declare("addbmm", addbmm, family="products", inplace=True)
+declare("chain_matmul", chain_matmul, family="products", method=False)
+declare("matrix_exp", matrix_exp, family="products")
+declare("pinverse", pinverse, family="products")
