@@ -41,14 +41,14 @@ class DataParallel(Module):
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
-        from ... import cuda
         from ...device import device as _device
+        from ...runtime import device_count, is_available
         self.module, self.dim = module, dim
-        if not cuda.is_available():
+        if not is_available():
             self.device_ids, self.output_device, self.src_device_obj = [], None, None
             return
         if device_ids is None:
-            device_ids = list(range(cuda.device_count()))
+            device_ids = list(range(device_count()))
         if output_device is None:
             output_device = device_ids[0]
         self.device_ids = [d if isinstance(d, int) else _device(d).index for d in device_ids]
