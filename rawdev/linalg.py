@@ -2,7 +2,7 @@
 its LU, Cholesky and QR families (inv, solve, det, slogdet, cholesky, solve_triangular, lu_factor, lu, lu_solve,
 qr, lstsq, matrix_power: rawdev.ops.decomp) and its symmetric-eigen and singular-value families (eigh,
 eigvalsh, svd, svdvals, pinv, matrix_rank: rawdev.ops.spectral), all with autograd on both devices; a cuda matrix
-is factorized on the device, never on the host. Also multi_dot, matrix_exp, cond, solve_ex, tensorinv and
+is factorized on the device, never on the host. Also cond, and multi_dot, matrix_exp, solve_ex, tensorinv and
 tensorsolve (rawdev.ops.products), and LinAlgError (what a singular or indefinite matrix raises). General
 (non-symmetric) eig is not provided: its results are complex, and rawdev has no complex dtype."""
 import math
@@ -27,7 +27,7 @@ from .ops.decomp import (
     solve_triangular,
 )
 from .ops.linalg import matmul
-from .ops.products import cond, matrix_exp, multi_dot, solve_ex, tensorinv, tensorsolve
+from .ops.products import matrix_exp, multi_dot, solve_ex, tensorinv, tensorsolve
 from .ops.spectral import eigh, eigvalsh, matrix_rank, pinv, svd, svdvals
 from .ops.structure import cross as _cross
 from .ops.structure import vander as _vander
@@ -128,3 +128,16 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: N803
 def vecdot(x, y, *, dim=-1):
     """Σ x·y over dim (real tensors), broadcasting the rest."""
     return (x * y).sum(dim)
+
+
+def cond(A, p=None):  # noqa: N803
+    """The condition number of each matrix in A: σ_max/σ_min for p = None or 2 (σ_min/σ_max for −2), else
+    ‖A‖_p · ‖A⁻¹‖_p for p in 'fro', 'nuc', inf, −inf, 1, −1 (square matrices)."""
+    if p is None or p == 2 or p == -2:
+        S = svdvals(A)
+        hi, lo = S[..., 0], S[..., -1]
+        return hi / lo if p != -2 else lo / hi
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)

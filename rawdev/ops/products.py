@@ -1,6 +1,6 @@
 """More products and matrix functions, composed from declared ops (both devices and autograd come with them):
 trace, inner, vdot, addr, addbmm, chain_matmul / linalg.multi_dot, linalg.matrix_exp (scaling and squaring of a
-degree-13 Padé approximant), linalg.cond, linalg.solve_ex, linalg.tensorinv and linalg.tensorsolve."""
+degree-13 Padé approximant), linalg.solve_ex, linalg.tensorinv and linalg.tensorsolve."""
 import math
 import warnings
 
@@ -134,18 +134,6 @@ def matrix_exp(A):  # noqa: N803
     for _ in range(s):
         R = R @ R
     return R
-
-
-def cond(A, p=None):  # noqa: N803
-    """The condition number of each matrix in A: σ_max/σ_min for p = None or 2 (σ_min/σ_max for −2), else
-    ‖A‖_p · ‖A⁻¹‖_p for p in 'fro', 'nuc', inf, −inf, 1, −1 (square matrices)."""
-    if p is None or p == 2 or p == -2:
-        S = spectral.svdvals(A)
-        hi, lo = S[..., 0], S[..., -1]
-        return hi / lo if p != -2 else lo / hi
-    from ..linalg import matrix_norm
-    decomp._square("linalg.cond", A)
-    return matrix_norm(A, p) * matrix_norm(decomp.inv(A), p)
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):  # noqa: N803
