@@ -8,7 +8,8 @@ __all__ = ["ndtr", "log_ndtr", "entr", "xlog1py"]   # the rest resolve to rawdev
 _ALIASES = {"expit": "sigmoid", "logit": "logit", "erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "exp2": "exp2",
             "expm1": "expm1", "log1p": "log1p", "log_softmax": "log_softmax", "softmax": "softmax",
             "logsumexp": "logsumexp", "xlogy": "xlogy", "sinc": "sinc", "gammaln": "lgamma", "digamma": "digamma",
-            "psi": "digamma", "round": "round", "i0": "i0", "polygamma": "polygamma"}
+            "psi": "digamma", "round": "round", "i0": "i0", "polygamma": "polygamma", "gammainc": "igamma",
+            "gammaincc": "igammac", "multigammaln": "mvlgamma"}
 
 
 def ndtr(input):  # noqa: A002

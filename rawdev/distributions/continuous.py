@@ -12,6 +12,7 @@ import math
 
 from ..autograd.grad_mode import no_grad
 from ..tensor.size import Size
+from . import constraints
 from .distribution import Distribution, positive, real, unit_interval
 from .families import LocScale, _broadcast, _tensor
 
@@ -35,6 +36,8 @@ def _uniform(shape, like, low=0.0, high=1.0):
 
 class Exponential(Distribution):
     """Exponential(rate): density rate·exp(−rate·x) on x ≥ 0."""
+
+    support = constraints.nonnegative
 
     arg_constraints = {"rate": positive}
     has_rsample = True
@@ -76,6 +79,8 @@ class Exponential(Distribution):
 class Laplace(LocScale):
     """Laplace(loc, scale): density exp(−|x − loc|/scale) / (2·scale)."""
 
+    support = constraints.real
+
     @property
     def mean(self):
         return self.loc
@@ -111,6 +116,8 @@ class Laplace(LocScale):
 class Cauchy(LocScale):
     """Cauchy(loc, scale): the ratio of two normals; no mean or variance (nan / inf, as PyTorch)."""
 
+    support = constraints.real
+
     @property
     def mean(self):
         return self.loc.new_full(tuple(self.batch_shape), float("nan"))
@@ -139,6 +146,8 @@ class Cauchy(LocScale):
 
 class LogNormal(Distribution):
     """LogNormal(loc, scale): exp of Normal(loc, scale)."""
+
+    support = constraints.positive
 
     arg_constraints = {"loc": real, "scale": positive}
     has_rsample = True
@@ -207,6 +216,8 @@ def _standard_gamma(alpha, shape):
 class Gamma(Distribution):
     """Gamma(concentration α, rate β): density β^α x^(α−1) e^(−βx) / Γ(α)."""
 
+    support = constraints.nonnegative
+
     arg_constraints = {"concentration": positive, "rate": positive}
     has_rsample = True
 
@@ -243,9 +254,15 @@ class Gamma(Distribution):
         a = self.concentration
         return a - self.rate.log() + a.lgamma() + (1.0 - a) * a.digamma()
 
+    def cdf(self, value):
+        from ..ops.gamma import igamma
+        return igamma(self.concentration, _tensor(value, self.rate) * self.rate)
+
 
 class Beta(Distribution):
     """Beta(concentration1 α, concentration0 β) on (0, 1)."""
+
+    support = constraints.unit_interval
 
     arg_constraints = {"concentration1": positive, "concentration0": positive}
     has_rsample = True
@@ -302,6 +319,8 @@ def _dirichlet_mode(conc):
 class Dirichlet(Distribution):
     """Dirichlet(concentration [..., K]) on the probability simplex."""
 
+    support = constraints.simplex
+
     arg_constraints = {"concentration": positive}
     has_rsample = True
 
@@ -345,6 +364,8 @@ class Dirichlet(Distribution):
 class Poisson(Distribution):
     """Poisson(rate): counts k ≥ 0 with probability rate^k e^(−rate) / k!."""
 
+    support = constraints.nonnegative_integer
+
     arg_constraints = {"rate": positive}
 
     def __init__(self, rate, validate_args=None):
@@ -385,6 +406,8 @@ class Poisson(Distribution):
 class Geometric(Distribution):
     """Geometric(probs): the number of failures before the first success (0, 1, 2, …)."""
 
+    support = constraints.nonnegative_integer
+
     arg_constraints = {"probs": unit_interval}
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -423,6 +446,8 @@ class Geometric(Distribution):
 class MultivariateNormal(Distribution):
     """MultivariateNormal(loc [..., k], covariance_matrix | precision_matrix | scale_tril [..., k, k]); everything
     is computed from the lower Cholesky factor L (covariance = L Lᵀ)."""
+
+    support = constraints.real_vector
 
     arg_constraints = {"loc": real}
     has_rsample = True

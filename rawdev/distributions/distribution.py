@@ -6,6 +6,7 @@ import warnings
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from ..tensor.size import Size
+from .constraints import positive, real, simplex, unit_interval  # noqa: F401  (re-exported to the families)
 
 __all__ = ["Distribution"]
 
@@ -41,7 +42,7 @@ class Distribution:
                 ok = check(value)
                 if not bool(ok.all()):
                     raise ValueError(f"Expected parameter {name} (Tensor of shape {tuple(value.shape)}) of "
-                                     f"distribution {self!r} to satisfy the constraint {check.__doc__}, but found "
+                                     f"distribution {self!r} to satisfy the constraint {check!r}, but found "
                                      f"invalid values:\n{value}")
 
     @property
@@ -54,6 +55,11 @@ class Distribution:
 
     def _extended_shape(self, sample_shape=()):
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+
+    @property
+    def support(self):
+        """The constraint every sample satisfies (rawdev.distributions.constraints)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define its support")
 
     def sample(self, sample_shape=()):
         """A sample (no gradient); rsample's when the distribution has one."""
@@ -107,15 +113,6 @@ class Distribution:
         return f"{type(self).__name__}({self._param_repr()})"
 
 
-def _constraint(doc, fn):
-    fn.__doc__ = doc
-    return fn
-
-
-positive = _constraint("GreaterThan(lower_bound=0.0)", lambda v: v > 0)
-real = _constraint("Real()", lambda v: v == v)
-unit_interval = _constraint("Interval(lower_bound=0.0, upper_bound=1.0)", lambda v: (v >= 0) & (v <= 1))
-simplex = _constraint("Simplex()", lambda v: (v >= 0).all(-1) & ((v.sum(-1) - 1).abs() < 1e-6 * v.shape[-1]))
 LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 

@@ -4,6 +4,7 @@ import math
 from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from ..tensor.size import Size
+from . import constraints
 from .distribution import LOG_SQRT_2PI, Distribution, float_dtype, positive, real, simplex, unit_interval
 
 __all__ = ["Categorical", "OneHotCategorical", "Bernoulli", "Normal", "Uniform", "Independent"]
@@ -55,6 +56,10 @@ class Categorical(Distribution):
         return self._param.shape
 
     @property
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
+
+    @property
     def mean(self):
         return self.probs.new_full(tuple(self.batch_shape), float("nan"))
 
@@ -102,6 +107,8 @@ class Categorical(Distribution):
 class OneHotCategorical(Distribution):
     """Samples are one-hot vectors of the last dimension's length."""
 
+    support = constraints.one_hot
+
     arg_constraints = {"probs": simplex, "logits": real}
     has_enumerate_support = True
 
@@ -133,6 +140,8 @@ class OneHotCategorical(Distribution):
 class Bernoulli(Distribution):
     """Bernoulli(probs=None, logits=None): 0/1 samples; log_prob and entropy by binary cross-entropy with logits
     (stable for logits of any size)."""
+
+    support = constraints.boolean
 
     arg_constraints = {"probs": unit_interval, "logits": real}
 
@@ -198,6 +207,8 @@ class LocScale(Distribution):
 
 class Normal(LocScale):
     """Normal(loc, scale): rsample = loc + scale · N(0, 1) (reparameterized, so gradients reach loc and scale)."""
+
+    support = constraints.real
 
     @property
     def mean(self):
@@ -274,6 +285,14 @@ class Uniform(Distribution):
         value = _tensor(value, self.low)
         return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
 
+    def icdf(self, value):
+        return self.low + _tensor(value, self.low) * (self.high - self.low)
+
+    @property
+    def support(self):
+        from . import constraints
+        return constraints.half_open_interval(self.low, self.high)
+
     def entropy(self):
         return (self.high - self.low).log()
 
@@ -296,6 +315,10 @@ class Independent(Distribution):
         cut = len(base_distribution.batch_shape) - n
         super().__init__(shape[:cut], shape[cut:], validate_args=False)
         self.has_rsample = base_distribution.has_rsample
+
+    @property
+    def support(self):
+        return constraints.independent(self.base_dist.support, self.reinterpreted_batch_ndims)
 
     def _sum(self, t):
         for _ in range(self.reinterpreted_batch_ndims):
