@@ -148,7 +148,13 @@ def call(fn, *args, ctx=None, nbytes=None, stream=None, owner=None):
     ctx says what rawdev was doing, for the error message; nbytes/stream/owner are for traces.
     """
     drv = _drv or driver()
-    t0 = time.perf_counter() if _tracers else 0.0
+    t0 = 0.0
+    if _tracers:
+        for t in _tracers:      # a tracer may put work on the stream first (rawdev.profiler's start events)
+            before = getattr(t, "_before", None)
+            if before is not None:
+                before(fn, stream)
+        t0 = time.perf_counter()
     res = getattr(drv, fn)(*args)
     err = res[0]
     if _tracers:
