@@ -269,3 +269,36 @@ def test_top_level_constants_threads_and_typename():
         rawdev.set_num_threads(0)
     assert rawdev.typename(rawdev.zeros(2)) == "rawdev.FloatTensor"
     assert rawdev.typename(nn.Linear(1, 1)).endswith(".Linear") and rawdev.typename(3) == "int"
+
+
+def test_3d_padding_layers_match_numpy_pad(driver):
+    x = np.random.default_rng().standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+    pad = (1, 2, 0, 1, 2, 1)                              # (left, right, top, bottom, front, back)
+    np_pad = [(0, 0), (0, 0), (pad[4], pad[5]), (pad[2], pad[3]), (pad[0], pad[1])]
+    for layer, kw in ((nn.ZeroPad3d(pad), {"mode": "constant"}),
+                      (nn.ConstantPad3d(pad, 2.5), {"mode": "constant", "constant_values": 2.5}),
+                      (nn.ReflectionPad3d(pad), {"mode": "reflect"}), (nn.ReplicationPad3d(pad), {"mode": "edge"}),
+                      (nn.CircularPad3d(pad), {"mode": "wrap"})):
+        want = np.pad(x, np_pad, **kw)
+        for dev in ("cpu", "cuda"):
+            np.testing.assert_array_equal(layer(rawdev.tensor(x, device=dev)).cpu().numpy(), want)
+    assert repr(nn.ZeroPad3d(1)) == "ZeroPad3d((1, 1, 1, 1, 1, 1))"
+
+
+def test_with_indices_pools_record_stream_and_module_compile(driver):
+    x = rawdev.randn(2, 3, 6, 6, device="cuda")
+    y, i = F.max_pool2d_with_indices(x, 2)
+    y2, i2 = F.max_pool2d(x, 2, return_indices=True)
+    assert np.array_equal(y.cpu().numpy(), y2.cpu().numpy()) and np.array_equal(i.cpu().numpy(), i2.cpu().numpy())
+    y, i = F.adaptive_max_pool1d_with_indices(rawdev.randn(2, 3, 7), 3)
+    assert y.shape == (2, 3, 3) and i.dtype == rawdev.int64
+    x.record_stream(rawdev.cuda.current_stream())
+    with pytest.raises(RuntimeError, match="only supported for CUDA tensors"):
+        rawdev.ones(2).record_stream(rawdev.cuda.current_stream())
+    m = nn.Linear(2, 2)
+    w = m.weight
+    import warnings
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert m.compile() is None
+    assert m.weight is w

@@ -633,6 +633,12 @@ class Module:
         moves.move_module(self, dev, dt, non_blocking=non_blocking)
         return self
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """nn.Module.compile: rawdev runs eagerly, so the module stays as it is (said once per process)."""
+        if not _compile_notice:
+            _compile_notice.append(True)
+            warnings.warn("Module.compile: rawdev runs eagerly; the module is unchanged", UserWarning, stacklevel=2)
+
     def to_empty(self, *, device: Any, recurse: builtins.bool = True) -> Module:
         """Give every parameter and buffer new, uninitialized storage on `device` (same shapes and dtypes), as
         PyTorch's to_empty after building a model on the meta device; initialize it afterwards.
@@ -892,6 +898,9 @@ def _plain(t):
     p._vc, p._base = t._vc, None
     p._requires_grad, p._grad, p.grad_fn = t.requires_grad, None, None
     return p
+
+
+_compile_notice: list = []   # Module.compile's notice, given once
 
 
 def _apply_load_plan(plan):

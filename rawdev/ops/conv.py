@@ -567,6 +567,31 @@ for _pname, _pfn in (("max_pool1d", max_pool1d), ("max_pool2d", max_pool2d), ("a
     declare(_pname, _pfn, family="conv", functional=True, method=False)
 
 
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+                            return_indices=True):
+    """max_pool1d's (output, indices)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+                            return_indices=True):
+    """max_pool2d's (output, indices)."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):  # noqa: A002
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):  # noqa: A002
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+for _pfn in (max_pool1d_with_indices, max_pool2d_with_indices, adaptive_max_pool1d_with_indices,
+             adaptive_max_pool2d_with_indices):
+    declare(_pfn.__name__, _pfn, family="conv", functional=True, torch=False, method=False)
+
+
 # ------------------------------------------------------------------ batch_norm
 class _BatchNorm(Function):
     node_name = "NativeBatchNormBackward0"

@@ -105,6 +105,15 @@ def _new(self, *args, **kwargs):
     return self.new_empty(*args, **kwargs)
 
 
+def _record_stream(self, stream):
+    """PyTorch's Tensor.record_stream: keep the memory from reuse until `stream`'s queued work is done. A no-op in
+    rawdev: every op launches on the device's compute stream (a `with rawdev.cuda.stream(s):` block keeps it there),
+    and the pool frees in that stream's order, so no other stream can still be reading a tensor when it is
+    freed. (DeviceLoader orders its own copy stream.)"""
+    if not self.is_cuda:
+        raise RuntimeError("record_stream is only supported for CUDA tensors")
+
+
 def _is_size(obj):
     return isinstance(obj, (tuple, list)) and all(isinstance(d, int) for d in obj) and type(obj) is not list
 
@@ -245,6 +254,7 @@ def install():
     T.swapaxes_ = T.swapdims_ = T.transpose_
     T.get_device = _get_device
     T.new = _new
+    T.record_stream = _record_stream
     T.ndimension = lambda s: s.ndim
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)
     T.is_neg = lambda s: False                    # rawdev has no lazy negation views

@@ -26,9 +26,10 @@ from .extra import (Bilinear, ChannelShuffle, CTCLoss, GaussianNLLLoss, Hardshri
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
                    LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .parallel import DataParallel, SyncBatchNorm
-from .resample import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, EmbeddingBag, PixelShuffle,
-                       PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, Upsample,
-                       UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+from .resample import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
+                       EmbeddingBag, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, Upsample, UpsamplingBilinear2d,
+                       UpsamplingNearest2d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 
 __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout",
            "Flatten", "Unflatten", "Identity", "CrossEntropyLoss", "MSELoss", "NLLLoss", "tag_modules",
@@ -53,7 +54,8 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "AdaptiveMaxPool3d", "BatchNorm3d", "LazyLinear", "Dropout3d", "InstanceNorm3d", "CTCLoss",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
            "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
-           "DataParallel", "SyncBatchNorm"]
+           "DataParallel", "SyncBatchNorm", "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d",
+           "CircularPad3d"]
 
 
 def tag_modules(model):

@@ -10,7 +10,8 @@ from ..parameter import Parameter
 
 __all__ = ["EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
            "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "ZeroPad3d",
+           "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
 
 
 class EmbeddingBag(Module):
@@ -240,3 +241,25 @@ class CircularPad1d(_Pad):
 
 class CircularPad2d(CircularPad1d):
     _dims = 2
+
+
+class ZeroPad3d(ZeroPad1d):
+    """Pad the last three dims with zeros: padding (left, right, top, bottom, front, back) or one int."""
+    _dims = 3
+
+
+class ConstantPad3d(_ConstantPad):
+    """Pad the last three dims with a constant value."""
+    _dims = 3
+
+
+class ReflectionPad3d(ReflectionPad1d):
+    _dims = 3
+
+
+class ReplicationPad3d(ReplicationPad1d):
+    _dims = 3
+
+
+class CircularPad3d(CircularPad1d):
+    _dims = 3
