@@ -31,6 +31,10 @@ CHECKS = {
     "gp_regression.py": lambda r: r["last_nll"] < r["first_nll"] and r["rmse"] < 0.2 and r["min_var"] > 0,
     "packed_gru_tagger.py": _lower("first_loss", "last_loss"),
     "pca.py": lambda r: r["top3"] > 0.99 and r["err"] < 0.1 and r["agree"] < 1e-3 and abs(r["overlap"] - 1) < 1e-3,
+    "mixture_density.py": lambda r: r["last_loss"] < r["first_loss"] - 1.0 and r["eval_nll"] < 0
+    and r["sample_ok"] == 1,
+    "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
+    and r["inside"] == 1 and r["mean_reward"] > -0.02,
 }
 
 

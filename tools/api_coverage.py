@@ -1571,6 +1571,136 @@ def _(torch, device):
     _shape(m.sample((3,)), 3, 2)
 
 
+@row("torch.distributions.TransformedDistribution", "utilities", note="TanhTransform")
+def _(torch, device):
+    loc = _leaf(torch, device, [0.2, -0.3])
+    d = torch.distributions.TransformedDistribution(torch.distributions.Normal(loc, _t(torch, device, [1.0, 0.5])),
+                                                    [torch.distributions.transforms.TanhTransform()])
+    y = np.array([0.5, -0.9])
+    u = np.arctanh(y)
+    ref = -0.5 * ((u - [0.2, -0.3]) / [1.0, 0.5]) ** 2 - np.log([1.0, 0.5]) - 0.5 * math.log(2 * math.pi) \
+        - np.log(1 - y ** 2)
+    lp = d.log_prob(_t(torch, device, y.astype(np.float32)))
+    _close(lp, ref)
+    _backward(lp, loc, grads=[(u - [0.2, -0.3]) / np.array([1.0, 0.5]) ** 2])
+    _check(bool((d.rsample((4,)).abs() < 1).all()), "a tanh-squashed sample outside (-1, 1)")
+
+
+@row("torch.distributions.MixtureSameFamily", "utilities")
+def _(torch, device):
+    w, mu, sd = np.array([0.2, 0.3, 0.5]), np.array([-1.0, 0.0, 2.0]), np.array([0.5, 1.0, 2.0])
+    D = torch.distributions
+    m = D.MixtureSameFamily(D.Categorical(probs=_t(torch, device, w)),
+                            D.Normal(_t(torch, device, mu), _t(torch, device, sd)))
+    x = np.array([0.1, -1.0, 3.0])
+    dens = (w * np.exp(-0.5 * ((x[:, None] - mu) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))).sum(1)
+    _close(m.log_prob(_t(torch, device, x)), np.log(dens))
+    _shape(m.sample((5,)), 5)
+
+
+@row("torch.distributions.StudentT", "utilities")
+def _(torch, device):
+    d = torch.distributions.StudentT(_t(torch, device, [3.0]), _t(torch, device, [0.5]), _t(torch, device, [2.0]))
+    y = (1.2 - 0.5) / 2.0
+    ref = (math.lgamma(2.0) - math.lgamma(1.5) - 0.5 * math.log(3 * math.pi) - math.log(2.0)
+           - 2.0 * math.log1p(y * y / 3))
+    _close(d.log_prob(_t(torch, device, [1.2])), [ref])
+    _shape(d.rsample((4,)), 4, 1)
+
+
+@row("torch.distributions.Binomial", "utilities")
+def _(torch, device):
+    d = torch.distributions.Binomial(_t(torch, device, [5.0, 9.0]), probs=_t(torch, device, [0.2, 0.9]))
+    ref = [math.log(math.comb(5, 2) * 0.2 ** 2 * 0.8 ** 3), math.log(math.comb(9, 7) * 0.9 ** 7 * 0.1 ** 2)]
+    _close(d.log_prob(_t(torch, device, [2.0, 7.0])), ref)
+    s = _np(d.sample((50,)))
+    _check(((s >= 0) & (s <= [5, 9]) & (s == np.round(s))).all(), "a Binomial sample outside its support")
+
+
+@row("torch.linalg.matrix_exp", "linalg")
+def _(torch, device):
+    _close(torch.linalg.matrix_exp(_t(torch, device, [[0.0, 1.0], [-1.0, 0.0]])),
+           [[math.cos(1), math.sin(1)], [-math.sin(1), math.cos(1)]])
+
+
+@row("torch.special.gammainc", "math")
+def _(torch, device):
+    x = np.array([0.3, 1.0, 4.0])
+    _close(torch.special.gammainc(_t(torch, device, [1.0, 1.0, 1.0]), _t(torch, device, x)), -np.expm1(-x))
+
+
+@row("torch.asinh", "math")
+def _(torch, device):
+    x = _leaf(torch, device, [0.5, -2.0, 3.0])
+    y = torch.asinh(x)
+    _close(y, np.arcsinh([0.5, -2.0, 3.0]))
+    _backward(y, x, grads=[1 / np.sqrt(np.array([0.5, -2.0, 3.0]) ** 2 + 1)])
+
+
+@row("torch.hann_window", "creation")
+def _(torch, device):
+    _close(torch.hann_window(8, device=device), np.hanning(9)[:8])
+
+
+@row("torch.profiler.profile", "utilities")
+def _(torch, device):
+    P = torch.profiler
+    lin = torch.nn.Linear(4, 3).to(device)
+    with P.profile(activities=[P.ProfilerActivity.CPU]) as prof:
+        with P.record_function("forward"):
+            lin(_t(torch, device, _data(2, 4)))
+    keys = [e.key for e in prof.key_averages()]
+    _check("forward" in keys, f"no record_function row in {keys[:5]}")
+    _check("Self CPU" in prof.key_averages().table(), "no table")
+
+
+@row("torch.nn.LazyConv2d", "nn.layers")
+def _(torch, device):
+    m = torch.nn.LazyConv2d(4, 3, padding=1)
+    y = m(_t(torch, device, _data(2, 5, 6, 6)))
+    _shape(y, 2, 4, 6, 6)
+    _shape(m.weight, 4, 5, 3, 3)
+
+
+@row("torch.nn.ZeroPad3d", "nn.layers")
+def _(torch, device):
+    x = _data(1, 2, 2, 3, 4)
+    _close(torch.nn.ZeroPad3d((1, 0, 0, 1, 1, 0))(_t(torch, device, x)),
+           np.pad(x, [(0, 0), (0, 0), (1, 0), (0, 1), (1, 0)]))
+
+
+@row("torch.nn.DataParallel", "nn.module")
+def _(torch, device):
+    net = torch.nn.Linear(3, 2)
+    dp = torch.nn.DataParallel(net)
+    _check(list(dp.state_dict())[0] == "module.weight", f"keys {list(dp.state_dict())}")
+    _shape(dp(_t(torch, device, _data(4, 3))), 4, 2)
+
+
+@row("torch.nn.Module.get_extra_state", "nn.module")
+def _(torch, device):
+    class Counted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def get_extra_state(self):
+            return {"n": self.n}
+
+        def set_extra_state(self, state):
+            self.n = state["n"]
+    a, b = Counted(), Counted()
+    a.n = 7
+    b.load_state_dict(a.state_dict())
+    _check(b.n == 7 and "_extra_state" in a.state_dict(), "extra state not carried")
+
+
+@row("torch.utils.data.DistributedSampler", "utils.data")
+def _(torch, device):
+    s = torch.utils.data.DistributedSampler(list(range(10)), num_replicas=4, rank=1, shuffle=False)
+    _check(list(s) == [1, 5, 9], f"{list(s)}")
+
+
 @row("torch.testing.assert_close", "utilities")
 def _(torch, device):
     torch.testing.assert_close(_t(torch, device, [1.0, 2.0]), _t(torch, device, [1.0, 2.0 + 1e-7]))

@@ -37,9 +37,9 @@ class trace:
     rawdev.trace(tensor) is PyTorch's torch.trace instead: the sum of the matrix's main diagonal (tensor.trace()).
     """
 
-    def __new__(cls, input=None):  # noqa: A002
-        if input is not None:
-            return input.trace()
+    def __new__(cls, *args, **kwargs):
+        if cls is trace and args:          # rawdev.trace(tensor): torch.trace (subclasses keep their arguments)
+            return args[0].trace()
         return super().__new__(cls)
 
     def __init__(self, input=None):  # noqa: A002
