@@ -302,3 +302,56 @@ def test_with_indices_pools_record_stream_and_module_compile(driver):
         warnings.simplefilter("always")
         assert m.compile() is None
     assert m.weight is w
+
+
+def test_conv_and_linear_batchnorm_fusion_matches_the_pair(driver):
+    for dev in ("cpu", "cuda"):
+        conv, bn = nn.Conv2d(3, 4, 3, padding=1).to(dev), nn.BatchNorm2d(4).to(dev)
+        x = rawdev.randn(2, 3, 6, 5, device=dev)
+        bn(conv(x))
+        bn(conv(2 * x + 1))                     # running statistics that are not the defaults
+        conv.eval()
+        bn.eval()
+        fused = nn.utils.fuse_conv_bn_eval(conv, bn)
+        assert fused is not conv and isinstance(fused.weight, nn.Parameter) and fused.weight.requires_grad
+        np.testing.assert_allclose(fused(x).detach().cpu().numpy(), bn(conv(x)).detach().cpu().numpy(), rtol=1e-4,
+                                   atol=1e-5)
+        lin, bn1 = nn.Linear(5, 3).to(dev), nn.BatchNorm1d(3).to(dev)
+        bn1(lin(rawdev.randn(8, 5, device=dev)))
+        lin.eval()
+        bn1.eval()
+        z = rawdev.randn(4, 5, device=dev)
+        np.testing.assert_allclose(nn.utils.fuse_linear_bn_eval(lin, bn1)(z).detach().cpu().numpy(),
+                                   bn1(lin(z)).detach().cpu().numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        nn.utils.fuse_conv_bn_eval(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))
+
+
+def test_total_norm_in_two_steps_and_skip_init(driver):
+    r = np.random.default_rng()
+    for dev in ("cpu", "cuda"):
+        vals = [r.standard_normal(3), r.standard_normal((2, 2))]
+        ps = [nn.Parameter(rawdev.ones(*v.shape, device=dev)) for v in vals]
+        for p, v in zip(ps, vals):
+            p.grad = rawdev.tensor(v, dtype=rawdev.float32, device=dev)
+        flat = np.concatenate([v.ravel() for v in vals])
+        total = nn.utils.get_total_norm([p.grad for p in ps])
+        assert abs(float(total) - np.linalg.norm(flat)) < 1e-5 * np.linalg.norm(flat)
+        assert abs(float(nn.utils.get_total_norm([p.grad for p in ps], norm_type=math.inf)) - np.abs(flat).max()) < 1e-6
+        nn.utils.clip_grads_with_norm_(ps, 0.5, total)
+        scale = min(0.5 / (np.linalg.norm(flat) + 1e-6), 1.0)
+        np.testing.assert_allclose(ps[1].grad.cpu().numpy(), vals[1] * scale, rtol=1e-5)
+    m = nn.utils.skip_init(nn.Linear, 4, 3, bias=False)
+    assert type(m) is nn.Linear and tuple(m.weight.shape) == (3, 4) and m.bias is None
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
+        nn.utils.skip_init(nn.ReLU)
+
+
+def test_deprecated_init_names_warn_and_initialize():
+    t = rawdev.empty(20, 30)
+    with pytest.warns(FutureWarning, match=r"`nn.init.normal` is now deprecated in favor of `nn.init.normal_`"):
+        nn.init.normal(t, 3.0, 0.01)
+    assert abs(float(t.mean()) - 3.0) < 0.01
+    with pytest.warns(FutureWarning, match="kaiming_uniform"):
+        nn.init.kaiming_uniform(t)
+    assert float(t.abs().max()) <= math.sqrt(6 / ((1 + 0) * 30)) + 1e-6

@@ -14,7 +14,7 @@ import numpy as np
 from ...autograd.grad_mode import no_grad
 from ...tensor.core import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
 
 
 def _grads(parameters):
@@ -91,27 +91,41 @@ def _total_norm(groups, p):
     return _combine(parts, p, first, dtype)
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Scale the gradients in place so that their joint norm is at most max_norm; returns the total norm
-    (a 0-d tensor on the first gradient's device) before clipping."""
-    from ...ops import cuda as C
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of the norms of `tensors` (usually gradients): a 0-d tensor on the first tensor's device.
+
+    Args:
+        tensors: a tensor or an iterable of tensors.
+        norm_type: p of the p-norm (inf for the largest magnitude).
+        error_if_nonfinite: raise when the total is nan or inf.
+    """
     from ...tensor.factory import tensor
-    max_norm = float(max_norm)
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
-    grads = _grads(parameters)
-    if len(grads) == 0:
+    if len(tensors) == 0:
         return tensor(0.0)
     with no_grad():
-        groups = _flat_groups(grads)
-        total = _total_norm(groups, norm_type)
-        if error_if_nonfinite and not math.isfinite(total.item()):
-            raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
-                               "so it cannot be clipped. To disable this error and scale the gradients by the "
-                               "non-finite norm anyway, set `error_if_nonfinite=False`")
-        for dev, parts in groups.items():
+        total = _total_norm(_flat_groups(tensors), norm_type)
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                           "so it cannot be clipped. To disable this error and scale the gradients by the "
+                           "non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of `parameters` in place by min(max_norm / (total_norm + 1e-6), 1), the total norm
+    given (get_total_norm's): clip_grad_norm_ in two steps, so the norm can be reduced across processes first."""
+    from ...ops import cuda as C
+    max_norm = float(max_norm)
+    grads = _grads(parameters)
+    if len(grads) == 0:
+        return
+    with no_grad():
+        for dev, parts in _flat_groups(grads).items():
             if dev.type == "cuda":
                 C._f32("clip_grad_norm_", *grads)
-                t = total.to(device=dev).contiguous()
+                t = total_norm.to(device=dev).contiguous()
                 k = C._kernel(C._rdev(dev), "clip_grad_scale", "clip_grad_norm_")
                 for flat, members in parts:
                     n = flat.numel()
@@ -120,7 +134,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                     for g in members:
                         g._bump_version()
             else:
-                tn = total.to(device=dev)
+                tn = total_norm.to(device=dev)
                 for _, members in parts:
                     for g in members:
                         gv = g._host_storage() if g.is_contiguous() else None
@@ -132,6 +146,18 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                             g._bump_version()
                         else:
                             g.mul_(float(coef))
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Scale the gradients in place so that their joint norm is at most max_norm; returns the total norm
+    (a 0-d tensor on the first gradient's device) before clipping."""
+    from ...tensor.factory import tensor
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    grads = _grads(parameters)
+    if len(grads) == 0:
+        return tensor(0.0)
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
     return total
 
 
