@@ -1,5 +1,5 @@
-"""rawdev.func: torch.func's grad, grad_and_value, vjp, jacrev, jacfwd, hessian, vmap and functional_call, over
-rawdev's tape autograd.
+"""rawdev.func: torch.func's grad, grad_and_value, vjp, jvp, linearize, jacrev, jacfwd, hessian, vmap and
+functional_call, over rawdev's tape autograd (jvp through rawdev.autograd.forward_ad's double-vjp).
 
 grad/jacrev/hessian differentiate by building the graph of one call and walking it back (create_graph=True, so
 they compose: grad(grad(f)) and vmap(grad(f)) work). vmap runs the function once per slice of the mapped
@@ -15,8 +15,8 @@ from .autograd.engine import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
 from .tensor.core import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
-           "stack_module_state"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "vmap",
+           "functional_call", "stack_module_state"]
 
 
 def _tuple(x):
@@ -124,6 +124,39 @@ def vjp(func, *primals, has_aux=False):
         from .ops import dispatch
         return tuple(dispatch.zeros_like(x) if g is None else g for g, x in zip(gs, ins))
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J·tangents): forward-mode's result, computed as rawdev.autograd.forward_ad does (by
+    differentiating a vector-Jacobian product with respect to its vector).
+
+    Example:
+        >>> torch.func.jvp(torch.sin, (torch.tensor([1., 2.]),), (torch.tensor([1., 1.]),))
+        (tensor([0.8415, 0.9093]), tensor([ 0.5403, -0.4161]))
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    if len(primals) != len(tangents):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same length")
+    from .autograd import forward_ad as fwAD
+    with fwAD.dual_level(), enable_grad():
+        duals = tuple(fwAD.make_dual(p, t) for p, t in zip(primals, tangents))
+        out = func(*duals)
+        value, aux = (out if has_aux else (out, None))
+        unpacked = [fwAD.unpack_dual(o) for o in _tuple(value)]
+    from .ops import dispatch
+    prim = tuple(u.primal for u in unpacked)
+    tang = tuple(dispatch.zeros_like(u.primal) if u.tangent is None else u.tangent for u in unpacked)
+    if not isinstance(value, tuple):
+        prim, tang = prim[0], tang[0]
+    return (prim, tang, aux) if has_aux else (prim, tang)
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) gives J·tangents at these primals."""
+    value = func(*primals)
+    return (value.detach() if isinstance(value, Tensor) else value), \
+        (lambda *tangents: jvp(func, primals, tangents)[1])
 
 
 def jacrev(func, argnums=0, has_aux=False):
