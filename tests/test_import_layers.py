@@ -1,8 +1,9 @@
 """Imports point down only: every import in rawdev/ — module level and inside functions — goes to a layer
 at or below its own. The layers, bottom to top:
 
-    errors, dtypes, device, data, flags, distributed  <  sim  <  runtime  <  tensor (+ random)  <  autograd, ops  <  nn
-      <  optim, utils, serialization, cuda, models  <  memtool, demo, cli, rawdev/__init__
+    errors, dtypes, device, data, flags, distributed, multiprocessing  <  sim  <  runtime  <  tensor (+ random)
+      <  autograd, ops  <  nn  <  optim, utils, serialization, cuda, models, profiler  <  memtool, demo, cli,
+      rawdev/__init__
 
 and only rawdev.runtime and rawdev.sim import cuda-python.
 """
@@ -16,7 +17,7 @@ ROOT = Path(rawdev.__file__).parent
 
 LAYERS = [
     ("rawdev.errors", 0), ("rawdev.dtypes", 0), ("rawdev.data", 0), ("rawdev._ptx", 0), ("rawdev.device", 0),
-    ("rawdev.flags", 0), ("rawdev.distributed", 0),
+    ("rawdev.flags", 0), ("rawdev.distributed", 0), ("rawdev.multiprocessing", 0),
     ("rawdev.sim", 1),
     ("rawdev.runtime", 2),
     ("rawdev.tensor", 3), ("rawdev.random", 3),

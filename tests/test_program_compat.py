@@ -355,3 +355,25 @@ def test_deprecated_init_names_warn_and_initialize():
     with pytest.warns(FutureWarning, match="kaiming_uniform"):
         nn.init.kaiming_uniform(t)
     assert float(t.abs().max()) <= math.sqrt(6 / ((1 + 0) * 30)) + 1e-6
+
+
+def _write_rank(i, folder, fail_at):
+    if i == fail_at:
+        raise ValueError(f"rank {i} failed on purpose")
+    with open(f"{folder}/rank{i}", "w") as f:
+        f.write(str(i * i))
+
+
+def test_multiprocessing_spawn_runs_every_rank_and_reports_a_failure(tmp_path):
+    mp = rawdev.multiprocessing
+    mp.start_processes(_write_rank, args=(str(tmp_path), -1), nprocs=3, start_method="fork")
+    assert sorted(p.read_text() for p in tmp_path.iterdir()) == ["0", "1", "4"]
+    with pytest.raises(mp.ProcessRaisedException, match="rank 1 failed on purpose"):
+        mp.start_processes(_write_rank, args=(str(tmp_path), 1), nprocs=2, start_method="fork")
+    assert mp.get_sharing_strategy() == "file_descriptor"
+    mp.set_sharing_strategy("file_system")
+    assert mp.get_sharing_strategy() == "file_system"
+    mp.set_sharing_strategy("file_descriptor")
+    with pytest.raises(ValueError):
+        mp.set_sharing_strategy("bogus")
+    assert mp.Queue is not None and mp.get_context("spawn").Process is not None
