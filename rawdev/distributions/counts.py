@@ -20,14 +20,22 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-def _probs_logits(probs, logits):
-    """(probs, logits) from whichever was given, as Bernoulli does."""
-    from .families import Bernoulli
-    d = Bernoulli(probs=probs, logits=logits, validate_args=False)
-    return d.probs, d.logits
+class _TrialCounts(Distribution):
+    """The base of Binomial and NegativeBinomial: total_count broadcast with probs or logits (one of them given;
+    the other derived as Bernoulli derives it)."""
+
+    def __init__(self, total_count, probs, logits, validate_args):
+        from .families import Bernoulli
+        _one_of(probs, logits)
+        param = _tensor(probs if probs is not None else logits)
+        self.total_count, param = _broadcast(_tensor(total_count, param), param)
+        d = Bernoulli(probs=param if probs is not None else None, logits=param if logits is not None else None,
+                      validate_args=False)
+        self.probs, self.logits = d.probs, d.logits
+        super().__init__(self.probs.shape, Size(), validate_args)
 
 
-class Binomial(Distribution):
+class Binomial(_TrialCounts):
     """Binomial(total_count=1, probs=None, logits=None): successes in total_count independent trials."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -35,12 +43,7 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        param = _tensor(probs if probs is not None else logits)
-        self.total_count, param = _broadcast(_tensor(total_count, param), param)
-        self.probs, self.logits = _probs_logits(param if probs is not None else None,
-                                                param if logits is not None else None)
-        super().__init__(self.probs.shape, Size(), validate_args)
+        super().__init__(total_count, probs, logits, validate_args)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -146,7 +149,7 @@ class Multinomial(Distribution):
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(_TrialCounts):
     """NegativeBinomial(total_count, probs=None, logits=None): successes before total_count failures, each trial
     a success with probability probs."""
 
@@ -155,12 +158,7 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        param = _tensor(probs if probs is not None else logits)
-        self.total_count, param = _broadcast(_tensor(total_count, param), param)
-        self.probs, self.logits = _probs_logits(param if probs is not None else None,
-                                                param if logits is not None else None)
-        super().__init__(self.probs.shape, Size(), validate_args)
+        super().__init__(total_count, probs, logits, validate_args)
 
     @property
     def mean(self):
