@@ -377,3 +377,50 @@ def test_multiprocessing_spawn_runs_every_rank_and_reports_a_failure(tmp_path):
     with pytest.raises(ValueError):
         mp.set_sharing_strategy("bogus")
     assert mp.Queue is not None and mp.get_context("spawn").Process is not None
+
+
+def _conv_transpose3d_ref(x, w, stride, padding, output_padding, dilation, groups):
+    """The adjoint definition, written out with numpy: every input voxel spreads its kernel into the output."""
+    n, cin, D, H, W = x.shape
+    _, coutg, kd, kh, kw = w.shape
+    s, p, op, dl = stride, padding, output_padding, dilation
+    full = [(d - 1) * s[i] + dl[i] * (k - 1) + 1 + op[i] for i, (d, k) in enumerate(((D, kd), (H, kh), (W, kw)))]
+    out = np.zeros((n, coutg * groups, *full))
+    cin_g = cin // groups
+    for ci in range(cin):
+        g = ci // cin_g
+        for a, b, c in np.ndindex(D, H, W):
+            for i, j, k in np.ndindex(kd, kh, kw):
+                od, oh, ow = a * s[0] + i * dl[0], b * s[1] + j * dl[1], c * s[2] + k * dl[2]
+                out[:, g * coutg:(g + 1) * coutg, od, oh, ow] += x[:, ci, a, b, c, None] * w[ci, :, i, j, k]
+    return out[:, :, p[0]:full[0] - p[0], p[1]:full[1] - p[1], p[2]:full[2] - p[2]]
+
+
+@pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [
+    ((2, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1), 1),
+    ((2, 1, 2), (1, 0, 1), (1, 0, 0), (1, 2, 1), 1),
+    ((1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 1, 1), 2),
+])
+def test_conv_transpose3d_is_the_adjoint_of_conv3d(driver, stride, padding, output_padding, dilation, groups):
+    r = np.random.default_rng()
+    x = r.standard_normal((2, 4, 3, 3, 4))
+    w = r.standard_normal((4, 6 // groups, 2, 3, 2))
+    want = _conv_transpose3d_ref(x, w, stride, padding, output_padding, dilation, groups)
+    got = F.conv_transpose3d(rawdev.tensor(x), rawdev.tensor(w), None, stride, padding, output_padding, groups,
+                             dilation)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-10)
+    # <conv_transpose3d(x, w), y> == <x, conv3d(y, w)>: the adjoint identity gives the input gradient's values
+    y = r.standard_normal(want.shape)
+    lhs = (want * y).sum()
+    if output_padding == (0, 0, 0):
+        back = F.conv3d(rawdev.tensor(y), rawdev.tensor(w), None, stride, padding, dilation, groups)
+        assert abs(lhs - float((back.numpy() * x).sum())) < 1e-8 * max(1.0, abs(lhs))
+    layer = nn.ConvTranspose3d(4, 6, (2, 3, 2), stride, padding, output_padding, groups, True, dilation).cuda()
+    xc = rawdev.tensor(x, dtype=rawdev.float32, device="cuda", requires_grad=True)
+    yc = layer(xc)
+    ref = _conv_transpose3d_ref(x, layer.weight.detach().cpu().numpy().astype(np.float64), stride, padding,
+                                output_padding, dilation, groups) + layer.bias.detach().cpu().numpy()[:, None, None,
+                                                                                                       None]
+    np.testing.assert_allclose(yc.detach().cpu().numpy(), ref, rtol=2e-5, atol=2e-5)
+    yc.sum().backward()
+    assert xc.grad.shape == xc.shape and layer.weight.grad.shape == layer.weight.shape

@@ -76,8 +76,10 @@ from .layers import (DataParallel, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNo
                      LazyInstanceNorm2d, LazyInstanceNorm3d, SyncBatchNorm)
 
 from .layers import CircularPad3d, ConstantPad3d, ReflectionPad3d, ReplicationPad3d, ZeroPad3d  # noqa: E402
+from .layers import ConvTranspose3d, LazyConvTranspose3d  # noqa: E402
 
-__all__ += ["ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"]
+__all__ += ["ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "ConvTranspose3d",
+            "LazyConvTranspose3d"]
 __all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
             "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
             "DataParallel", "SyncBatchNorm"]

@@ -83,6 +83,44 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if unbatched else out
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,  # noqa: A002
+                     dilation=1):
+    """3-D transposed convolution, the adjoint of conv3d: input [N, C_in, D, H, W], weight [C_in, C_out/groups,
+    kd, kh, kw] -> [N, C_out, OD, OH, OW], OD = (D−1)·stride − 2·padding + dilation·(kd−1) + output_padding + 1.
+    Each depth tap j is one conv_transpose2d of all input depths; its output slices land at depths
+    i·stride + j·dilation of the uncropped result (zeros in between), which is then cropped by the padding.
+
+    Example:
+        >>> F.conv_transpose3d(torch.ones(1, 2, 3, 4, 4), torch.ones(2, 3, 2, 2, 2), stride=2).shape
+        torch.Size([1, 3, 6, 8, 8])
+    """
+    from .conv import conv_transpose2d
+    from .join import stack
+    x, unbatched = _batched(input, "conv_transpose3d")
+    kd = weight.shape[2]
+    sd, sh, sw = _t3(stride)
+    pd, ph, pw = _t3(padding)
+    od_, oh_, ow_ = _t3(output_padding)
+    dd, dh, dw = _t3(dilation)
+    n, c, d = x.shape[0], x.shape[1], x.shape[2]
+    full = (d - 1) * sd + dd * (kd - 1) + 1 + od_
+    planes = x.permute(0, 2, 1, 3, 4).reshape(n * d, c, x.shape[3], x.shape[4])
+    out = None
+    for j in range(kd):
+        y = conv_transpose2d(planes, weight[:, :, j], None, (sh, sw), (ph, pw), (oh_, ow_), groups, (dh, dw))
+        cout, oh, ow = y.shape[1:]
+        y = y.reshape(n, d, cout, oh, ow).permute(0, 2, 1, 3, 4)          # [N, C_out, D, OH, OW]
+        if sd > 1:                                                          # depth i lands at i·stride
+            gap = y.new_zeros((n, cout, d, oh, ow))
+            y = stack([y] + [gap] * (sd - 1), 3).reshape(n, cout, d * sd, oh, ow)[:, :, :(d - 1) * sd + 1]
+        y = _pad_depth(y, j * dd, full - j * dd - y.shape[2])
+        out = y if out is None else out + y
+    out = out.narrow(2, pd, full - 2 * pd)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
 def _pool_depth_size(d, k, s, p, dil, ceil_mode):
     span = d + 2 * p - dil * (k - 1) - 1
     out = (span + (s - 1 if ceil_mode else 0)) // s + 1
@@ -202,5 +240,6 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
     return _adaptive3d(input, output_size, "max", "adaptive_max_pool3d")
 
 
-for _fn in (conv3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d):
-    declare(_fn.__name__, _fn, family="conv3d", functional=True, torch=_fn in (conv3d, max_pool3d), method=False)
+for _fn in (conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d):
+    declare(_fn.__name__, _fn, family="conv3d", functional=True, torch=_fn in (conv3d, conv_transpose3d, max_pool3d),
+            method=False)

@@ -9,7 +9,7 @@ from .flatten import Flatten, Identity, Unflatten
 from .linear import LazyLinear, Linear
 from .normalization import LayerNorm, RMSNorm
 from .sparse import Embedding
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Fold, Unfold
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
                       AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d)
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
@@ -24,7 +24,8 @@ from .extra import (Bilinear, ChannelShuffle, CTCLoss, GaussianNLLLoss, Hardshri
                     MultiMarginLoss, PoissonNLLLoss, RReLU, Softmax2d, SoftMarginLoss, Softshrink, Threshold,
                     TripletMarginWithDistanceLoss)
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
-                   LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+                   LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+                   LazyInstanceNorm2d, LazyInstanceNorm3d)
 from .parallel import DataParallel, SyncBatchNorm
 from .resample import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d,
                        EmbeddingBag, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
@@ -55,7 +56,7 @@ __all__ = ["Linear", "ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", 
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
            "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
            "DataParallel", "SyncBatchNorm", "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d", "ReplicationPad3d",
-           "CircularPad3d"]
+           "CircularPad3d", "ConvTranspose3d", "LazyConvTranspose3d"]
 
 
 def tag_modules(model):

@@ -206,3 +206,26 @@ class Conv3d(_ConvNd):
         with owner_scope(getattr(self, "_rawdev_tag", None) or "Conv3d"):
             return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution, the adjoint of Conv3d: [N, C_in, D, H, W] -> [N, C_out, OD, OH, OW] (kd 2-D
+    transposed convolutions per call: rawdev.ops.conv3d).
+
+    Example:
+        >>> nn.ConvTranspose3d(4, 2, 2, stride=2)(torch.randn(1, 4, 3, 3, 3)).shape
+        torch.Size([1, 2, 6, 6, 6])
+    """
+    _dims = 3
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        op = self.output_padding
+        if output_size is not None:            # the output_padding that gives that size, as PyTorch
+            spatial = list(output_size)[-3:]
+            op = tuple(spatial[i] - ((input.shape[-3 + i] - 1) * self.stride[i] - 2 * self.padding[i]
+                                     + self.dilation[i] * (self.kernel_size[i] - 1) + 1) for i in range(3))
+            if any(o < 0 or o >= max(self.stride[i], self.dilation[i]) for i, o in enumerate(op)):
+                raise ValueError(f"requested an output size of {spatial}, but valid sizes are not reachable with "
+                                 f"stride {self.stride}")
+        with owner_scope(getattr(self, "_rawdev_tag", None) or "ConvTranspose3d"):
+            return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                      self.dilation)

@@ -7,10 +7,11 @@ import warnings
 
 from ..module import Module
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .groupnorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 
 __all__ = ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+           "LazyConvTranspose3d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
 
@@ -90,6 +91,7 @@ LazyConv2d = _lazy(Conv2d, 2, "in_channels")
 LazyConv3d = _lazy(Conv3d, 3, "in_channels")
 LazyConvTranspose1d = _lazy(ConvTranspose1d, 1, "in_channels")
 LazyConvTranspose2d = _lazy(ConvTranspose2d, 2, "in_channels")
+LazyConvTranspose3d = _lazy(ConvTranspose3d, 3, "in_channels")
 LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d)
 LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d)
 LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d)
