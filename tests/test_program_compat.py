@@ -424,3 +424,33 @@ def test_conv_transpose3d_is_the_adjoint_of_conv3d(driver, stride, padding, outp
     np.testing.assert_allclose(yc.detach().cpu().numpy(), ref, rtol=2e-5, atol=2e-5)
     yc.sum().backward()
     assert xc.grad.shape == xc.shape and layer.weight.grad.shape == layer.weight.shape
+
+
+def _hogwild_step(model, k):
+    with rawdev.no_grad():
+        model.weight.add_(float(k))
+        model.running.mul_(2.0)
+
+
+def test_share_memory_lets_forked_processes_update_the_model():
+    mp = rawdev.multiprocessing
+    model = nn.Linear(3, 2)
+    model.register_buffer("running", rawdev.ones(2))
+    w0 = model.weight.detach().numpy().copy()
+    w = model.weight
+    assert not model.weight.is_shared()
+    assert model.share_memory() is model and model.weight is w and model.weight.is_shared()
+    assert model.running.is_shared() and model.weight.requires_grad
+    np.testing.assert_array_equal(model.weight.detach().numpy(), w0)
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_hogwild_step, args=(model, k)) for k in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    assert all(p.exitcode == 0 for p in procs)
+    np.testing.assert_allclose(model.weight.detach().numpy(), w0 + 3.0, rtol=1e-6)
+    np.testing.assert_array_equal(model.running.numpy(), [4.0, 4.0])
+    out = model(rawdev.ones(1, 3))                       # the shared parameters train as usual
+    out.sum().backward()
+    assert model.weight.grad is not None

@@ -633,6 +633,11 @@ class Module:
         moves.move_module(self, dev, dt, non_blocking=non_blocking)
         return self
 
+    def share_memory(self: _M) -> _M:
+        """Move the parameters, gradients and buffers into shared memory (Tensor.share_memory_), for processes
+        forked afterwards to train the same model (Hogwild). Returns self."""
+        return self._apply(lambda t: t.share_memory_())
+
     def compile(self, *args: Any, **kwargs: Any) -> None:
         """nn.Module.compile: rawdev runs eagerly, so the module stays as it is (said once per process)."""
         if not _compile_notice:

@@ -114,6 +114,39 @@ def _record_stream(self, stream):
         raise RuntimeError("record_stream is only supported for CUDA tensors")
 
 
+def _share_memory_(self):
+    """Move this cpu tensor's values into shared memory (an anonymous shared mapping), so processes forked from
+    now on (multiprocessing's "fork" start method, Hogwild training) read and write the same values. A no-op
+    for cuda tensors and tensors already shared. Views of the tensor made before the call keep the old memory
+    (PyTorch moves the whole storage; rawdev moves this tensor's values)."""
+    if self.is_cuda or _is_shared(self):
+        return self
+    import mmap
+
+    import numpy as np
+    old = self._host_storage()
+    mm = mmap.mmap(-1, max(self.numel() * self.element_size(), 1))
+    arr = np.frombuffer(mm, dtype=old.dtype, count=self.numel()).reshape(tuple(self.shape))
+    arr[...] = old
+    self._set_cpu(arr, self._dtype)      # the array keeps the mapping alive (it is the array's base)
+    return self
+
+
+def _is_shared(self):
+    """True for cuda tensors (PyTorch's answer) and cpu tensors moved by share_memory_."""
+    import mmap
+
+    import numpy as np
+    if self.is_cuda:
+        return True
+    owner = self._root
+    while isinstance(owner, np.ndarray):     # views of views of the array over the mapping
+        owner = owner.base
+    if isinstance(owner, memoryview):        # np.frombuffer keeps a memoryview of the mapping
+        owner = owner.obj
+    return isinstance(owner, mmap.mmap)
+
+
 def _is_size(obj):
     return isinstance(obj, (tuple, list)) and all(isinstance(d, int) for d in obj) and type(obj) is not list
 
@@ -255,6 +288,7 @@ def install():
     T.get_device = _get_device
     T.new = _new
     T.record_stream = _record_stream
+    T.share_memory_, T.is_shared = _share_memory_, _is_shared
     T.ndimension = lambda s: s.ndim
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)
     T.is_neg = lambda s: False                    # rawdev has no lazy negation views
