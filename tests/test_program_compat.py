@@ -454,3 +454,16 @@ def test_share_memory_lets_forked_processes_update_the_model():
     out = model(rawdev.ones(1, 3))                       # the shared parameters train as usual
     out.sum().backward()
     assert model.weight.grad is not None
+
+
+def test_dense_tensor_predicates_layout_and_more_inplace_forms(driver):
+    for dev in ("cpu", "cuda"):
+        x = rawdev.tensor([-2.0, 0.0, 3.0], device=dev)
+        assert not (x.is_sparse or x.is_quantized or x.is_meta or x.is_mkldnn or x.is_nested or x.is_mps)
+        assert x.layout is rawdev.strided and repr(rawdev.strided) == "rawdev.strided" and x.to_dense() is x
+        y = x.clone()
+        assert y.sgn_() is y and y.cpu().tolist() == [-1.0, 0.0, 1.0]
+        z = x.clone()
+        z.ldexp_(rawdev.tensor([1.0, 2.0, 3.0], device=dev))
+        assert z.cpu().tolist() == [-4.0, 0.0, 24.0]
+    assert rawdev.zeros(2, layout=rawdev.strided).layout is rawdev.strided

@@ -289,6 +289,12 @@ def install():
     T.new = _new
     T.record_stream = _record_stream
     T.share_memory_, T.is_shared = _share_memory_, _is_shared
+    # what generic code asks of a tensor before treating it as dense: rawdev's are dense, strided, on cpu/cuda
+    for flag in ("is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn", "is_mps", "is_xpu",
+                 "is_nested", "is_ipu", "is_xla", "is_vulkan", "is_maia", "is_mtia"):
+        setattr(T, flag, property(lambda s: False))
+    T.layout = property(lambda s: _mf.strided)
+    T.to_dense = lambda s, dtype=None, *, masked_grad=None: s if dtype is None else s.to(dtype=dtype)
     T.ndimension = lambda s: s.ndim
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)
     T.is_neg = lambda s: False                    # rawdev has no lazy negation views

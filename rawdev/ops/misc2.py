@@ -455,7 +455,7 @@ def is_conj(input):  # noqa: A002
 
 
 declare("sum_to_size", sum_to_size, family="misc2", torch=False)
-for _name, _fn in (("positive", positive), ("sgn", sgn), ("fmax", fmax), ("fmin", fmin), ("ldexp", ldexp),
+for _name, _fn in (("positive", positive), ("fmax", fmax), ("fmin", fmin),
                    ("frexp", frexp), ("cov", cov), ("corrcoef", corrcoef), ("histogram", histogram),
                    ("unique_consecutive", unique_consecutive), ("argwhere", argwhere), ("ravel", ravel),
                    ("hsplit", hsplit), ("vsplit", vsplit), ("dsplit", dsplit), ("select_scatter", select_scatter),
@@ -463,6 +463,8 @@ for _name, _fn in (("positive", positive), ("sgn", sgn), ("fmax", fmax), ("fmin"
                    ("narrow_copy", narrow_copy), ("conj", conj), ("resolve_conj", resolve_conj),
                    ("resolve_neg", resolve_neg), ("is_complex", is_complex), ("is_conj", is_conj)):
     declare(_name, _fn, family="misc2")
+declare("sgn", sgn, family="misc2", inplace=True)
+declare("ldexp", ldexp, family="misc2", inplace=True)
 declare("real", real, family="misc2", method=False)        # Tensor.real is a property (rawdev/ops/methods.py)
 declare("unravel_index", unravel_index, family="misc2", method=False)
 declare("put", put, family="misc2")

@@ -5,7 +5,8 @@ channels_last give a real NHWC-ordered tensor (strides (H*W*C, 1, W*C, C)) with 
 """
 from . import layout as _layout
 
-__all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
+__all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "layout",
+           "strided", "sparse_coo"]
 
 
 class memory_format:  # noqa: N801  (PyTorch's name)
@@ -25,6 +26,26 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+
+
+
+class layout:  # noqa: N801  (PyTorch's name)
+    """torch.layout: every rawdev tensor is strided (dense); sparse_coo exists as a name for checks like
+    `x.layout == torch.sparse_coo`."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "rawdev." + self.name
+
+    def __reduce__(self):
+        return self.name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
 
 # the dimension order, outermost first, that each channels-last format lays out
 _ORDER = {channels_last: (0, 2, 3, 1), channels_last_3d: (0, 2, 3, 4, 1)}
