@@ -47,6 +47,7 @@ from .config import (are_deterministic_algorithms_enabled, compile, e, get_defau
                      set_default_device, set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
                      typename, use_deterministic_algorithms)
 from .tensor.printing import set_printoptions  # noqa: E402
+from .tensor.memfmt import layout, sparse_coo, strided  # noqa: E402  (not in rawdev.tensor: .strided is a module)
 
 __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device", "dtype", "get_default_dtype",
            "CudaError", "NoDeviceError", "NoDriverError", "OutOfMemoryError", "Generator", "get_rng_state",
@@ -57,7 +58,8 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "are_deterministic_algorithms_enabled", "compile", "get_default_device", "get_float32_matmul_precision",
            "set_default_device", "set_float32_matmul_precision", "use_deterministic_algorithms", "set_printoptions",
            "autocast", "distributed", "multiprocessing", "profiler", "e", "pi", "inf", "nan", "newaxis",
-           "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "typename"]
+           "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "typename",
+           "layout", "strided", "sparse_coo"]
 __all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)
 __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules[__name__ + ".tensor"].__all__
             if n not in __all__]

@@ -23,6 +23,9 @@ REF = {
     "tan": (lambda x: np.sin(x) / np.cos(x), "unit"), "sinh": (lambda x: (np.exp(x) - np.exp(-x)) / 2, "any"),
     "cosh": (lambda x: (np.exp(x) + np.exp(-x)) / 2, "any"), "asin": (np.arcsin, "unit"),
     "acos": (np.arccos, "unit"), "atan": (np.arctan, "any"), "exp2": (lambda x: 2.0 ** x, "any"),
+    "asinh": (lambda x: np.sign(x) * np.log(np.abs(x) + np.sqrt(x * x + 1)), "any"),
+    "acosh": (lambda x: np.log(x + np.sqrt(x * x - 1)), "gt1"),
+    "atanh": (lambda x: 0.5 * np.log((1 + x) / (1 - x)), "unit"),
     "expm1": (lambda x: np.exp(x) - 1, "any"), "log2": (lambda x: np.log(x) / math.log(2), "pos"),
     "log10": (lambda x: np.log(x) / math.log(10), "pos"), "log1p": (lambda x: np.log(1 + x), "pos"),
     "reciprocal": (lambda x: 1.0 / x, "pos"), "erf": (_ERF, "any"), "frac": (lambda x: np.fmod(x, 1.0), "any"),
@@ -58,6 +61,8 @@ def inputs(name, shape, dtype=np.float64):
         a = np.abs(a) + 0.1
     elif REF[name][1] == "unit":
         a = np.tanh(a) * 0.95
+    elif REF[name][1] == "gt1":
+        a = np.abs(a) + 1.05
     else:   # keep clear of the kinks (relu, abs, leaky_relu) for finite differences
         a = np.where(np.abs(a) < 1e-3, 0.5, a)
         for k in KINKS.get(name, ()):

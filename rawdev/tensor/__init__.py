@@ -37,16 +37,6 @@ __all__ = ["Tensor", "Size", "is_tensor", "from_dlpack", "tensor", "as_tensor", 
            "ones", "empty", "full", "randn", "rand", "randint", "randperm", "arange", "linspace", "eye", "zeros_like",
            "ones_like", "empty_like", "full_like", "randn_like", "rand_like", "randint_like"]
 
-from .memfmt import (  # noqa: E402  # noqa: E402
-    channels_last,
-    channels_last_3d,
-    contiguous_format,
-    layout,
-    memory_format,
-    preserve_format,
-    sparse_coo,
-    strided,
-)
+from .memfmt import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: E402
 
-__all__ += ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "layout",
-            "strided", "sparse_coo"]
+__all__ += ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
