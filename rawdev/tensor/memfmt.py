@@ -9,7 +9,8 @@ __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last
            "strided", "sparse_coo"]
 
 
-class memory_format:  # noqa: N801  (PyTorch's name)
+class _Named:
+    """A singleton named like PyTorch's (repr rawdev.<name>; copy and pickle give the module's own object)."""
     __slots__ = ("name",)
 
     def __init__(self, name):
@@ -20,6 +21,10 @@ class memory_format:  # noqa: N801  (PyTorch's name)
 
     def __reduce__(self):
         return self.name
+
+
+class memory_format(_Named):  # noqa: N801  (PyTorch's name)
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")
@@ -29,19 +34,10 @@ preserve_format = memory_format("preserve_format")
 
 
 
-class layout:  # noqa: N801  (PyTorch's name)
+class layout(_Named):  # noqa: N801  (PyTorch's name)
     """torch.layout: every rawdev tensor is strided (dense); sparse_coo exists as a name for checks like
     `x.layout == torch.sparse_coo`."""
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return "rawdev." + self.name
-
-    def __reduce__(self):
-        return self.name
+    __slots__ = ()
 
 
 strided = layout("strided")
