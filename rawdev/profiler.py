@@ -231,11 +231,9 @@ class profile:
         if ProfilerActivity.CUDA in self.activities and fn in _TIMED:
             _local.busy = True
             try:
-                dev = _device_of_stream(stream)
-                if dev is not None:
-                    start = Event(dev, timing=True)
-                    start.record(_StreamRef(dev, stream))
-                    _local.pending = (start, dev, stream)
+                s = _stream_of(stream)
+                if s is not None:
+                    _local.pending = (Event(s.device, timing=True).record(s), s)
             finally:
                 _local.busy = False
 
@@ -246,13 +244,12 @@ class profile:
         kind = "kernel" if fn == "cuLaunchKernel" else "driver"
         ev = _Event(name, kind, self._now_us() - seconds * 1e6, seconds * 1e6)
         pending = getattr(_local, "pending", None)
-        if pending is not None and stream is not None and int(pending[2]) == int(stream):
+        if pending is not None and stream is not None and int(pending[1].handle) == int(stream):
             _local.pending = None
-            start, dev, s = pending
+            start, s = pending
             _local.busy = True
             try:
-                end = Event(dev, timing=True)
-                end.record(_StreamRef(dev, s))
+                end = Event(s.device, timing=True).record(s)
             finally:
                 _local.busy = False
             self._open.append((ev, start, end))
@@ -361,19 +358,11 @@ def tensorboard_trace_handler(dir_name, worker_name=None, use_gzip=False):
     return handler
 
 
-class _StreamRef:
-    """The minimal stream object Event.record takes, for a raw stream handle."""
-
-    label = "profiled"
-
-    def __init__(self, device, handle):
-        self.device, self.handle = device, handle
-
-
-def _device_of_stream(handle):
+def _stream_of(handle):
+    """rawdev's Stream object (a device's compute or copy stream) with this driver handle, or None."""
     from .runtime import device as _d
     for dev in _d._devices.values():
-        for s in (dev.compute_stream, getattr(dev, "copy_stream", None)):
+        for s in (dev.compute_stream, dev.copy_stream):
             if s is not None and int(s.handle) == int(handle):
-                return dev
+                return s
     return None
