@@ -41,6 +41,7 @@ from . import optim, utils  # noqa: E402
 from . import accelerator, amp, backends, distributed, distributions, func, jit, linalg, profiler, special  # noqa: E402,E501
 from . import multiprocessing, testing  # noqa: E402
 from .func import vmap  # noqa: E402
+from .rawkernel import RawKernel, RawModule  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .config import (are_deterministic_algorithms_enabled, compile, e, get_default_device,  # noqa: E402,A004
                      get_float32_matmul_precision, get_num_interop_threads, get_num_threads, inf, nan, newaxis, pi,
@@ -59,7 +60,7 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "set_default_device", "set_float32_matmul_precision", "use_deterministic_algorithms", "set_printoptions",
            "autocast", "distributed", "multiprocessing", "profiler", "e", "pi", "inf", "nan", "newaxis",
            "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "typename",
-           "layout", "strided", "sparse_coo"]
+           "layout", "strided", "sparse_coo", "RawKernel", "RawModule"]
 __all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)
 __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules[__name__ + ".tensor"].__all__
             if n not in __all__]
