@@ -1,22 +1,20 @@
-"""Shared fixtures. Device tests take the `driver` fixture: always on the simulator, and on a real GPU
-too when one is present (those cases carry the `gpu` marker, so `pytest -m gpu` selects them)."""
-import functools
+"""Shared fixtures. rawdev's pytest plugin (rawdev/pytest_plugin.py) gives the markers (gpu, cuda, cc, devices),
+the `device`/`sim`/`sanitize` fixtures and the session summary; it is loaded here too, for a checkout that runs
+without installing rawdev. Device tests take the `driver` fixture: always on the simulator, and on a real GPU
+too when one is present (those cases carry the `gpu` marker, which the plugin skips without a GPU, so
+`pytest -m gpu` selects them)."""
 import os
 
 import pytest
 from rawdev.runtime import reset_for_tests
 
+pytest_plugins = ["rawdev.pytest_plugin"]
 
-@functools.cache
+
 def real_gpu():
-    """None when a real GPU is usable here, else the reason it is not."""
-    from rawdev.errors import CudaError
-    from rawdev.runtime import seam
-    try:
-        seam._load_cuda()
-        return None
-    except CudaError as e:
-        return str(e)
+    """None when a real GPU is usable here, else the reason (the plugin's check; tests import it from here)."""
+    from rawdev.pytest_plugin import real_gpu as check  # imported here: pytest imports the plugin module first
+    return check()
 
 
 @pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -25,8 +23,6 @@ def driver(request):
     name = request.param
     if name == "cuda" and os.environ.get("RAWDEV_GPU_TESTS_ON") == "sim":
         name = "sim"   # tools/gpu_check --driver sim: exercise the gpu-marked cases on the simulator
-    elif name == "cuda" and real_gpu():
-        pytest.skip(f"needs a real GPU: {real_gpu().split(': install')[0]}")
     reset_for_tests(name)
     yield name
 
