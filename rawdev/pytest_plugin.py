@@ -268,7 +268,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     where = " and ".join(sorted(state["drivers"])) or "-"
     line = (f"rawdev: {state['launches']} kernel launches"
-            + (f" ({state['failed']} refused by the driver)" if state["failed"] else "")
+            + (f" ({state['failed']} failed)" if state["failed"] else "")
             + f", devices used: {where}, sanitizer findings: {state['findings']}, "
             f"simulator time: {state['sim_seconds']:.2f} s")
     terminalreporter.write_line(line)

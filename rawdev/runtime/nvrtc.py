@@ -167,17 +167,18 @@ def _compile(nv, source, options, name_expressions, filename):
         stats["compiles"] += 1
         (res,) = nv.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
         (size,) = ok(nv.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        buf = b" " * size
+        # a fresh bytearray: NVRTC writes into the buffer, and `b" " * 1` would be CPython's shared b" " object
+        buf = bytearray(max(size, 1))
         ok(nv.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-        log = buf.rstrip(b"\0").decode(errors="replace").strip()
+        log = bytes(buf).split(b"\0", 1)[0].decode(errors="replace").strip()
         if res != nv.nvrtcResult.NVRTC_SUCCESS:
             _e, msg = nv.nvrtcGetErrorString(res)
             raise CompileError(f"NVRTC could not compile {filename} ({msg.decode()}), options {options}:\n{log}",
                                log, source, options)
         (size,) = ok(nv.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-        buf = b" " * size
+        buf = bytearray(max(size, 1))
         ok(nv.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
-        ptx = strip_nv_target(buf.rstrip(b"\0").decode())
+        ptx = strip_nv_target(bytes(buf).split(b"\0", 1)[0].decode())
         names = {}
         for expr in name_expressions:
             (lowered,) = ok(nv.nvrtcGetLoweredName(prog, expr.encode()), f"nvrtcGetLoweredName({expr!r})")
