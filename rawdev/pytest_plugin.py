@@ -267,7 +267,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state is None:
         return
     where = " and ".join(sorted(state["drivers"])) or "-"
-    line = (f"rawdev: {state['launches']} kernel launches"
+    n = state["launches"]
+    line = (f"rawdev: {n} kernel launch{'' if n == 1 else 'es'}"
             + (f" ({state['failed']} failed)" if state["failed"] else "")
             + f", devices used: {where}, sanitizer findings: {state['findings']}, "
             f"simulator time: {state['sim_seconds']:.2f} s")
