@@ -396,3 +396,15 @@ def test_constructor_checks():
         rawdev.RawKernel(VECTOR_ADD, "saxpy", backend="nvcc")
     with pytest.raises(NotImplementedError, match="translate_cucomplex"):
         rawdev.RawKernel(VECTOR_ADD, "saxpy", translate_cucomplex=True)
+
+
+def test_a_kernel_outlives_a_device_reset(driver):
+    """A RawKernel made once (at import, as in a project's module) loads again on a reopened device: the tests of a
+    project reset the simulated GPU between tests."""
+    from rawdev.runtime import reset_for_tests
+    k = rawdev.RawKernel(PTX_SCALE, "ptx_scale")
+    for _ in range(2):
+        x = rawdev.ones(4, device="cuda")
+        k(1, 4, (x, 2.0, 4))
+        np.testing.assert_array_equal(x.cpu().numpy(), [2.0] * 4)
+        reset_for_tests(driver)

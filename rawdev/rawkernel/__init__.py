@@ -126,13 +126,15 @@ class RawModule:
             return got
 
     def _module_for(self, rdev):
+        """(KernelModule, entries) on `rdev`. Kept per Device object: a device reopened (a new Device after the
+        runtime forgot its devices, e.g. a simulator reset) loads the module again."""
         with self._lock:
-            mod = self._loaded.get(rdev.index)
-            if mod is None:
+            got = self._loaded.get(rdev.index)
+            if got is None or got[0] is not rdev:
                 ptx, _names = self._ptx_for(rdev)
                 label = Path(self.path).name if self.path else "RawModule"
-                mod = self._loaded[rdev.index] = (_kernels.KernelModule(rdev, ptx, label), _entries(ptx))
-            return mod
+                got = self._loaded[rdev.index] = (rdev, _kernels.KernelModule(rdev, ptx, label), _entries(ptx))
+            return got[1], got[2]
 
     def get_function(self, name: str) -> RawKernel:
         """The kernel `name`: an `extern "C"` name, a mangled name, or one of `name_expressions`.
@@ -204,8 +206,8 @@ class RawKernel:
 
     def _kernel_for(self, rdev):
         got = self._per_device.get(rdev.index)
-        if got is not None:
-            return got
+        if got is not None and got[0] is rdev:
+            return got[1], got[2]
         kmod, entries = self.module._module_for(rdev)
         _ptx, lowered = self.module._ptx_for(rdev)
         entry = lowered.get(self.name, self.name)
@@ -217,8 +219,8 @@ class RawKernel:
         cname = re.sub(r"<.*", "", self.name).split("::")[-1]
         params = _args.params_for(entries[entry], None if self.module.is_ptx else self.module.code, cname)
         k = kmod.get(entry, [(p.name, p.packed_type()) for p in params])
-        got = self._per_device[rdev.index] = (k, params)
-        return got
+        self._per_device[rdev.index] = (rdev, k, params)
+        return k, params
 
     def params(self, device: Any = None) -> list[Param]:
         """The kernel's parameters as read from its PTX and source: [Param(name, ptype, pointer, ctype)]."""
