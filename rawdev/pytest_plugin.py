@@ -220,7 +220,7 @@ def sim(request):
 class Sanitizer:
     """What the `sanitize` fixture gives a test: the simulator's memory checker, reporting at the launch."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.findings: list[str] = []
 
     def check(self):
