@@ -172,6 +172,9 @@ def pytest_runtest_call(item):
     before, t0 = sim.stats()["clock_ms"], time.perf_counter()
     yield
     after = sim.stats()["clock_ms"]
+    from rawdev.runtime import seam
+    if seam._name in ("sim", "cuda"):   # the driver the test used, whoever chose it
+        item.config.stash[_state_key]["drivers"].add(seam._name)
     if after or before:   # the simulated clock moved (only the simulator runs work)
         spent = (after - before if after >= before else after) / 1e3
         item.config.stash[_state_key]["sim_seconds"] += min(max(spent, 0.0), time.perf_counter() - t0)

@@ -2,8 +2,8 @@
 at or below its own. The layers, bottom to top:
 
     errors, dtypes, device, data, flags, distributed, multiprocessing  <  sim  <  runtime  <  tensor (+ random)
-      <  autograd, ops  <  nn  <  optim, utils, serialization, cuda, models, profiler  <  memtool, demo, cli,
-      rawdev/__init__
+      <  autograd, ops  <  nn  <  optim, utils, serialization, cuda, models, profiler, rawkernel  <  memtool, demo,
+      cli, pytest_plugin, rawdev/__init__
 
 and only rawdev.runtime and rawdev.sim import cuda-python.
 """
@@ -27,7 +27,7 @@ LAYERS = [
     ("rawdev.models", 6), ("rawdev.distributions", 6),
     ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.linalg", 6),
     ("rawdev.config", 6), ("rawdev.profiler", 6), ("rawdev.rawkernel", 6),
-    ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7),
+    ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7), ("rawdev.pytest_plugin", 7),
     ("rawdev", 7),   # the package's public API, which the user-facing tools (memtool, demo, cli) use
 ]
 

@@ -396,6 +396,10 @@ def test_constructor_checks():
         rawdev.RawKernel(VECTOR_ADD, "saxpy", backend="nvcc")
     with pytest.raises(NotImplementedError, match="translate_cucomplex"):
         rawdev.RawKernel(VECTOR_ADD, "saxpy", translate_cucomplex=True)
+    with pytest.raises(NotImplementedError, match="cuLaunchKernel"):
+        rawdev.RawKernel(VECTOR_ADD, "saxpy", enable_cooperative_groups=True)
+    with pytest.raises(ValueError, match="loads PTX only"):
+        rawdev.RawModule(path="kernels.cubin")
 
 
 def test_a_kernel_outlives_a_device_reset(driver):
@@ -408,3 +412,22 @@ def test_a_kernel_outlives_a_device_reset(driver):
         k(1, 4, (x, 2.0, 4))
         np.testing.assert_array_equal(x.cpu().numpy(), [2.0] * 4)
         reset_for_tests(driver)
+
+
+@pytest.mark.devices(2)
+def test_a_second_device_and_a_user_stream(device):
+    """The kernel runs where its tensors are (loaded there on first use); `stream=` queues it on a rawdev stream."""
+    k = rawdev.RawKernel(PTX_SCALE, "ptx_scale")
+    x1 = rawdev.ones(8, device="cuda:1")
+    k(1, 8, (x1, 2.0, 8))
+    np.testing.assert_array_equal(x1.cpu().numpy(), [2.0] * 8)
+    x0 = rawdev.ones(8, device=device)
+    s = rawdev.cuda.Stream()
+    s.wait_stream(rawdev.cuda.current_stream())   # x0's fill is queued on the compute stream
+    k(1, 8, (x0, 3.0, 8), stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(x0.cpu().numpy(), [3.0] * 8)
+    with pytest.raises(ValueError, match=r"tensor arguments are on cuda:1 but the stream is on cuda:0"):
+        k(1, 8, (x1, 3.0, 8), stream=s)
+    with pytest.raises(TypeError, match=r"stream must be a rawdev.cuda.Stream \(or None\), not int"):
+        k(1, 8, (x0, 3.0, 8), stream=0)

@@ -57,6 +57,8 @@ class RawModule:
             `get_function` under the same name.
         backend: "nvrtc" (the only compiler rawdev drives).
         translate_cucomplex: CuPy's cuComplex translation; not supported (must be False).
+        enable_cooperative_groups: CuPy's cooperative launch; not supported (must be False).
+        jitify: CuPy's Jitify preprocessing; not supported (must be False).
 
     Compilation is lazy: the first `get_function(...)` launch (or `compile()`) compiles for that device's
     architecture, so building a module chooses no driver.
@@ -72,8 +74,8 @@ class RawModule:
     """
 
     def __init__(self, code: str | None = None, *, path: str | None = None, options: tuple = (),
-                 backend: str = "nvrtc", translate_cucomplex: bool = False, name_expressions: tuple = (),
-                 jitify: bool = False) -> None:
+                 backend: str = "nvrtc", translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
+                 name_expressions: tuple | None = (), jitify: bool = False) -> None:
         if (code is None) == (path is None):
             raise TypeError("RawModule takes exactly one of code= (CUDA C++ or PTX text) and path= (a .ptx file)")
         if backend != "nvrtc":
@@ -83,6 +85,9 @@ class RawModule:
                                       "or use thrust-free float2/double2 arithmetic")
         if jitify:
             raise NotImplementedError("jitify=True is not supported by rawdev")
+        if enable_cooperative_groups:
+            raise NotImplementedError("enable_cooperative_groups=True is not supported: rawdev launches with "
+                                      "cuLaunchKernel (no grid-wide synchronization)")
         if path is not None:
             p = Path(path)
             if p.suffix in (".cubin", ".fatbin"):
@@ -94,7 +99,7 @@ class RawModule:
             raise TypeError(f"code must be a str, not {type(code).__name__}")
         self.code, self.path = code, None if path is None else str(path)
         self.options, self.backend = tuple(options), backend
-        self.name_expressions = tuple(name_expressions)
+        self.name_expressions = tuple(name_expressions or ())
         self._ptx = code if is_ptx(code) else None
         self._lowered: dict[str, str] = {}
         self._by_arch: dict[str, tuple[str, dict]] = {}
@@ -174,6 +179,8 @@ class RawKernel:
         options: NVRTC options.
         backend: "nvrtc".
         translate_cucomplex: must be False.
+        enable_cooperative_groups: must be False.
+        jitify: must be False.
 
     Example:
         >>> add = rawdev.RawKernel(r'''
@@ -187,9 +194,10 @@ class RawKernel:
     """
 
     def __init__(self, code: str, name: str, options: tuple = (), backend: str = "nvrtc",
-                 translate_cucomplex: bool = False, *, jitify: bool = False) -> None:
+                 translate_cucomplex: bool = False, *, enable_cooperative_groups: bool = False,
+                 jitify: bool = False) -> None:
         self._init(RawModule(code=code, options=options, backend=backend, translate_cucomplex=translate_cucomplex,
-                             jitify=jitify), name)
+                             enable_cooperative_groups=enable_cooperative_groups, jitify=jitify), name)
 
     @classmethod
     def _of_module(cls, module, name):
