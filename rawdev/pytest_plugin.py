@@ -20,13 +20,14 @@ faults are cleared afterwards), `sanitize` (the simulator with every launch chec
 touching memory outside its allocations, a misaligned access, a divergent barrier or a failed device assert
 raises from the launch that did it, with kernel, block, thread and address; `sanitize.findings` lists them).
 
-At the end, one summary line: kernels launched, sanitizer findings, time the simulator spent running work.
+At the end, one summary line (when a device was used): kernels launched, sanitizer findings, simulator time.
 """
 from __future__ import annotations
 
 import functools
 import os
 import re
+import sys
 import time
 
 import pytest
@@ -73,17 +74,23 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
     if config.getoption("rawdev_device") == "cuda" and real_gpu():
         raise pytest.UsageError(f"--rawdev-device=cuda, but no GPU is usable: {real_gpu()}")
-    state = {"launches": 0, "failed": 0, "sim_seconds": 0.0, "findings": 0, "drivers": set()}
-    config.stash[_state_key] = state
-    from rawdev.runtime import seam
-    counter = _LaunchCounter(state)
-    state["counter"] = counter
-    seam._tracers.append(counter)
+    config.stash[_state_key] = {"launches": 0, "failed": 0, "sim_seconds": 0.0, "findings": 0, "drivers": set(),
+                                "counter": None}
+
+
+def _count_launches(config):
+    """Start counting launches once rawdev is imported (importing it here would cost every pytest session of a
+    project that merely has rawdev installed a few seconds)."""
+    state = config.stash[_state_key]
+    if state["counter"] is None and "rawdev.runtime.seam" in sys.modules:
+        from rawdev.runtime import seam
+        state["counter"] = _LaunchCounter(state)
+        seam._tracers.append(state["counter"])
 
 
 def pytest_unconfigure(config):
     state = config.stash.get(_state_key, None)
-    if state is not None:
+    if state is not None and state["counter"] is not None:
         from rawdev.runtime import seam
         if state["counter"] in seam._tracers:
             seam._tracers.remove(state["counter"])
@@ -154,6 +161,7 @@ def _prepare(item):
     os.environ.update(env)
     from rawdev.runtime import reset_for_tests
     reset_for_tests("sim" if on_sim else "cuda")
+    _count_launches(config)
     config.stash[_state_key]["drivers"].add("sim" if on_sim else "cuda")
     if not on_sim:
         import rawdev
@@ -168,6 +176,10 @@ def _prepare(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
+    if "rawdev" not in sys.modules:   # a test that does not use rawdev: nothing to measure
+        yield
+        return
+    _count_launches(item.config)
     import rawdev.sim as sim
     before, t0 = sim.stats()["clock_ms"], time.perf_counter()
     yield
@@ -267,8 +279,8 @@ def sanitize(request):
 # -------------------------------------------------------------------------------------------- summary
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(_state_key, None)
-    if state is None:
-        return
+    if state is None or not (state["drivers"] or state["launches"] or state["failed"]):
+        return   # a session that never touched a device (a project that merely has rawdev installed): no line
     where = " and ".join(sorted(state["drivers"])) or "-"
     n = state["launches"]
     line = (f"rawdev: {n} kernel launch{'' if n == 1 else 'es'}"
