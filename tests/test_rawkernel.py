@@ -317,6 +317,11 @@ def test_launches_go_through_the_runtime(device):
     launches = [c for c in t.calls if c.fn == "cuLaunchKernel"]
     assert len(launches) == 1 and launches[0].owner == "saxpy" and "compute" in launches[0].stream
     np.testing.assert_array_equal(x.cpu().numpy(), np.full(8, 4.0))   # x = x + x, twice
+    from rawdev.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        k(1, 8, (x, x, x, 1.0, 8))
+    rows = {e.key: e.count for e in prof.key_averages()}
+    assert rows.get("saxpy") == 1, rows
 
 
 @needs_nvrtc
