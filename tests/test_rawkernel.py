@@ -436,3 +436,16 @@ def test_a_second_device_and_a_user_stream(device):
         k(1, 8, (x1, 3.0, 8), stream=s)
     with pytest.raises(TypeError, match=r"stream must be a rawdev.cuda.Stream \(or None\), not int"):
         k(1, 8, (x0, 3.0, 8), stream=0)
+
+
+def test_structs_by_value_take_bytes_or_a_numpy_scalar_of_their_size():
+    """`__half a` or `float2 v` is `.param .align A .b8 name[N]` in PTX: N bytes, e.g. numpy.float16(1.5)."""
+    from rawdev.rawkernel.args import Param, convert
+    half, pair = Param("a", "b8[2]", False, "__half"), Param("v", "b8[8]", False, "float2")
+    vals, _ = convert("k", [half, pair], (np.float16(1.5), np.array([1.0, -2.0], np.float32).tobytes()))
+    assert vals == [np.float16(1.5).tobytes(), np.float32([1.0, -2.0]).tobytes()]
+    with pytest.raises(TypeError, match=r"argument 0 \(__half a \(\.b8\[2\]\)\) of k is a struct passed by value: "
+                                        r"pass its 2 bytes \(or a numpy scalar of that size\), got float"):
+        convert("k", [half, pair], (1.5, b"\0" * 8))
+    with pytest.raises(TypeError, match=r"struct passed by value: pass its 8 bytes"):
+        convert("k", [half, pair], (np.float16(1), np.float32(1)))

@@ -110,8 +110,13 @@ def convert(kernel_name, params, args):
             out.append(a.data_ptr())
             continue
         if p.ptype.startswith("b8["):
-            if not isinstance(a, (bytes, bytearray, memoryview, np.void)):
-                raise TypeError(f"{where} is a struct passed by value: pass its bytes, got {type(a).__name__}")
+            # a struct by value (float2, __half, a user's struct): its bytes, or a numpy scalar of its size
+            # (numpy.float16 for __half, a structured scalar for a struct)
+            if isinstance(a, np.generic) and a.dtype.itemsize == int(p.ptype[3:-1]):
+                a = a.tobytes()
+            if not isinstance(a, (bytes, bytearray, memoryview)):
+                raise TypeError(f"{where} is a struct passed by value: pass its {p.ptype[3:-1]} bytes (or a numpy "
+                                f"scalar of that size), got {type(a).__name__}")
             out.append(bytes(a))
             continue
         if isinstance(a, np.generic):
