@@ -374,9 +374,14 @@ def test_the_cache_serves_a_second_process_without_nvrtc(cache):
     mtime = files[0].stat().st_mtime_ns
     assert run() == ["compiles", "0", "hits", "1"]
     assert files[0].stat().st_mtime_ns == mtime
-    # other options are another entry
+    # other options, another architecture, other source: other entries; the same again: a hit
+    before = dict(nvrtc.stats)
     nvrtc.compile_to_ptx(VECTOR_ADD, options=("-lineinfo", "-DX=1"))
-    assert len(list(cache.rglob("*.ptx"))) == 2
+    ptx80, _ = nvrtc.compile_to_ptx(VECTOR_ADD, options=("-lineinfo",), arch="compute_80")
+    nvrtc.compile_to_ptx(VECTOR_ADD + "\n", options=("-lineinfo",))
+    assert ".target sm_80" in ptx80 and len(list(cache.rglob("*.ptx"))) == 4
+    assert nvrtc.compile_to_ptx(VECTOR_ADD, options=("-lineinfo",), arch="compute_80")[0] == ptx80
+    assert (nvrtc.stats["compiles"] - before["compiles"], nvrtc.stats["cache_hits"] - before["cache_hits"]) == (3, 1)
 
 
 def test_without_nvrtc_the_message_names_the_extra_and_ptx_still_works(monkeypatch, driver):
