@@ -261,6 +261,7 @@ def test_ptx_text_and_file(device, tmp_path, rng):
     k = rawdev.RawKernel(PTX_SCALE, "ptx_scale")
     k((2,), (64,), (t, 0.5, 70))
     np.testing.assert_array_equal(t.cpu().numpy(), x * np.float32(0.5))
+    assert k.max_threads_per_block >= 64 and k.attributes["ptx_version"] == 70
     path = tmp_path / "scale.ptx"
     path.write_text(PTX_SCALE)
     mod = rawdev.RawModule(path=str(path))
