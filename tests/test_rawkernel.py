@@ -455,3 +455,13 @@ def test_structs_by_value_take_bytes_or_a_numpy_scalar_of_their_size():
         convert("k", [half, pair], (1.5, b"\0" * 8))
     with pytest.raises(TypeError, match=r"struct passed by value: pass its 8 bytes"):
         convert("k", [half, pair], (np.float16(1), np.float32(1)))
+
+
+@needs_nvrtc
+def test_compiling_leaves_the_text_encoding_alone():
+    """NVRTC switches the calling thread to a "C" locale and leaves it there: open() would then read text as ASCII
+    (every later read of a UTF-8 file in the process failed). The compiler's caller puts the thread back."""
+    import locale
+    before = locale.getpreferredencoding(False)
+    nvrtc.compile_to_ptx(VECTOR_ADD)   # a compilation: each test has a cache folder of its own
+    assert locale.getpreferredencoding(False) == before

@@ -11,6 +11,8 @@ the name expressions, NVRTC's version and the target architecture. Files are wri
 and renamed, so a second process never reads half a file; a later process finds the PTX and never calls
 NVRTC (`stats["compiles"]` counts the calls of this process).
 """
+import contextlib
+import ctypes
 import hashlib
 import json
 import os
@@ -153,7 +155,31 @@ def _write_atomic(path, text):
         raise
 
 
+@contextlib.contextmanager
+def _keep_thread_locale():
+    """NVRTC 12.0 leaves the calling thread on its own "C" locale (uselocale) after a compilation; from then on
+    Python's open() in that thread defaults to ASCII and reading any UTF-8 text fails. Put the thread's locale
+    back as it was (where the C library has uselocale)."""
+    try:
+        libc = ctypes.CDLL(None)
+        use = libc.uselocale
+        use.restype, use.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    except (OSError, AttributeError):   # no uselocale (not glibc/musl/macOS): nothing to keep
+        yield
+        return
+    before = use(None)
+    try:
+        yield
+    finally:
+        use(before)
+
+
 def _compile(nv, source, options, name_expressions, filename):
+    with _keep_thread_locale():
+        return _compile_here(nv, source, options, name_expressions, filename)
+
+
+def _compile_here(nv, source, options, name_expressions, filename):
     def ok(res, what):
         if res[0] != nv.nvrtcResult.NVRTC_SUCCESS:
             _e, msg = nv.nvrtcGetErrorString(res[0])
