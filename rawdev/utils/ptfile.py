@@ -366,7 +366,7 @@ def _read_storages(zf, prefix, refs, ctx, byteorder):
     return out
 
 
-def read_pt(src, name, map_location=None):
+def read_pt(src, name, map_location=None, weights_only=None):
     """Load a torch.save zip file (a path or bytes) as rawdev objects; see the module docstring."""
     from collections.abc import Mapping
 
