@@ -65,6 +65,9 @@ __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules
             if n not in __all__]
 from .autograd import is_inference_mode_enabled  # noqa: E402
 __all__ += ["is_inference_mode_enabled"]
+from . import sparse  # noqa: E402
+from .ops.sparse_coo import sparse_coo_tensor, spmm  # noqa: E402
+__all__ += ["sparse", "sparse_coo_tensor", "spmm"]
 
 if _TYPE_CHECKING:
     # the ops (rawdev.relu, rawdev.cat, ...) come from their declarations at import: Any to a type checker

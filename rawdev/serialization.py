@@ -280,8 +280,9 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
 
     A state_dict comes back as an OrderedDict of Tensors in the order it was saved; any other saved object
     comes back as it was (containers, numbers, strings, tensors, numpy arrays, whole modules and optimizers;
-    an object saved twice is one object). map_location: None (a state_dict on the cpu; tensors of other objects back on the device they
-    were saved from), "cpu", "cuda"/"cuda:N" or a device (everything there, one staged copy per device), a
+    an object saved twice is one object). map_location: None (a state_dict on the cpu; tensors of other
+    objects back on the device they were saved from), "cpu", "cuda"/"cuda:N" or a device (everything
+    there, one staged copy per device), a
     dict mapping saved locations to new ones ({"cuda:1": "cuda:0"}), or a callable(tensor, location) that
     returns the tensor to use. PyTorch's own torch.save zip files (.pt) load too, through a restricted
     unpickler that refuses every global but tensors, storages, dtypes, torch.Size/device and plain
