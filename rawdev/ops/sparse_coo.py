@@ -325,8 +325,9 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any = None
     mask = host.reshape(host.shape[:nd] + (-1,)).any(-1) if nd < self.ndim else host != 0
     idx = np.stack(np.nonzero(mask)).astype(np.int64).reshape(nd, -1)
     from ..tensor.factory import tensor as _tensor
-    dev_idx = _tensor(idx, device=self.device)
-    vals = self[tuple(dev_idx[d] for d in range(nd))]
+    dev_idx: Any = _tensor(idx, device=self.device)
+    dense: Any = self
+    vals = dense[tuple(dev_idx[d] for d in range(nd))]
     return SparseCOOTensor(dev_idx, vals, tuple(self.shape), True)
 
 
@@ -404,7 +405,21 @@ def sparse_sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:  # noqa: 
     return input.sum(dim, dtype=dtype)
 
 
+def _dense_only(name: str):
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
+    method.__name__ = name
+    return method
+
+
 def install() -> None:
-    """Tensor.to_sparse (and to_sparse_coo) on rawdev.Tensor."""
-    Tensor.to_sparse = to_sparse
-    Tensor.to_sparse_coo = lambda self: to_sparse(self)
+    """Tensor.to_sparse (and to_sparse_coo) on rawdev.Tensor, and the sparse accessors a dense tensor answers
+    with PyTorch's errors (values(), indices(), ...) or values (sparse_dim() is 0)."""
+    T: Any = Tensor
+    T.to_sparse = to_sparse
+    T.to_sparse_coo = lambda self: to_sparse(self)
+    for name in ("values", "indices", "_indices", "coalesce", "is_coalesced", "_nnz"):
+        if not hasattr(T, name):   # Tensor has its own _values (an internal helper): left alone
+            setattr(T, name, _dense_only(name))
+    T.sparse_dim = lambda self: 0
+    T.dense_dim = lambda self: self.ndim
