@@ -34,7 +34,7 @@ from safetensors import safe_open
 
 from . import dtypes as _dt
 from .device import as_device
-from .safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+from .safe_globals import WeightsOnlyError, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from .tensor.core import Tensor
 
 __all__ = ["save", "load", "CheckpointError", "add_safe_globals", "safe_globals", "get_safe_globals",
@@ -53,6 +53,11 @@ _ST_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file rawdev cannot load: what is wrong, in which file, for which tensor."""
+
+
+class WeightsOnlyCheckpointError(CheckpointError, WeightsOnlyError):
+    """A .pt file names a class that weights_only (PyTorch 2.6's default) refuses: a CheckpointError, and the
+    pickle.UnpicklingError PyTorch raises, with PyTorch's message."""
 
 
 def _bad(path, why):
