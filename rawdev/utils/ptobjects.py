@@ -86,7 +86,7 @@ def find(module: str, name: str, weights_only: bool | None) -> ClassRef | None:
 def build(ref: ObjRef, state: Any, bad: Any) -> Any:
     """The real object for an ObjRef, its state already walked (tensors built). bad(why) makes the error."""
     from ..nn.module import Module
-    cls = ref.ref.cls
+    cls: Any = ref.ref.cls
     if ref.args:
         raise bad(f"NEWOBJ of {ref.ref.name} got arguments; torch.save passes none")
     if state is None:
