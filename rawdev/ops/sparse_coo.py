@@ -310,7 +310,7 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
     return SparseCOOTensor(idx, vals, size, bool(is_coalesced))
 
 
-def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any = None, blocksize: Any = None,
+def to_sparse(self: Any, sparse_dim: Any = None, *, layout: Any = None, blocksize: Any = None,
               dense_dim: Any = None) -> SparseCOOTensor:
     """Tensor.to_sparse(): the nonzero entries of a dense tensor as a coalesced sparse COO tensor
     (differentiable with respect to the dense tensor)."""
