@@ -189,6 +189,9 @@ class _Encoder:
         if t in (set, frozenset):
             return {"id": oid, "set": [self.enc(v, f"{where} (an element)", depth + 1) for v in x],
                     "frozen": t is frozenset}
+        from .tensor.size import Size
+        if t is Size:
+            return {"id": oid, "size": [int(v) for v in x]}
         if isinstance(x, tuple) and isinstance(getattr(t, "_fields", None), tuple):
             name = _named(t)
             if name is None:
@@ -386,6 +389,10 @@ def unflatten(structure: Any, tensors: dict[str, Tensor], weights_only: bool | N
                 return out
             if "tuple" in x:
                 out = memo[oid] = tuple(dec(v, depth + 1, f"{where}[...]") for v in x["tuple"])
+                return out
+            if "size" in x:
+                from .tensor.size import Size
+                out = memo[oid] = Size([int(v) for v in x["size"]])
                 return out
             if "set" in x:
                 vals = [dec(v, depth + 1, where) for v in x["set"]]

@@ -130,7 +130,7 @@ def test_numpy_containers_namedtuples_and_shared_tensors(tmp_path):
            "nt": Point(t, 2), "od": OrderedDict([("b", 1), ("a", (t, t))]), "set": {1, 2}, "fs": frozenset("ab"),
            "bytes": b"\x00\xff", "big": 2 ** 80, "nan": float("nan"), "dtype": rawdev.float16,
            "dev": rawdev.device("cpu"), "slice": slice(1, None, 2), "cplx": 1j, "cls": nn.ReLU,
-           "holder": Holder(t)}
+           "holder": Holder(t), "shape": t.shape}
     obj["self"] = obj["arrays"]   # a second reference to the same list
     add_safe_globals([Point, Holder])
     rawdev.save(obj, tmp_path / "o.pt")
@@ -148,6 +148,7 @@ def test_numpy_containers_namedtuples_and_shared_tensors(tmp_path):
     assert back["big"] == 2 ** 80 and np.isnan(back["nan"]) and back["dtype"] is rawdev.float16
     assert back["slice"] == slice(1, None, 2) and back["cplx"] == 1j and back["cls"] is nn.ReLU
     assert back["dev"] == rawdev.device("cpu") and back["holder"].k == 3
+    assert type(back["shape"]) is rawdev.Size and back["shape"] == (2, 3)
     assert back["nt"].x.tolist() == t.tolist()
     # one tensor in the file, however often it is referenced
     assert sum(1 for k in _header(tmp_path / "o.pt") if k.startswith("t.") and _header(tmp_path / "o.pt")[k]
