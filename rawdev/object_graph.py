@@ -369,7 +369,10 @@ def unflatten(structure: Any, tensors: dict[str, Tensor], weights_only: bool | N
                 name = x["name"]
                 if not isinstance(name, str) or not name.isidentifier():
                     raise bad(f"{where}: a bound method's name {str(name)[:40]!r} is not an identifier")
-                return getattr(owner, name)
+                bound = getattr(owner, name)
+                if not isinstance(bound, types.MethodType) or bound.__self__ is not owner:
+                    raise bad(f"{where}: {name!r} of the rebuilt object is not one of its methods")
+                return bound
             oid = int(x["id"])
             if "dict" in x and "object" not in x:
                 if "default" in x:

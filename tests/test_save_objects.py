@@ -177,8 +177,10 @@ def test_what_cannot_be_described_is_refused_at_save_time_naming_the_path(tmp_pa
         rawdev.save([(i for i in range(3))], tmp_path / "x.pt")
     assert not (tmp_path / "x.pt").exists()   # nothing half-written
     model.fc.fn = _hook          # a module-level function is stored by its import path
+    model.fc.step = model.features.forward     # a bound method: its object and its name
     rawdev.save(model, tmp_path / "x.pt")
-    assert rawdev.load(tmp_path / "x.pt", weights_only=False).fc.fn is _hook
+    back = rawdev.load(tmp_path / "x.pt", weights_only=False)
+    assert back.fc.fn is _hook and back.fc.step.__self__ is back.features
 
 
 def test_a_file_cannot_name_a_class_it_may_not_build(tmp_path):
