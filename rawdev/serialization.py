@@ -399,7 +399,12 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
     if structure is None:
         return out
     from .object_graph import unflatten
-    return unflatten(structure, out, weights_only, lambda why: _bad(path, why))
+    try:
+        return unflatten(structure, out, weights_only, lambda why: _bad(path, why))
+    except WeightsOnlyError as e:   # also a CheckpointError, as from a .pt file
+        if isinstance(e, CheckpointError):
+            raise
+        raise WeightsOnlyCheckpointError(str(e)) from None
 
 
 def _saved_devices(structure):

@@ -72,7 +72,7 @@ def test_user_module_round_trip_and_weights_only_rules(tmp_path):
                        r"by default\. Please use `torch\.serialization\.add_safe_globals\(\[Net\]\)`") as ei:
         rawdev.load(tmp_path / "net.pt")
     import pickle
-    assert isinstance(ei.value, pickle.UnpicklingError)
+    assert isinstance(ei.value, pickle.UnpicklingError) and isinstance(ei.value, CheckpointError)
     with pytest.raises(pickle.UnpicklingError, match=r"\(1\) Re-running `torch.load` with `weights_only` set to"):
         rawdev.load(tmp_path / "net.pt", weights_only=True)
     for load in (lambda: rawdev.load(tmp_path / "net.pt", weights_only=False),):
