@@ -31,6 +31,7 @@ def test_references_and_aliases(scanner):
     assert not any("frobnicate" in name for _, name in refs)          # not a torch method name
     assert ("attr", "torch.no_such_function") in refs
     assert ("attr", "torch.distributed.rpc.init_rpc") in refs
+    assert {("index", "x[None]"), ("index", "x[...]"), ("index", "x[[list]]")} <= refs
     # `np.zeros(...)...` is rooted at another import: no Tensor method reference from it
     shadow = scanner.scan_source((SAMPLES / "shadowed.py").read_text())
     assert ("import", "torch.utils.data") in shadow and ("attr", "torch.backends") in shadow
@@ -47,6 +48,7 @@ def test_judgements_against_rawdev(scanner, monkeypatch):
     assert scanner.check("attr", "torch.no_such_function")[0] == "missing"
     assert scanner.check("method", "Tensor.clamp") == ("ok", "")
     assert scanner.check("method", "Tensor.no_such_method")[0] == "missing"
+    assert scanner.check("index", "x[None]") == ("ok", "") and scanner.check("index", "x[...] = v") == ("ok", "")
     state, why = scanner.check("attr", "torch.distributed.rpc.init_rpc")
     assert state == "refused" and "one process" in why
 

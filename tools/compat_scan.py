@@ -16,6 +16,10 @@ repository; tools/compat_corpus.txt lists its sources), the scan collects each t
              counts as a Tensor.sort reference, which only makes the scan count more references, all common
              names that rawdev has; a name missing from all three is a real gap for any receiver.
 
+  index      indexing forms seen in subscripts (any receiver: the type is not inferred): a `range(...)`, a list
+             literal, `None` or `...` among the indices, read (`x[...]`) or written (`x[...] = v`); each form is
+             checked by running it on a small rawdev tensor (PROBES)
+
 Each (program, reference) pair counts once. A reference "resolves" when the lookup succeeds; it is "refused"
 when the lookup raises NotImplementedError (a feature rawdev declines, with its reason); else "missing".
 Known gaps carry a status (planned / refused, and why) in STATUS below.
@@ -44,6 +48,18 @@ MODULE_METHODS = {
 OPTIMIZER_METHODS = {"add_param_group", "step", "zero_grad", "state_dict", "load_state_dict",
                      "register_step_pre_hook", "register_step_post_hook"}
 
+# Indexing forms: what the scan calls them -> a statement run on rawdev (x, a 3x4 float tensor, exists).
+PROBES = {
+    "x[range(...)]": "y = x[range(2)]",
+    "x[range(...)] = v": "x[range(3), rawdev.tensor([0, 1, 2])] = 5.0",
+    "x[[list]]": "y = x[[0, 2]]",
+    "x[[list]] = v": "x[[0, 2]] = 1.0",
+    "x[None]": "y = x[None, :, None]",
+    "x[None] = v": "x[None] = x.clone()",
+    "x[...]": "y = x[..., 1]",
+    "x[...] = v": "x[..., 1] = 2.0",
+}
+
 # Known gaps: name -> (status, reason). "refused" names raise NotImplementedError naming the feature.
 _OTHER_BRANCH = "built on the `surroundings` branch (merge pending): "
 STATUS = {
@@ -57,6 +73,8 @@ STATUS = {
     "torch.ops.profiler._record_function_enter": ("missing", "torch.ops is PyTorch's registry of C++ operators; "
                                                   "rawdev.ops is rawdev's own op package (use record_function)"),
     "torch.ops.profiler._record_function_exit": ("missing", "as _record_function_enter"),
+    "x[range(...)]": ("planned", _OTHER_BRANCH + "range and other sequences as indices"),
+    "x[range(...)] = v": ("planned", _OTHER_BRANCH + "range and other sequences as indices"),
 }
 for _n in ("activation.MultiheadAttention", "container.ModuleList", "dropout.Dropout", "linear.Linear",
            "linear.NonDynamicallyQuantizableLinear", "normalization.LayerNorm", "rnn.GRU", "rnn.LSTM", "rnn.RNN",
@@ -121,6 +139,23 @@ class _Refs(ast.NodeVisitor):
         while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
             node = node.func if isinstance(node, ast.Call) else node.value
         return node
+
+    def visit_Subscript(self, node):
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        suffix = " = v" if isinstance(node.ctx, ast.Store) else ""
+        for it in items:
+            form = None
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+                form = "x[range(...)]"
+            elif isinstance(it, ast.List):
+                form = "x[[list]]"
+            elif isinstance(it, ast.Constant) and it.value is None:
+                form = "x[None]"
+            elif isinstance(it, ast.Constant) and it.value is Ellipsis:
+                form = "x[...]"
+            if form is not None:
+                self.refs.add(("index", form + suffix))
+        self.generic_visit(node)
 
     def visit_Attribute(self, node):
         name = self._chain(node)
@@ -202,6 +237,15 @@ def check(kind, name):
             owner, attr = name.split(".")
             cls = {"Tensor": rawdev.Tensor, "Module": rawdev.nn.Module, "Optimizer": rawdev.optim.Optimizer}[owner]
             return ("ok", "") if hasattr(cls, attr) else ("missing", "")
+        if kind == "index":
+            x = rawdev.zeros(3, 4)
+            try:
+                exec(PROBES[name], {"rawdev": rawdev, "x": x})
+            except NotImplementedError as e:
+                return "refused", str(e).split("\n")[0][:160]
+            except Exception:
+                return "missing", ""
+            return "ok", ""
         if kind == "kwarg":
             fn_name, kw = name[:-2].split("(")
             fn = _lookup(_rawdev_path(fn_name))

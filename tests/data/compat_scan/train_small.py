@@ -29,3 +29,4 @@ for x, y in loader:
 values = np.zeros(3).frobnicate_rows()
 torch.no_such_function(1)
 rpc.init_rpc("worker", rank=0, world_size=1)
+picked = torch.zeros(3, 4)[None, ..., [0, 2]]
