@@ -66,6 +66,13 @@ __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules
             if n not in __all__]
 from .autograd import is_inference_mode_enabled  # noqa: E402
 __all__ += ["is_inference_mode_enabled"]
+from . import sparse  # noqa: E402
+from . import classes, futures, fx, hub, version  # noqa: E402  (torch's submodules programs reach as attributes)
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.autograd.profiler)
+from .refusals import polar, view_as_complex, view_as_real  # noqa: E402  (refused: no complex dtypes)
+from .ops.sparse_coo import sparse_coo_tensor, spmm  # noqa: E402
+__all__ += ["sparse", "sparse_coo_tensor", "spmm", "classes", "futures", "fx", "hub", "version", "polar",
+            "view_as_complex", "view_as_real"]
 
 if _TYPE_CHECKING:
     # the ops (rawdev.relu, rawdev.cat, ...) come from their declarations at import: Any to a type checker

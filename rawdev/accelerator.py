@@ -4,7 +4,7 @@ from . import cuda as _cuda
 from .device import device as _device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "set_device_index",
-           "synchronize"]
+           "device_index", "synchronize"]
 
 
 def is_available():
@@ -30,6 +30,25 @@ def current_device_index():
 
 def set_device_index(device):
     _cuda.set_device(device)
+
+
+class device_index:  # noqa: N801  (PyTorch's name: a context manager)
+    """torch.accelerator.device_index(idx): the current accelerator device is idx inside the block (None: no
+    change), restored after it."""
+
+    def __init__(self, device, /):
+        self.idx, self.prev = device, None
+
+    def __enter__(self):
+        if self.idx is not None:
+            self.prev = current_device_index()
+            set_device_index(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            set_device_index(self.prev)
+        return False
 
 
 def synchronize(device=None):

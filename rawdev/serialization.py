@@ -34,9 +34,11 @@ from safetensors import safe_open
 
 from . import dtypes as _dt
 from .device import as_device
+from .safe_globals import WeightsOnlyError, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from .tensor.core import Tensor
 
-__all__ = ["save", "load", "CheckpointError"]
+__all__ = ["save", "load", "CheckpointError", "add_safe_globals", "safe_globals", "get_safe_globals",
+           "clear_safe_globals"]
 
 _ORDER_KEY = "rawdev.keys"
 _STRUCT_KEY = "rawdev.structure"     # a non-state_dict object: its structure, tensors by name
@@ -51,6 +53,11 @@ _ST_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file rawdev cannot load: what is wrong, in which file, for which tensor."""
+
+
+class WeightsOnlyCheckpointError(CheckpointError, WeightsOnlyError):
+    """A .pt file names a class that weights_only (PyTorch 2.6's default) refuses: a CheckpointError, and the
+    pickle.UnpicklingError PyTorch raises, with PyTorch's message."""
 
 
 def _bad(path, why):
@@ -77,7 +84,8 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], metadata: dict[str, str] | 
     """
     if not (isinstance(obj, Mapping) and obj and all(isinstance(k, str) and isinstance(v, Tensor)
                                                     for k, v in obj.items())):
-        items, structure = _flatten(obj)
+        from .object_graph import flatten
+        items, structure = flatten(obj)
         _write(items, f, {"format": _FORMAT, _STRUCT_KEY: json.dumps(structure, separators=(",", ":"),
                                                                     ensure_ascii=False)}, metadata)
         return
@@ -141,95 +149,6 @@ def _write(items, f, meta, metadata):
         except OSError:
             pass
         raise
-
-
-def _flatten(obj):
-    """(items, structure): the tensors of obj, each once, named "t.0", "t.1", ...; and obj as JSON with
-    {"tensor": name} where they were. Raises TypeError naming what cannot be stored (and where)."""
-    from .device import device as _device_cls
-    items, names = [], {}
-
-    def enc(x, where):
-        if x is None:
-            return {"none": 0}
-        if isinstance(x, bool):
-            return {"bool": x}
-        if isinstance(x, (int, np.integer)):
-            return {"int": str(int(x))}
-        if isinstance(x, (float, np.floating)):
-            return {"float": repr(float(x))}
-        if isinstance(x, str):
-            return {"str": x}
-        if isinstance(x, Tensor):
-            name = names.get(id(x))
-            if name is None:
-                name = names[id(x)] = f"t.{len(items)}"
-                items.append((name, x.detach()))
-            from .nn.parameter import Parameter
-            return {"tensor": name, "device": str(x.device), "requires_grad": bool(x.requires_grad),
-                    "param": isinstance(x, Parameter)}
-        if isinstance(x, _dt.dtype):
-            return {"dtype": x.name}
-        if isinstance(x, _device_cls):
-            return {"device": str(x)}
-        if isinstance(x, Mapping):
-            return {"dict": [[enc(k, where), enc(v, f"{where}[{k!r}]")] for k, v in x.items()],
-                    "ordered": isinstance(x, OrderedDict)}
-        if isinstance(x, tuple):
-            return {"tuple": [enc(v, f"{where}[{i}]") for i, v in enumerate(x)]}
-        if isinstance(x, list):
-            return {"list": [enc(v, f"{where}[{i}]") for i, v in enumerate(x)]}
-        raise TypeError(f"rawdev.save: cannot store {where}, a {type(x).__module__}.{type(x).__name__}: rawdev "
-                        f"checkpoints hold tensors, numbers, strings, bools, None, dtypes, devices and dicts, "
-                        f"lists and tuples of them (rawdev never pickles arbitrary objects)")
-
-    return items, enc(obj, "the object")
-
-
-def _unflatten(path, structure, tensors):
-    """Rebuild what _flatten stored; a malformed structure is a CheckpointError."""
-    from .device import device as _device_cls
-
-    def dec(x, depth):
-        if depth > 200:
-            raise _bad(path, "its structure is nested too deeply")
-        if not isinstance(x, dict) or len(x) < 1:
-            raise _bad(path, f"its structure holds {str(x)[:60]!r}, not an encoded value")
-        try:
-            if "none" in x:
-                return None
-            if "bool" in x and isinstance(x["bool"], bool):
-                return x["bool"]
-            if "int" in x:
-                return int(x["int"])
-            if "float" in x:
-                return float(x["float"])
-            if "str" in x and isinstance(x["str"], str):
-                return x["str"]
-            if "tensor" in x:
-                t = tensors[x["tensor"]]
-                if x.get("param"):
-                    from .nn.parameter import Parameter
-                    return Parameter(t, requires_grad=bool(x.get("requires_grad", True)))
-                return t.requires_grad_() if x.get("requires_grad") and t.dtype.is_floating_point else t
-            if "dtype" in x:
-                return _dt.from_name(x["dtype"])
-            if "device" in x:
-                return _device_cls(x["device"])
-            if "dict" in x:
-                pairs = [(dec(k, depth + 1), dec(v, depth + 1)) for k, v in x["dict"]]
-                return OrderedDict(pairs) if x.get("ordered") else dict(pairs)
-            if "tuple" in x:
-                return tuple(dec(v, depth + 1) for v in x["tuple"])
-            if "list" in x:
-                return [dec(v, depth + 1) for v in x["list"]]
-        except CheckpointError:
-            raise
-        except (KeyError, ValueError, TypeError) as e:
-            raise _bad(path, f"its structure is malformed ({type(e).__name__}: {str(e)[:80]})") from None
-        raise _bad(path, f"its structure holds an unknown entry {sorted(x)[:3]}")
-
-    return dec(structure, 0)
 
 
 class _Entry:
@@ -365,14 +284,18 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
     """Load what rawdev.save wrote (or a safetensors state_dict) from a path or a binary file object.
 
     A state_dict comes back as an OrderedDict of Tensors in the order it was saved; any other saved object
-    comes back as it was (dicts, lists, tuples, numbers, strings, tensors; a tensor saved twice is one
-    tensor). map_location: None (a state_dict on the cpu; tensors of other objects back on the device they
-    were saved from), "cpu", "cuda"/"cuda:N" or a device (everything there, one staged copy per device), a
+    comes back as it was (containers, numbers, strings, tensors, numpy arrays, whole modules and optimizers;
+    an object saved twice is one object). map_location: None (a state_dict on the cpu; tensors of other
+    objects back on the device they were saved from), "cpu", "cuda"/"cuda:N" or a device (everything
+    there, one staged copy per device), a
     dict mapping saved locations to new ones ({"cuda:1": "cuda:0"}), or a callable(tensor, location) that
     returns the tensor to use. PyTorch's own torch.save zip files (.pt) load too, through a restricted
     unpickler that refuses every global but tensors, storages, dtypes, torch.Size/device and plain
-    containers (rawdev.utils.ptfile). Loading never runs code: weights_only, mmap and the pickle
-    arguments are accepted for PyTorch's signature (weights_only=False does not relax the allowlist).
+    containers, and maps torch.nn's standard layers to rawdev's (rawdev.utils.ptfile). Loading never runs code
+    from the file. weights_only (PyTorch 2.6's rule; None means True): rawdev's own classes always load, any
+    other class a file names only with weights_only=False or once allowed with add_safe_globals/safe_globals;
+    else a pickle.UnpicklingError with PyTorch's "Weights only load failed" message. mmap and the pickle
+    arguments are accepted for PyTorch's signature.
     A file that is not a well-formed checkpoint raises CheckpointError (a RuntimeError) before anything is allocated.
 
     Example:
@@ -386,13 +309,13 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
                             f"{type(data).__name__})")
         if data[:4] == b"PK\x03\x04":
             from .utils.ptfile import read_pt
-            return read_pt(bytes(data), getattr(f, "name", "<file object>"), map_location)
+            return read_pt(bytes(data), getattr(f, "name", "<file object>"), map_location, weights_only=weights_only)
         import tempfile
         with tempfile.TemporaryDirectory(prefix="rawdev-load-") as d:
             tmp = os.path.join(d, "checkpoint.safetensors")
             with open(tmp, "wb") as fh:
                 fh.write(data)
-            return load(tmp, map_location)
+            return load(tmp, map_location, weights_only=weights_only)
     path = os.fspath(f)
     if not os.path.exists(path):
         raise FileNotFoundError(f"[Errno 2] No such file or directory: '{path}'")
@@ -400,7 +323,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
         magic = fh.read(14)
     if magic[:4] == b"PK\x03\x04":   # PyTorch's torch.save zip format: read through a restricted unpickler
         from .utils.ptfile import read_pt
-        return read_pt(path, path, map_location)
+        return read_pt(path, path, map_location, weights_only=weights_only)
     from .utils.ptfile import LEGACY_HINT, is_legacy_pickle
     if is_legacy_pickle(magic):
         raise CheckpointError(f"rawdev.load: '{path}' is a legacy (non-zip) PyTorch pickle, written by torch.save "
@@ -467,10 +390,21 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
             devices = None
         if not isinstance(devices, dict) or not all(isinstance(v, str) and k in out for k, v in devices.items()):
             raise _bad(path, f"its {_DEVICES_KEY} metadata is not a mapping of its tensors to devices")
+    arrays_kept = {}
+    if structure is not None:   # numpy arrays' bytes stay numpy arrays on the host, wherever tensors go
+        from .object_graph import array_names
+        arrays_kept = {k: out.pop(k) for k in array_names(structure) if k in out}
     _place(path, out, structure, dev, mapper, devices)
+    out.update(arrays_kept)
     if structure is None:
         return out
-    return _unflatten(path, structure, out)
+    from .object_graph import unflatten
+    try:
+        return unflatten(structure, out, weights_only, lambda why: _bad(path, why))
+    except WeightsOnlyError as e:   # also a CheckpointError, as from a .pt file
+        if isinstance(e, CheckpointError):
+            raise
+        raise WeightsOnlyCheckpointError(str(e)) from None
 
 
 def _saved_devices(structure):

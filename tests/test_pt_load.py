@@ -199,9 +199,16 @@ def test_a_forbidden_global_is_refused_without_being_called(name, glob, weights_
     assert calls == []
 
 
-def test_a_whole_module_is_refused_with_the_state_dict_hint():
-    with pytest.raises(CheckpointError, match=r"global 'torch\.nn\.modules\.linear\.Linear'.*model\.state_dict\(\)"):
-        rawdev.load(path("whole_module.pt"))
+def test_a_whole_module_loads_as_the_rawdev_layer():
+    # torch.save(nn.Linear(2, 2)) by PyTorch: GLOBAL torch.nn.modules.linear Linear, NEWOBJ, BUILD of its __dict__
+    m = rawdev.load(path("whole_module.pt"))
+    assert type(m) is rawdev.nn.Linear and (m.in_features, m.out_features) == (2, 2) and m.training
+    assert isinstance(m.weight, rawdev.nn.Parameter) and m.weight.requires_grad and m.bias.shape == (2,)
+    w, b = m.weight.detach().numpy().astype(np.float64), m.bias.detach().numpy().astype(np.float64)
+    x = np.array([[1.0, -2.0], [0.5, 3.0]])
+    got = m(rawdev.tensor(x, dtype=rawdev.float32)).detach().numpy()
+    assert np.abs(got - (x @ w.T + b)).max() < 1e-6
+    assert list(m.state_dict()) == ["weight", "bias"]
 
 
 def test_legacy_pickle_is_refused_with_how_to_convert():
@@ -301,7 +308,8 @@ _DAG = b"K\x01\x85q\x00" + b"".join(b"h" + bytes([i - 1]) + b"h" + bytes([i - 1]
     (b"]" * 1000 + b"a" * 999 + b".", "nested"),
     (b"ctorch._utils\n_rebuild_tensor_v2\n)\x81.", "not a valid pickle"),                    # NEWOBJ on a function
     (b"ctorch\nTensor\n.", "global 'torch.Tensor'"),
-    (b"ctorch.nn.modules.linear\nLinear\n)\x81.", "global 'torch.nn.modules.linear.Linear'.*save model.state_dict"),
+    (b"ctorch.nn.modules.linear\nNoSuchLayer\n)\x81.", "global 'torch.nn.modules.linear.NoSuchLayer'.*state_dict"),
+    (b"ctorch.nn.modules.linear\nLinear\n)R.", "calls the class torch.nn.modules.linear.Linear \\(REDUCE\\)"),
     (b"cbuiltins\ngetattr\n.", "global 'builtins.getattr'"),
     (b"c__builtin__\ngetattr\n.", "global 'builtins.getattr'"),
     (b"ctorch\nfloat32\n.", None),

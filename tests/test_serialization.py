@@ -38,10 +38,10 @@ def test_round_trip_keeps_dtypes_values_and_order(tmp_path):
 
 
 def test_save_is_not_pickle_and_rejects_other_objects(tmp_path):
-    with pytest.raises(TypeError, match=r"cannot store the object\[0\], a builtins.set"):
-        save([{1, 2}], tmp_path / "x")
-    with pytest.raises(TypeError, match="rawdev never pickles arbitrary objects"):
-        save({"a": object()}, tmp_path / "x")
+    with pytest.raises(TypeError, match=r"cannot store the object\[0\], builtins.generator"):
+        save([(i for i in range(2))], tmp_path / "x")
+    with open(tmp_path / "f", "w") as fh, pytest.raises(TypeError, match="rawdev never pickles arbitrary objects"):
+        save({"a": fh}, tmp_path / "x")
     save({"a": randn(2)}, tmp_path / "x")
     header_len = struct.unpack("<Q", (tmp_path / "x").read_bytes()[:8])[0]
     json.loads((tmp_path / "x").read_bytes()[8:8 + header_len])   # a safetensors header, nothing else

@@ -35,3 +35,10 @@ def get_rank(group=None) -> int:
 
 def get_world_size(group=None) -> int:
     raise _not_initialized()
+
+
+# collectives and group queries as PyTorch answers them before init_process_group (rawdev.distributed.collectives)
+from .collectives import *  # noqa: E402,F401,F403
+from .collectives import __all__ as _collectives_all  # noqa: E402
+
+__all__ += _collectives_all

@@ -19,6 +19,9 @@ from . import methods as _methods
 from .registry import names as _names
 
 _methods.install()
+from . import sparse_coo as _sparse_coo  # noqa: E402  (after the methods: it adds Tensor.to_sparse)
+
+_sparse_coo.install()
 
 globals().update(_names("torch"))
 

@@ -165,8 +165,16 @@ def _cuda_bmm(a, b, ta, tb):
     return y.reshape(batch + (ra, cb))
 
 
+def _sparse_operand(a, b):
+    """True when either operand is a sparse COO tensor (rawdev.ops.sparse_coo multiplies those)."""
+    return getattr(a, "is_sparse", False) is True or getattr(b, "is_sparse", False) is True
+
+
 def matmul(input, other):  # noqa: A002
     a, b = input, other
+    if _sparse_operand(a, b):
+        from .sparse_coo import spmm
+        return spmm(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     if b.ndim <= 2:
@@ -193,6 +201,9 @@ def matmul(input, other):  # noqa: A002
 
 
 def mm(input, mat2):  # noqa: A002
+    if _sparse_operand(input, mat2):
+        from .sparse_coo import spmm
+        return spmm(input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError("mm(): both arguments must be 2-D")
     return _Matmul2d.apply(input, mat2)

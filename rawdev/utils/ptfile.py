@@ -28,7 +28,11 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..device import device as _device
+from ..safe_globals import WeightsOnlyError
 from ..tensor.core import Tensor
+from .ptobjects import ObjRef
+from .ptobjects import build as build_object
+from .ptobjects import find as find_object_class
 
 __all__ = ["read_pt", "is_legacy_pickle", "LEGACY_HINT"]
 
@@ -57,6 +61,11 @@ def _short(x):
 def _err(msg):
     from ..serialization import CheckpointError
     return CheckpointError(msg)
+
+
+def PtWeightsOnlyError(msg):  # noqa: N802  (made like an exception class)
+    from ..serialization import WeightsOnlyCheckpointError
+    return WeightsOnlyCheckpointError(msg)
 
 
 _LEGACY_MAGIC = (0x1950A86A20F9469CFC6C).to_bytes(10, "little")   # torch.serialization's MAGIC_NUMBER
@@ -207,9 +216,10 @@ class _Unpickler(_Base):
     (SETITEM(S), ADDITEMS, FROZENSET) and set attributes (BUILD) checked."""
     dispatch: typing.ClassVar[dict] = dict(_Base.dispatch)
 
-    def __init__(self, data, ctx):
+    def __init__(self, data, ctx, weights_only=None):
         super().__init__(io.BytesIO(data), encoding="utf-8")
         self.ctx = ctx
+        self.weights_only = weights_only
         self.allowed = _make_functions(ctx)
 
     def load_setitem(self):
@@ -246,6 +256,9 @@ class _Unpickler(_Base):
 
     def load_build(self):
         state = self.stack.pop()
+        if isinstance(self.stack[-1], ObjRef) and self.stack[-1].state is None:   # a whole module's __dict__
+            self.stack[-1].state = state
+            return
         if type(self.stack[-1]) not in (dict, OrderedDict):   # a state_dict's _metadata: dropped
             raise self.ctx.bad(f"BUILD (setting attributes) on {_short(self.stack[-1])}, which rawdev does not do")
         del state
@@ -260,6 +273,13 @@ class _Unpickler(_Base):
             return _StorageType(name, _STORAGES[name])
         if module == "torch" and name in _DTYPES:
             return _DTYPES[name]
+        try:   # whole modules: torch.nn's layers as rawdev's, other classes under the weights_only rules
+            ref = find_object_class(module, name, self.weights_only)
+        except WeightsOnlyError as e:
+            raise PtWeightsOnlyError(f"rawdev.load: refusing to load global '{module}.{name}' from {self.ctx.name}: "
+                                     f"only tensors, containers and scalars are allowed (weights_only). {e}") from None
+        if ref is not None:
+            return ref
         hint = ""
         if module == "__main__" or module.startswith("torch.nn.") or module.startswith("torch.optim."):
             hint = "; save model.state_dict() (or optimizer.state_dict()) with torch.save, not the object itself"
@@ -322,6 +342,10 @@ def _walk(x, fn, depth=0, ctx=None, memo=None):
         return out
     if t is slice:
         return slice(*(_walk(v, fn, depth + 1, ctx, memo) for v in (x.start, x.stop, x.step)))
+    if isinstance(x, ObjRef):   # a whole module (or allowed object): built once its state is walked
+        out = build_object(x, _walk(x.state, fn, depth + 1, ctx, memo), ctx.bad)
+        memo[id(x)] = out
+        return out
     if isinstance(x, _StorageRef):
         raise ctx.bad(f"it holds a bare storage ('{x.key}'); rawdev loads tensors, not storages")
     raise ctx.bad(f"it holds a {t.__name__} object, not a tensor, container or scalar")
@@ -366,7 +390,7 @@ def _read_storages(zf, prefix, refs, ctx, byteorder):
     return out
 
 
-def read_pt(src, name, map_location=None):
+def read_pt(src, name, map_location=None, weights_only=None):
     """Load a torch.save zip file (a path or bytes) as rawdev objects; see the module docstring."""
     from collections.abc import Mapping
 
@@ -383,7 +407,7 @@ def read_pt(src, name, map_location=None):
                     raise ctx.bad(f"its byteorder entry says {byteorder[:20]!r}, not 'little' or 'big'")
             data = zf.read(f"{prefix}data.pkl")
             try:
-                obj = _Unpickler(data, ctx).load()
+                obj = _Unpickler(data, ctx, weights_only).load()
             except CheckpointError:
                 raise
             except RecursionError:

@@ -1,7 +1,19 @@
 """`rawdev.nn.parallel`: PyTorch's import path for the data-parallel wrappers."""
 from ..layers.parallel import DataParallel
 
-__all__ = ["DataParallel", "DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
+
+
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0, module_kwargs=None):
+    """torch.nn.parallel.data_parallel: the functional DataParallel. rawdev uses one GPU, so this is
+    module(*inputs, **module_kwargs) (inputs: a tensor or a tuple of them), as PyTorch does for one device.
+
+    Example:
+        >>> y = nn.parallel.data_parallel(model, x)
+    """
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,) if inputs is not None else ()
+    return module(*inputs, **(module_kwargs or {}))
 
 
 class DistributedDataParallel:

@@ -2,6 +2,7 @@
 DataLoader with real worker processes (dataloader.py, _worker.py), default_collate / default_convert, and
 DeviceLoader (device_loader.py), which overlaps the host-to-device copy of the next batch with the current
 batch's compute."""
+from . import distributed  # noqa: F401  (torch.utils.data.distributed)
 from ._collate import default_collate, default_convert
 from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader

@@ -1,0 +1,6 @@
+"""`torch.distributed.pipelining`: pipeline parallelism, which rawdev refuses (one process, no process groups): see
+rawdev.refusals."""
+from ..refusals import refusing_getattr
+
+__getattr__ = refusing_getattr("torch.distributed.pipelining", "pipeline parallelism")
+__rawdev_refused__ = __getattr__("_").__rawdev_refused__   # the scan reports this module as refused

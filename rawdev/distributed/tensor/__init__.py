@@ -1,0 +1,5 @@
+"""`torch.distributed.tensor`: DTensor, which rawdev refuses (one process, no process groups)."""
+from ...refusals import refusing_getattr
+
+__getattr__ = refusing_getattr("torch.distributed.tensor", "DTensor (sharded tensors)")
+__rawdev_refused__ = __getattr__("_").__rawdev_refused__   # the scan reports this module as refused
