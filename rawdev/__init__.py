@@ -19,6 +19,19 @@ from .runtime.trace import trace
 from .serialization import load, save
 from .tensor import *  # noqa: F401,F403  (Tensor, tensor, zeros, ones, randn, ...)
 from .tensor import Size, Tensor, is_tensor
+from .tensor.legacy import LEGACY_CPU as _LEGACY_CPU
+
+# PyTorch's legacy typed constructors: rawdev.FloatTensor(2, 3), rawdev.LongTensor([1, 2]), isinstance checks
+FloatTensor = _LEGACY_CPU["FloatTensor"]
+HalfTensor = _LEGACY_CPU["HalfTensor"]
+BFloat16Tensor = _LEGACY_CPU["BFloat16Tensor"]
+DoubleTensor = _LEGACY_CPU["DoubleTensor"]
+LongTensor = _LEGACY_CPU["LongTensor"]
+IntTensor = _LEGACY_CPU["IntTensor"]
+ShortTensor = _LEGACY_CPU["ShortTensor"]
+CharTensor = _LEGACY_CPU["CharTensor"]
+ByteTensor = _LEGACY_CPU["ByteTensor"]
+BoolTensor = _LEGACY_CPU["BoolTensor"]
 from . import nn  # noqa: E402  (after Tensor: layers build on it)
 
 __version__ = "0.1.0"
@@ -65,6 +78,7 @@ __all__ += [n for n in _sys.modules[__name__ + ".dtypes"].__all__ + _sys.modules
             if n not in __all__]
 from .autograd import is_inference_mode_enabled  # noqa: E402
 __all__ += ["is_inference_mode_enabled"]
+__all__ += list(_LEGACY_CPU)
 
 if _TYPE_CHECKING:
     # the ops (rawdev.relu, rawdev.cat, ...) come from their declarations at import: Any to a type checker

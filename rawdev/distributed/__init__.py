@@ -2,8 +2,11 @@
 PyTorch's do before init_process_group, so programs that check `dist.is_available() and dist.is_initialized()`
 take their single-process path; init_process_group says it cannot."""
 
+import enum
+
 __all__ = ["is_available", "is_initialized", "init_process_group", "get_rank", "get_world_size",
-           "is_torchelastic_launched"]
+           "is_torchelastic_launched", "destroy_process_group", "barrier", "get_backend", "all_reduce", "broadcast",
+           "all_gather", "reduce", "ReduceOp", "is_nccl_available", "is_gloo_available", "is_mpi_available"]
 
 
 def is_available() -> bool:
@@ -35,3 +38,63 @@ def get_rank(group=None) -> int:
 
 def get_world_size(group=None) -> int:
     raise _not_initialized()
+
+
+def destroy_process_group(group=None) -> None:
+    """PyTorch's answer without a process group: its `assert pg is not None` fails (an AssertionError), since
+    there is no default group to destroy; programs call it after their init_process_group branch."""
+    raise AssertionError("destroy_process_group(): no process group to destroy (init_process_group was not called)")
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Raises PyTorch's 'Default process group has not been initialized' error: there is no group to wait on."""
+    raise _not_initialized()
+
+
+def get_backend(group=None):
+    """Raises PyTorch's 'Default process group has not been initialized' error."""
+    raise _not_initialized()
+
+
+def all_reduce(tensor, op=None, group=None, async_op=False):
+    """Raises PyTorch's 'Default process group has not been initialized' error."""
+    raise _not_initialized()
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Raises PyTorch's 'Default process group has not been initialized' error."""
+    raise _not_initialized()
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Raises PyTorch's 'Default process group has not been initialized' error."""
+    raise _not_initialized()
+
+
+def reduce(tensor, dst=None, op=None, group=None, async_op=False, group_dst=None):
+    """Raises PyTorch's 'Default process group has not been initialized' error."""
+    raise _not_initialized()
+
+
+def is_nccl_available() -> bool:
+    return False
+
+
+def is_gloo_available() -> bool:
+    return False
+
+
+def is_mpi_available() -> bool:
+    return False
+
+
+class ReduceOp(enum.Enum):
+    """The reduction names collective calls take (PyTorch's spelling)."""
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"

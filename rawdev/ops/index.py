@@ -104,11 +104,66 @@ def check_graph_write(self, value):
                                   "torch.no_grad() or an out-of-place formulation")
 
 
+def _strip_leading_ones(value):
+    """PyTorch's slicePrefix1sSize: a value written by x[idx] = value loses its leading size-1 dims first, so
+    x[0] = ones(1, 4) fills a row of a (3, 4) tensor."""
+    if not isinstance(value, Tensor) or value.ndim == 0:
+        return value
+    k = 0
+    while k < value.ndim and value.shape[k] == 1:
+        k += 1
+    return reshape(value, tuple(value.shape[k:])) if k else value
+
+
+class _SlicePut(Function):
+    """x with value written at a basic index (ints, slices, None, ...), out of place: PyTorch's CopySlices.
+    The written places take no gradient back to x; value gets the gradient at its places, summed over the
+    dims it was broadcast along."""
+    node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, x, value, idx):
+        ctx.idx, ctx.vshape = idx, tuple(value.shape)
+        out = x._contiguous_copy("indexed write output")
+        make_view(out, basic_index_meta(out, idx))._write(value)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..autograd.grad_mode import no_grad
+        from .shape import sum_to
+        with no_grad():
+            gx = None
+            if ctx.needs_input_grad[0]:
+                gx = g._contiguous_copy("indexed write grad")
+                make_view(gx, basic_index_meta(gx, ctx.idx)).fill_(0)
+            gv = None
+            if ctx.needs_input_grad[1]:
+                sel = make_view(g, basic_index_meta(g, ctx.idx))
+                lead = len(ctx.vshape) - sel.ndim
+                sel = reshape(sel, (1,) * lead + tuple(sel.shape)) if lead > 0 else sel
+                gv = sum_to(sel, ctx.vshape).contiguous()
+        return gx, gv, None
+
+
 def setitem(self, idx, value):
-    """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage."""
+    """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage. Under grad
+    mode a write that involves the graph (x in it, or a value that requires grad) is recorded: x takes over a
+    CopySlices node (basic index) or an IndexPutBackward0 node (index tensors, lists, ranges, masks)."""
+    idx = _sequence_index(idx)
+    value = _strip_leading_ones(value)
     plan = _plan_advanced(self, idx)
     if plan is not None and check_inplace_graph(self, (value,)):   # recorded: IndexPutBackward0
         _put_recorded(self, plan, value, False)
+        return
+    if plan is None and is_grad_enabled() and self.requires_grad and self.grad_fn is None:
+        check_graph_write(self, value)     # the write goes through a view of the leaf: PyTorch's view wording
+    if plan is None and check_inplace_graph(self, (value,)):       # recorded: CopySlices
+        from .inplace import apply_inplace
+        view = make_view(self, basic_index_meta(self, idx))       # PyTorch's broadcast errors before anything
+        v = _values_for(self, value)
+        v.expand(tuple(view.shape)) if v.ndim else None
+        apply_inplace(self, lambda x, val: _SlicePut.apply(x, val, idx), "copy_", (v,), {})
         return
     check_graph_write(self, value)
     if plan is not None:            # index tensors / lists / masks: an index_copy_ into the basic view
@@ -116,11 +171,22 @@ def setitem(self, idx, value):
         return
     view = make_view(self, basic_index_meta(self, idx))
     if isinstance(value, Tensor):
+        if value.ndim:
+            value.expand(tuple(view.shape))   # PyTorch's expand error for a value that does not fit
         view._write(value)     # copy_'s semantics: cast, broadcast, and any device
     elif np.ndim(value) == 0:
         view.fill_(value)
     else:
         view._write(Tensor._from_values(value, self.dtype))
+
+
+def _sequence_index(idx):
+    """A range index (or a range inside a tuple index) as the list of ints PyTorch reads it as."""
+    if isinstance(idx, range):
+        return list(idx)
+    if isinstance(idx, tuple) and any(isinstance(i, range) for i in idx):
+        return tuple(list(i) if isinstance(i, range) else i for i in idx)
+    return idx
 
 
 def index_put_(input, indices, values, accumulate=False):  # noqa: A002
@@ -383,6 +449,7 @@ def getitem(self, idx):
     """x[idx]: a view for basic indices (SliceBackward0 / SelectBackward0); with index tensors, lists or masks,
     the selected elements (index_select over the indexed dims, IndexBackward0 in the graph; its gradient is an
     index_put with accumulate: atomics on cuda)."""
+    idx = _sequence_index(idx)
     plan = _plan_advanced(self, idx)
     if plan is None:
         out = _index(self, idx)
