@@ -51,7 +51,7 @@ from . import autograd, ops  # noqa: E402  (ops installs Tensor's math methods)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403,A004  (every op declared for the rawdev namespace)
 from . import optim, utils  # noqa: E402
-from . import accelerator, amp, backends, distributed, distributions, func, jit, linalg, profiler, special  # noqa: E402,E501
+from . import accelerator, amp, backends, distributed, distributions, func, jit, linalg, onnx, profiler, special  # noqa: E402,E501
 from . import multiprocessing, testing  # noqa: E402
 from .func import vmap  # noqa: E402
 from .amp import autocast  # noqa: E402
@@ -70,7 +70,7 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "linalg", "special", "testing", "func", "vmap",
            "are_deterministic_algorithms_enabled", "compile", "get_default_device", "get_float32_matmul_precision",
            "set_default_device", "set_float32_matmul_precision", "use_deterministic_algorithms", "set_printoptions",
-           "autocast", "distributed", "multiprocessing", "profiler", "e", "pi", "inf", "nan", "newaxis",
+           "autocast", "distributed", "multiprocessing", "profiler", "onnx", "e", "pi", "inf", "nan", "newaxis",
            "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "typename",
            "layout", "strided", "sparse_coo"]
 __all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)
