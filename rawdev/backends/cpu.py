@@ -5,13 +5,14 @@ __all__ = ["get_cpu_capability"]
 
 def get_cpu_capability() -> str:
     """'AVX512', 'AVX2' or 'DEFAULT', as PyTorch spells them."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as feats
-    except ImportError:
+    import importlib
+    feats: dict = {}
+    for where in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
         try:
-            from numpy.core._multiarray_umath import __cpu_features__ as feats
+            feats = getattr(importlib.import_module(where), "__cpu_features__", {})
+            break
         except ImportError:
-            return "DEFAULT"
+            continue
     if feats.get("AVX512F"):
         return "AVX512"
     return "AVX2" if feats.get("AVX2") else "DEFAULT"

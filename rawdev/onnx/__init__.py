@@ -136,7 +136,7 @@ def export(model: Any, args: Any = (), f: Any = None, export_params: bool = True
     in_names = list(input_names or [])
     in_names += [("input" if i == 0 else f"input.{i}") for i in range(len(in_names), len(inputs))]
     graph = Graph(opset)
-    params = {}
+    params: dict[int, tuple[str, Any]] = {}
     if isinstance(model, Module):
         for name, p in list(model.named_parameters()) + list(model.named_buffers()):
             params.setdefault(id(p), (name, p))
