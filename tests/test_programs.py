@@ -33,6 +33,8 @@ CHECKS = {
     "pca.py": lambda r: r["top3"] > 0.99 and r["err"] < 0.1 and r["agree"] < 1e-3 and abs(r["overlap"] - 1) < 1e-3,
     "mixture_density.py": lambda r: r["last_loss"] < r["first_loss"] - 1.0 and r["eval_nll"] < 0
     and r["sample_ok"] == 1,
+    "seq2seq_export.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["accuracy"] > 0.3
+    and r["onnx_err"] < 1e-4,
     "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
     and r["inside"] == 1 and r["mean_reward"] > -0.02,
 }
