@@ -19,7 +19,7 @@ random.seed(0)
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print(f"Using device: {device}")
 
-VOCAB, LEN, SOS = 8, 5, 0          # digits 1..7, 0 is the start token
+VOCAB, LEN, SOS = 6, 4, 0          # digits 1..5, 0 is the start token
 
 
 def make_batch(n):
@@ -77,14 +77,15 @@ class Seq2Seq(nn.Module):
         return outputs
 
 
-model = Seq2Seq(Encoder(VOCAB, 16, 32), Decoder(VOCAB, 16, 32, 0.1)).to(device)
-optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+HID = 24
+model = Seq2Seq(Encoder(VOCAB, 12, HID), Decoder(VOCAB, 12, HID, 0.1)).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.03)
 criterion = nn.CrossEntropyLoss()
 
 losses = []
 model.train()
-for step in range(60):
-    src, trg = make_batch(32)
+for step in range(40):
+    src, trg = make_batch(16)
     optimizer.zero_grad()
     output = model(src, trg)
     loss = criterion(output[1:].view(-1, VOCAB), trg[1:].view(-1))
@@ -92,12 +93,12 @@ for step in range(60):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     losses.append(loss.item())
-    if step % 20 == 0:
+    if step % 10 == 0:
         print(f"step {step:3d}  loss {loss.item():.4f}")
 
 model.eval()
 with torch.no_grad():
-    src, trg = make_batch(64)
+    src, trg = make_batch(32)
     out = model(src, trg, teacher_forcing_ratio=0.0)
     pred = out[1:].argmax(2)
     accuracy = (pred == trg[1:]).float().mean().item()
@@ -114,8 +115,8 @@ except ImportError:
 if have_onnx:
     decoder = model.decoder
     token = torch.tensor([1, 2, 3], device=device)
-    h0 = torch.zeros(1, 3, 32, device=device)
-    c0 = torch.zeros(1, 3, 32, device=device)
+    h0 = torch.zeros(1, 3, HID, device=device)
+    c0 = torch.zeros(1, 3, HID, device=device)
     f = io.BytesIO()
     torch.onnx.export(decoder, (token, h0, c0), f, input_names=["token", "hidden", "cell"],
                       output_names=["prediction", "hidden_out", "cell_out"],
@@ -129,9 +130,9 @@ if have_onnx:
         ort = None
     if ort is not None:
         sess = ort.InferenceSession(f.getvalue(), providers=["CPUExecutionProvider"])
-        token = torch.tensor([4, 5, 6, 7, 1], device=device)
-        h = torch.randn(1, 5, 32, device=device)
-        c = torch.randn(1, 5, 32, device=device)
+        token = torch.tensor([4, 5, 3, 2, 1], device=device)
+        h = torch.randn(1, 5, HID, device=device)
+        c = torch.randn(1, 5, HID, device=device)
         with torch.no_grad():
             ref = decoder(token, h, c)
         got = sess.run(None, {"token": token.cpu().numpy(), "hidden": h.cpu().numpy(), "cell": c.cpu().numpy()})
