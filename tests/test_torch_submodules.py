@@ -76,6 +76,8 @@ def test_backends_is_a_package_with_pytorchs_flags():
     assert mps.is_available() is False and mps.is_built() is False
     assert cpu.get_cpu_capability() in ("DEFAULT", "AVX2", "AVX512")
     assert mkldnn.is_available() is False and openmp.is_available() is False
+    from rawdev.backends import mha, opt_einsum
+    assert mha.get_fastpath_enabled() is True and opt_einsum.is_available() is False
 
 
 def test_import_onnx():

@@ -6,6 +6,6 @@ accepted and recorded (rawdev's kernels are deterministic except the atomics of 
 `mps.is_available()` is False. `cuda.matmul.allow_tf32` is read by rawdev's GEMM when it picks a kernel (False by
 default, as PyTorch: float32 GEMMs stay exact float32).
 """
-from . import cpu, cuda, cudnn, mkldnn, mps, openmp
+from . import cpu, cuda, cudnn, mha, mkldnn, mps, openmp, opt_einsum
 
-__all__ = ["cudnn", "cuda", "mps", "cpu", "mkldnn", "openmp"]
+__all__ = ["cudnn", "cuda", "mps", "cpu", "mkldnn", "openmp", "mha", "opt_einsum"]
