@@ -200,3 +200,24 @@ def test_without_the_onnx_package_the_message_names_the_extra(monkeypatch):
 def test_bad_opset_is_refused():
     with pytest.raises(ValueError, match="opset_version"):
         rawdev.onnx.export(nn.Linear(2, 2), rawdev.randn(1, 2), io.BytesIO(), opset_version=7)
+
+
+def test_indexed_write_inside_the_forward_is_refused_and_inplace_ops_are_recorded():
+    class Writes(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y[:, 0] = 0.0
+            return y
+    with pytest.raises(NotImplementedError, match=r"indexed write \(x\[idx\] = v\)"):
+        rawdev.onnx.export(Writes(), rawdev.randn(2, 3), io.BytesIO())
+
+    class InPlace(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y.relu_()
+            y += 1
+            return y
+    net = InPlace()
+    sess, _ = session(net, rawdev.randn(2, 3))
+    xi = rawdev.randn(4, 3)
+    np.testing.assert_allclose(sess.run(None, {"x": xi.numpy()})[0], net(xi).numpy(), rtol=1e-6)

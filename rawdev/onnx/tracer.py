@@ -221,11 +221,13 @@ class Tracer:
         def wrapper(*args, **kwargs):
             if tracer.depth or not tracer.touches(args, kwargs):
                 return raw(*args, **kwargs)
-            emit, inplace = symbolic.lookup(canon)
-            out = tracer.record(raw, emit, f"the op {what}", args, kwargs)
-            if inplace and args and id(out) == id(args[0]):
-                pass                        # record() bound self (the output) to the new value already
-            return out
+            if canon == "setitem":      # returns nothing: recording it as a no-op would export the old values
+                raise NotImplementedError("rawdev.onnx.export: an indexed write (x[idx] = v) inside the exported "
+                                          "forward has no ONNX mapping in rawdev; build the tensor with "
+                                          "cat/stack/where instead")
+            emit, _ = symbolic.lookup(canon)
+            # an in-place op (x.relu_()) returns x itself: record() binds x to the new value
+            return tracer.record(raw, emit, f"the op {what}", args, kwargs)
         wrapper.__name__ = getattr(raw, "__name__", canon)
         wrapper.__doc__ = raw.__doc__
         try:
