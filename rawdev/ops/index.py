@@ -122,10 +122,11 @@ class _SlicePut(Function):
     node_name = "CopySlices"
 
     @staticmethod
-    def forward(ctx, x, value, idx):
-        ctx.idx, ctx.vshape = idx, tuple(value.shape)
+    def forward(ctx, x, value, region):
+        # region(t): the (shape, strides, offset) written, for t laid out as x's contiguous copy
+        ctx.region, ctx.vshape = region, tuple(value.shape)
         out = x._contiguous_copy("indexed write output")
-        make_view(out, basic_index_meta(out, idx))._write(value)
+        make_view(out, region(out))._write(value)
         return out
 
     @staticmethod
@@ -134,12 +135,13 @@ class _SlicePut(Function):
         from .shape import sum_to
         with no_grad():
             gx = None
+            g = g if g.is_contiguous() and g.storage_offset() == 0 else g._contiguous_copy("indexed write grad")
             if ctx.needs_input_grad[0]:
                 gx = g._contiguous_copy("indexed write grad")
-                make_view(gx, basic_index_meta(gx, ctx.idx)).fill_(0)
+                make_view(gx, ctx.region(gx)).fill_(0)
             gv = None
             if ctx.needs_input_grad[1]:
-                sel = make_view(g, basic_index_meta(g, ctx.idx))
+                sel = make_view(g, ctx.region(g))
                 lead = len(ctx.vshape) - sel.ndim
                 sel = reshape(sel, (1,) * lead + tuple(sel.shape)) if lead > 0 else sel
                 gv = sum_to(sel, ctx.vshape).contiguous()
@@ -158,12 +160,15 @@ def setitem(self, idx, value):
         return
     if plan is None and is_grad_enabled() and self.requires_grad and self.grad_fn is None:
         check_graph_write(self, value)     # the write goes through a view of the leaf: PyTorch's view wording
+    if plan is None and self._base is not None and _write_through_view(self, idx, value):
+        return                                                    # recorded on the viewed tensor: CopySlices
     if plan is None and check_inplace_graph(self, (value,)):       # recorded: CopySlices
         from .inplace import apply_inplace
         view = make_view(self, basic_index_meta(self, idx))       # PyTorch's broadcast errors before anything
         v = _values_for(self, value)
         v.expand(tuple(view.shape)) if v.ndim else None
-        apply_inplace(self, lambda x, val: _SlicePut.apply(x, val, idx), "copy_", (v,), {})
+        apply_inplace(self, lambda x, val: _SlicePut.apply(x, val, lambda t: basic_index_meta(t, idx)), "copy_",
+                      (v,), {})
         return
     check_graph_write(self, value)
     if plan is not None:            # index tensors / lists / masks: an index_copy_ into the basic view
@@ -178,6 +183,36 @@ def setitem(self, idx, value):
         view.fill_(value)
     else:
         view._write(Tensor._from_values(value, self.dtype))
+
+
+def _write_through_view(self, idx, value):
+    """x[idx] = value where x is a view of a tensor in the graph (`z[0][1] = w`, `row = z[0]; row[1:] = v`):
+    PyTorch's CopySlices on the base. The base takes over the write (its written places take no gradient back
+    to its old history), and x becomes a view of the new base again. Done for a contiguous base with storage
+    offset 0 (an op's result); False when there is nothing to record."""
+    base = self._base
+    if base is None or not is_grad_enabled():
+        return False
+    if not (self.requires_grad or base.requires_grad or isinstance(value, Tensor) and value.requires_grad):
+        return False
+    if base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if not (base.is_contiguous() and base.storage_offset() == 0):
+        raise NotImplementedError("rawdev records an indexed write into a view of a tensor in the graph "
+                                  "(PyTorch's CopySlices) when the viewed tensor is contiguous; write into it "
+                                  "directly, or under torch.no_grad()")
+    from .inplace import apply_inplace
+    from .shape import as_strided
+    shape, strides, soff = basic_index_meta(self, idx)        # the written places, in the base's storage
+    view = make_view(self, (shape, strides, soff))
+    v = _values_for(self, value)
+    v.expand(tuple(view.shape)) if v.ndim else None          # PyTorch's broadcast errors before anything
+    apply_inplace(base, lambda b, val: _SlicePut.apply(b, val, lambda t: (shape, strides, soff)), "copy_", (v,),
+                  {})
+    fresh = as_strided(base, tuple(self.shape), tuple(self.stride()), self.storage_offset())
+    self.grad_fn, self._requires_grad = fresh.grad_fn, True
+    self.__dict__["_output_nr"] = 0
+    return True
 
 
 def _sequence_index(idx):
