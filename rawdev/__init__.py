@@ -19,6 +19,19 @@ from .runtime.trace import trace
 from .serialization import load, save
 from .tensor import *  # noqa: F401,F403  (Tensor, tensor, zeros, ones, randn, ...)
 from .tensor import Size, Tensor, is_tensor
+from .tensor.legacy import LEGACY_CPU as _LEGACY_CPU
+
+# PyTorch's legacy typed constructors: rawdev.FloatTensor(2, 3), rawdev.LongTensor([1, 2]), isinstance checks
+FloatTensor = _LEGACY_CPU["FloatTensor"]
+HalfTensor = _LEGACY_CPU["HalfTensor"]
+BFloat16Tensor = _LEGACY_CPU["BFloat16Tensor"]
+DoubleTensor = _LEGACY_CPU["DoubleTensor"]
+LongTensor = _LEGACY_CPU["LongTensor"]
+IntTensor = _LEGACY_CPU["IntTensor"]
+ShortTensor = _LEGACY_CPU["ShortTensor"]
+CharTensor = _LEGACY_CPU["CharTensor"]
+ByteTensor = _LEGACY_CPU["ByteTensor"]
+BoolTensor = _LEGACY_CPU["BoolTensor"]
 from . import nn  # noqa: E402  (after Tensor: layers build on it)
 
 __version__ = "0.1.0"
@@ -38,7 +51,7 @@ from . import autograd, ops  # noqa: E402  (ops installs Tensor's math methods)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .ops import *  # noqa: E402,F401,F403,A004  (every op declared for the rawdev namespace)
 from . import optim, utils  # noqa: E402
-from . import accelerator, amp, backends, distributed, distributions, func, jit, linalg, profiler, special  # noqa: E402,E501
+from . import accelerator, amp, backends, distributed, distributions, func, jit, linalg, onnx, profiler, special  # noqa: E402,E501
 from . import multiprocessing, testing  # noqa: E402
 from .func import vmap  # noqa: E402
 from .rawkernel import RawKernel, RawModule  # noqa: E402
@@ -58,7 +71,7 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "linalg", "special", "testing", "func", "vmap",
            "are_deterministic_algorithms_enabled", "compile", "get_default_device", "get_float32_matmul_precision",
            "set_default_device", "set_float32_matmul_precision", "use_deterministic_algorithms", "set_printoptions",
-           "autocast", "distributed", "multiprocessing", "profiler", "e", "pi", "inf", "nan", "newaxis",
+           "autocast", "distributed", "multiprocessing", "profiler", "onnx", "e", "pi", "inf", "nan", "newaxis",
            "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "typename",
            "layout", "strided", "sparse_coo", "RawKernel", "RawModule"]
 __all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)
@@ -73,6 +86,7 @@ from .refusals import polar, view_as_complex, view_as_real  # noqa: E402  (refus
 from .ops.sparse_coo import sparse_coo_tensor, spmm  # noqa: E402
 __all__ += ["sparse", "sparse_coo_tensor", "spmm", "classes", "futures", "fx", "hub", "version", "polar",
             "view_as_complex", "view_as_real"]
+__all__ += list(_LEGACY_CPU)
 
 if _TYPE_CHECKING:
     # the ops (rawdev.relu, rawdev.cat, ...) come from their declarations at import: Any to a type checker

@@ -4,6 +4,19 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime import is_available
+from ..tensor.legacy import LEGACY_CUDA as _LEGACY_CUDA
+
+# PyTorch's legacy typed constructors of cuda tensors: rawdev.cuda.FloatTensor(2, 3), rawdev.cuda.LongTensor([1])
+FloatTensor = _LEGACY_CUDA["FloatTensor"]
+HalfTensor = _LEGACY_CUDA["HalfTensor"]
+BFloat16Tensor = _LEGACY_CUDA["BFloat16Tensor"]
+DoubleTensor = _LEGACY_CUDA["DoubleTensor"]
+LongTensor = _LEGACY_CUDA["LongTensor"]
+IntTensor = _LEGACY_CUDA["IntTensor"]
+ShortTensor = _LEGACY_CUDA["ShortTensor"]
+CharTensor = _LEGACY_CUDA["CharTensor"]
+ByteTensor = _LEGACY_CUDA["ByteTensor"]
+BoolTensor = _LEGACY_CUDA["BoolTensor"]
 
 
 def _dev(device=None):

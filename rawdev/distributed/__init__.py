@@ -3,7 +3,7 @@ PyTorch's do before init_process_group, so programs that check `dist.is_availabl
 take their single-process path; init_process_group says it cannot."""
 
 __all__ = ["is_available", "is_initialized", "init_process_group", "get_rank", "get_world_size",
-           "is_torchelastic_launched"]
+           "is_torchelastic_launched", "destroy_process_group"]
 
 
 def is_available() -> bool:
@@ -35,6 +35,12 @@ def get_rank(group=None) -> int:
 
 def get_world_size(group=None) -> int:
     raise _not_initialized()
+
+
+def destroy_process_group(group=None) -> None:
+    """PyTorch's answer without a process group: its `assert pg is not None` fails (an AssertionError), since
+    there is no default group to destroy; programs call it after their init_process_group branch."""
+    raise AssertionError("destroy_process_group(): no process group to destroy (init_process_group was not called)")
 
 
 # collectives and group queries as PyTorch answers them before init_process_group (rawdev.distributed.collectives)

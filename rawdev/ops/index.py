@@ -104,11 +104,71 @@ def check_graph_write(self, value):
                                   "torch.no_grad() or an out-of-place formulation")
 
 
+def _strip_leading_ones(value):
+    """PyTorch's slicePrefix1sSize: a value written by x[idx] = value loses its leading size-1 dims first, so
+    x[0] = ones(1, 4) fills a row of a (3, 4) tensor."""
+    if not isinstance(value, Tensor) or value.ndim == 0:
+        return value
+    k = 0
+    while k < value.ndim and value.shape[k] == 1:
+        k += 1
+    return reshape(value, tuple(value.shape[k:])) if k else value
+
+
+class _SlicePut(Function):
+    """x with value written at a basic index (ints, slices, None, ...), out of place: PyTorch's CopySlices.
+    The written places take no gradient back to x; value gets the gradient at its places, summed over the
+    dims it was broadcast along."""
+    node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, x, value, region):
+        # region(t): the (shape, strides, offset) written, for t laid out as x's contiguous copy
+        ctx.region, ctx.vshape = region, tuple(value.shape)
+        out = x._contiguous_copy("indexed write output")
+        make_view(out, region(out))._write(value)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..autograd.grad_mode import no_grad
+        from .shape import sum_to
+        with no_grad():
+            gx = None
+            g = g if g.is_contiguous() and g.storage_offset() == 0 else g._contiguous_copy("indexed write grad")
+            if ctx.needs_input_grad[0]:
+                gx = g._contiguous_copy("indexed write grad")
+                make_view(gx, ctx.region(gx)).fill_(0)
+            gv = None
+            if ctx.needs_input_grad[1]:
+                sel = make_view(g, ctx.region(g))
+                lead = len(ctx.vshape) - sel.ndim
+                sel = reshape(sel, (1,) * lead + tuple(sel.shape)) if lead > 0 else sel
+                gv = sum_to(sel, ctx.vshape).contiguous()
+        return gx, gv, None
+
+
 def setitem(self, idx, value):
-    """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage."""
+    """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage. Under grad
+    mode a write that involves the graph (x in it, or a value that requires grad) is recorded: x takes over a
+    CopySlices node (basic index) or an IndexPutBackward0 node (index tensors, lists, ranges, masks)."""
+    idx = _sequence_index(idx)
+    value = _strip_leading_ones(value)
     plan = _plan_advanced(self, idx)
     if plan is not None and check_inplace_graph(self, (value,)):   # recorded: IndexPutBackward0
         _put_recorded(self, plan, value, False)
+        return
+    if plan is None and is_grad_enabled() and self.requires_grad and self.grad_fn is None:
+        check_graph_write(self, value)     # the write goes through a view of the leaf: PyTorch's view wording
+    if plan is None and self._base is not None and _write_through_view(self, idx, value):
+        return                                                    # recorded on the viewed tensor: CopySlices
+    if plan is None and check_inplace_graph(self, (value,)):       # recorded: CopySlices
+        from .inplace import apply_inplace
+        view = make_view(self, basic_index_meta(self, idx))       # PyTorch's broadcast errors before anything
+        v = _values_for(self, value)
+        v.expand(tuple(view.shape)) if v.ndim else None
+        apply_inplace(self, lambda x, val: _SlicePut.apply(x, val, lambda t: basic_index_meta(t, idx)), "copy_",
+                      (v,), {})
         return
     check_graph_write(self, value)
     if plan is not None:            # index tensors / lists / masks: an index_copy_ into the basic view
@@ -116,11 +176,52 @@ def setitem(self, idx, value):
         return
     view = make_view(self, basic_index_meta(self, idx))
     if isinstance(value, Tensor):
+        if value.ndim:
+            value.expand(tuple(view.shape))   # PyTorch's expand error for a value that does not fit
         view._write(value)     # copy_'s semantics: cast, broadcast, and any device
     elif np.ndim(value) == 0:
         view.fill_(value)
     else:
         view._write(Tensor._from_values(value, self.dtype))
+
+
+def _write_through_view(self, idx, value):
+    """x[idx] = value where x is a view of a tensor in the graph (`z[0][1] = w`, `row = z[0]; row[1:] = v`):
+    PyTorch's CopySlices on the base. The base takes over the write (its written places take no gradient back
+    to its old history), and x becomes a view of the new base again. Done for a contiguous base with storage
+    offset 0 (an op's result); False when there is nothing to record."""
+    base = self._base
+    if base is None or not is_grad_enabled():
+        return False
+    if not (self.requires_grad or base.requires_grad or isinstance(value, Tensor) and value.requires_grad):
+        return False
+    if base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if not (base.is_contiguous() and base.storage_offset() == 0):
+        raise NotImplementedError("rawdev records an indexed write into a view of a tensor in the graph "
+                                  "(PyTorch's CopySlices) when the viewed tensor is contiguous; write into it "
+                                  "directly, or under torch.no_grad()")
+    from .inplace import apply_inplace
+    from .shape import as_strided
+    shape, strides, soff = basic_index_meta(self, idx)        # the written places, in the base's storage
+    view = make_view(self, (shape, strides, soff))
+    v = _values_for(self, value)
+    v.expand(tuple(view.shape)) if v.ndim else None          # PyTorch's broadcast errors before anything
+    apply_inplace(base, lambda b, val: _SlicePut.apply(b, val, lambda t: (shape, strides, soff)), "copy_", (v,),
+                  {})
+    fresh = as_strided(base, tuple(self.shape), tuple(self.stride()), self.storage_offset())
+    self.grad_fn, self._requires_grad = fresh.grad_fn, True
+    self.__dict__["_output_nr"] = 0
+    return True
+
+
+def _sequence_index(idx):
+    """A range index (or a range inside a tuple index) as the list of ints PyTorch reads it as."""
+    if isinstance(idx, range):
+        return list(idx)
+    if isinstance(idx, tuple) and any(isinstance(i, range) for i in idx):
+        return tuple(list(i) if isinstance(i, range) else i for i in idx)
+    return idx
 
 
 def index_put_(input, indices, values, accumulate=False):  # noqa: A002
@@ -383,6 +484,7 @@ def getitem(self, idx):
     """x[idx]: a view for basic indices (SliceBackward0 / SelectBackward0); with index tensors, lists or masks,
     the selected elements (index_select over the indexed dims, IndexBackward0 in the graph; its gradient is an
     index_put with accumulate: atomics on cuda)."""
+    idx = _sequence_index(idx)
     plan = _plan_advanced(self, idx)
     if plan is None:
         out = _index(self, idx)

@@ -312,10 +312,17 @@ class Tensor:
         self._assign(other)
 
     def type(self, dtype: Any = None, non_blocking: builtins.bool = False) -> Any:
-        """No argument: the legacy type name ("rawdev.FloatTensor", "rawdev.cuda.FloatTensor")."""
+        """No argument: the legacy type name ("rawdev.FloatTensor", "rawdev.cuda.FloatTensor"). With one: this
+        tensor as that type (self when it already is): a dtype, a legacy class (rawdev.LongTensor,
+        rawdev.cuda.FloatTensor) or its name ('torch.cuda.LongTensor', 'rawdev.FloatTensor'), which also moves it."""
+        from .legacy import legacy_type, type_name
         if dtype is None:
-            return f"rawdev.{'cuda.' if self.is_cuda else ''}{self._dtype._legacy}"
-        return self.to(dtype=_dt.from_name(dtype), non_blocking=non_blocking)
+            return type_name(self._dtype, self.is_cuda)
+        dt, cuda = legacy_type(dtype)
+        dev = None if cuda is None or cuda == self.is_cuda else ("cuda" if cuda else "cpu")
+        if dt is self._dtype and dev is None:
+            return self
+        return self.to(device=dev, dtype=dt, non_blocking=non_blocking)
 
     # ---------------------------------------------------------------- views (metadata only)
     def _wrap_dim(self, dim, ndim=None):

@@ -1,0 +1,5 @@
+"""torch.nn.modules.adaptive's classes, as PyTorch's file holds them (defined in rawdev.nn).
+
+Not in rawdev: AdaptiveLogSoftmaxWithLoss."""
+
+__all__ = []
