@@ -176,3 +176,34 @@ def test_a_batch_that_fails_to_unpickle_raises_in_its_place_and_iteration_goes_o
         next(it)
     assert got == [0, 1, 2, "error", 4, 5, 6, 7]
     assert glob.glob(glob.escape(prefix) + "*") == []   # the bad batch's file is gone too
+
+
+EXITS_WITH_A_LIVE_ITERATOR = """
+import glob, json, os, time
+import numpy as np
+from rawdev.utils.data import DataLoader, Dataset
+
+class Rows(Dataset):
+    def __len__(self):
+        return 400
+    def __getitem__(self, i):
+        return np.full(256, i, np.float32)
+
+it = iter(DataLoader(Rows(), batch_size=4, num_workers=2, prefetch_factor=3))   # alive until the interpreter exits
+next(it)
+while len(glob.glob(glob.escape(it._shm_prefix) + "*")) < 2:
+    time.sleep(0.01)   # until batches are waiting in shared memory
+print(json.dumps({"pid": os.getpid(), "workers": [w.pid for w in it._workers]}), flush=True)
+"""
+
+
+def test_interpreter_exit_with_a_live_iterator_leaves_no_shared_memory():
+    proc = _run(EXITS_WITH_A_LIVE_ITERATOR)
+    try:
+        out, err = proc.communicate(timeout=GUARD)
+    finally:
+        _end_session(proc)
+    assert proc.returncode == 0, err
+    info = json.loads(out)
+    _wait_until(lambda: not any(_running(p) for p in info["workers"]), "the workers outlived the main process")
+    assert glob.glob(glob.escape(os.path.join(_worker.SHM_DIR, f"rawdev-dl-{info['pid']}-")) + "*") == []

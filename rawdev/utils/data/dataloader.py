@@ -32,6 +32,7 @@ import queue
 import sys
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -322,6 +323,24 @@ def _stop(workers):
                       f"{', '.join(str(w.pid) for w in alive if w.is_alive())})", RuntimeWarning, stacklevel=3)
 
 
+def _shutdown(done_event, index_queues, workers, result_queue, shm_prefix):
+    """Stop an iterator's workers (done event, a None to each, then _stop) and remove its unread batch files."""
+    try:
+        done_event.set()
+        for q in index_queues:
+            try:
+                q.put(None)
+            except Exception:
+                pass
+        _stop(workers)
+        for q in index_queues:
+            q.close()
+        result_queue.cancel_join_thread()
+        result_queue.close()
+    finally:
+        _worker.remove_files(shm_prefix)   # batches never read
+
+
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
@@ -334,6 +353,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = ctx.Event()
         self._index_queues, self._workers = [], []
         self._workers_status = []
+        # run by _shutdown_workers, or at interpreter exit for an iterator still alive then (a module-level
+        # iterator): its workers stopped first, then the batch files nobody will read removed
+        self._finalizer = weakref.finalize(self, _shutdown, self._workers_done_event, self._index_queues,
+                                           self._workers, self._worker_result_queue, self._shm_prefix)
         self._shutdown = False
         make_fetcher = self._make_fetcher()
         try:
@@ -484,20 +507,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if self._shutdown:
             return
         self._shutdown = True
-        try:
-            self._workers_done_event.set()
-            for q in self._index_queues:
-                try:
-                    q.put(None)
-                except Exception:
-                    pass
-            _stop(self._workers)
-            for q in self._index_queues:
-                q.close()
-            self._worker_result_queue.cancel_join_thread()
-            self._worker_result_queue.close()
-        finally:
-            _worker.remove_files(self._shm_prefix)   # batches never read
+        self._finalizer()
 
     def __del__(self):
         try:
