@@ -228,3 +228,11 @@ def test_run_of_a_file_that_is_not_python(tmp_path, capsys):
     p.write_bytes(b"\x00\x01binary")
     assert main(["mem", "run", str(p)]) == 2
     one_line_error(capsys, "is not a Python script")
+
+
+def test_show_bound_follows_the_environment(snap_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAWDEV_MEM_SHOW_MAX_BYTES", "100")
+    assert main(["mem", "show", str(snap_path)]) == 2
+    one_line_error(capsys, "at most 100 B", "RAWDEV_MEM_SHOW_MAX_BYTES")
+    monkeypatch.setenv("RAWDEV_MEM_SHOW_MAX_BYTES", str(os.path.getsize(snap_path)))
+    assert main(["mem", "show", str(snap_path)]) == 0

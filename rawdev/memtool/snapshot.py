@@ -7,9 +7,10 @@ import stat
 from ..runtime.trace import fmt_bytes
 
 # The most `load` reads. A snapshot holds the allocation table (one entry per live block) and at most
-# record_history's ring of events (100,000 by default, each with a stack of up to a few dozen frames): some
-# hundreds of MiB at the very most. Anything larger (a sparse file, /dev/zero behind a symlink) is refused
-# before it is parsed, so reading a snapshot never takes more memory than a snapshot can need.
+# record_history's ring of events: 100,000 by default, about 1 KiB each with ordinary stacks (some 100 MiB).
+# Anything larger (a sparse file, /dev/zero behind a symlink) is refused before it is parsed, so reading a
+# snapshot never takes more memory than a snapshot can need; a snapshot of a larger ring with deep stacks can
+# raise the bound with RAWDEV_MEM_SHOW_MAX_BYTES.
 MAX_SNAPSHOT_BYTES = 1 << 30
 _CHUNK = 1 << 20
 
@@ -26,7 +27,8 @@ def _read_bounded(path, limit):
             raise SnapshotError(f"{path} is a directory, not a snapshot file")
         if stat.S_ISREG(st.st_mode) and st.st_size > limit:
             raise SnapshotError(f"{path} is {fmt_bytes(st.st_size)}, larger than any rawdev memory snapshot can be "
-                                f"(rawdev mem show reads at most {fmt_bytes(limit)})")
+                                f"(rawdev mem show reads at most {fmt_bytes(limit)}; RAWDEV_MEM_SHOW_MAX_BYTES "
+                                f"raises the bound)")
         parts, n = [], 0
         while True:
             chunk = f.read(_CHUNK)
@@ -38,7 +40,7 @@ def _read_bounded(path, limit):
             n += len(chunk)
             if n > limit:
                 raise SnapshotError(f"{path} is larger than any rawdev memory snapshot can be (rawdev mem show "
-                                    f"reads at most {fmt_bytes(limit)})")
+                                    f"reads at most {fmt_bytes(limit)}; RAWDEV_MEM_SHOW_MAX_BYTES raises the bound)")
             parts.append(chunk)
     return b"".join(parts)
 
@@ -100,13 +102,20 @@ def _check_parts(r, where, bad):
         raise bad(f"{where}.owner is {type(r['owner']).__name__}")
 
 
-def load(path, limit=MAX_SNAPSHOT_BYTES):
+def _limit():
+    try:
+        return int(os.environ.get("RAWDEV_MEM_SHOW_MAX_BYTES", MAX_SNAPSHOT_BYTES))
+    except ValueError:
+        return MAX_SNAPSHOT_BYTES
+
+
+def load(path, limit=None):
     """The snapshot at `path` (what dump_snapshot wrote), read without ever taking more than `limit` bytes of
     input and checked for the fields the summary and the HTML page use.
 
     Args:
         path: the JSON file.
-        limit: the most bytes read (MAX_SNAPSHOT_BYTES).
+        limit: the most bytes read (default: RAWDEV_MEM_SHOW_MAX_BYTES, else MAX_SNAPSHOT_BYTES, 1 GiB).
 
     Returns:
         The snapshot as a dict.
@@ -117,7 +126,7 @@ def load(path, limit=MAX_SNAPSHOT_BYTES):
     Example:
         >>> snap = load("train.mem.json")
     """
-    data = _read_bounded(path, limit)
+    data = _read_bounded(path, _limit() if limit is None else limit)
     try:
         snap = json.loads(data)
     except RecursionError:
