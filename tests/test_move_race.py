@@ -59,6 +59,30 @@ def test_storage_swapped_between_pointer_read_and_launch_stays_alive(dev, monkey
         assert rel_err((x * m.weight).cpu().numpy(), want) < 1e-6   # the device still works
 
 
+def test_dtype_cast_of_a_parameter_moved_before_its_kernel_is_launched(dev, monkeypatch):
+    """Tensor.to(dtype) on the device (one cast kernel) holds the source storage the same way."""
+    m = nn.Linear(8, 8).cuda()
+    want = m.weight.detach().cpu().numpy().astype(np.float64)
+    real_launch = kernels.Kernel.launch
+    moved = []
+
+    def launch(self, grid, block, args, shared_mem=0, stream=None):
+        if not moved:
+            moved.append(self.name)
+            m.cpu()
+            rawdev.cuda.synchronize()   # the old arena's free goes to the driver
+        return real_launch(self, grid, block, args, shared_mem, stream)
+
+    monkeypatch.setattr(kernels.Kernel, "launch", launch)
+    with rawdev.no_grad():
+        h = m.weight.to(rawdev.float16)
+    monkeypatch.undo()
+    assert moved
+    rawdev.cuda.synchronize()   # before the fix: CUDA_ERROR_ILLEGAL_ADDRESS
+    assert h.is_cuda and h.dtype is rawdev.float16
+    assert rel_err(h.cpu().numpy(), want.astype(np.float16).astype(np.float64)) == 0
+
+
 def test_operand_moved_to_the_cpu_after_the_device_check_raises_device_mismatch(dev, monkeypatch):
     """The device check passed, then the weight went to the cpu: PyTorch's device-mismatch error, not a kernel
     reading a host address."""
