@@ -83,6 +83,40 @@ def test_dtype_cast_of_a_parameter_moved_before_its_kernel_is_launched(dev, monk
     assert rel_err(h.cpu().numpy(), want.astype(np.float16).astype(np.float64)) == 0
 
 
+@pytest.mark.parametrize("kind", ["CrossEntropyLoss", "NLLLoss"])
+def test_loss_class_weights_moved_before_the_loss_kernel_is_launched(dev, monkeypatch, kind):
+    """A loss whose cuda code launches its own kernels (opmath.run) holds its arguments the same way: the class
+    weights (a buffer of the loss module) moved to the cpu just before the launch."""
+    rng = np.random.default_rng(5)
+    logits_np = rng.standard_normal((6, 4)).astype(np.float32)
+    target_np = rng.integers(0, 4, 6)
+    w_np = rng.uniform(0.5, 2.0, 4).astype(np.float32)
+    crit = getattr(nn, kind)(weight=rawdev.tensor(w_np)).cuda()
+    lsm = logits_np.astype(np.float64) - np.log(np.exp(logits_np.astype(np.float64)).sum(1, keepdims=True))
+    if kind == "NLLLoss":   # its input: log-probabilities (the loss's cuda code launches its kernel itself)
+        logits_np = lsm.astype(np.float32)
+    logits, target = rawdev.tensor(logits_np, device="cuda"), rawdev.tensor(target_np, device="cuda")
+    wt = w_np.astype(np.float64)[target_np]
+    want = -(wt * lsm[np.arange(6), target_np]).sum() / wt.sum()
+    real_launch = kernels.Kernel.launch
+    moved = []
+
+    def launch(self, grid, block, args, shared_mem=0, stream=None):
+        if self.name.startswith(("nll", "cross_entropy")) and not moved:
+            moved.append(self.name)
+            crit.cpu()
+            rawdev.cuda.synchronize()   # the old storage's free goes to the driver
+        return real_launch(self, grid, block, args, shared_mem, stream)
+
+    monkeypatch.setattr(kernels.Kernel, "launch", launch)
+    with rawdev.no_grad():
+        loss = crit(logits, target)
+    monkeypatch.undo()
+    assert moved
+    rawdev.cuda.synchronize()   # before the fix: CUDA_ERROR_ILLEGAL_ADDRESS
+    assert abs(loss.item() - want) / abs(want) < 1e-5
+
+
 def test_operand_moved_to_the_cpu_after_the_device_check_raises_device_mismatch(dev, monkeypatch):
     """The device check passed, then the weight went to the cpu: PyTorch's device-mismatch error, not a kernel
     reading a host address."""

@@ -73,7 +73,7 @@ def _held(op, t, first):
     return a
 
 
-def _hold_args(op, fn, skip):
+def hold_args(op, fn, skip):
     """fn with its cuda tensor arguments (after the first `skip`; also inside lists/tuples and keyword
     arguments) replaced by _held aliases for the duration of the call; a result that is one of the aliases is
     given back as the caller's tensor."""
@@ -137,7 +137,7 @@ class _DenseCuda:
                 fn = call
             fn = adapt(name, fn, cuda.cast, cuda.copy_into)   # float16/bfloat16 and narrow ints: opmath.py
             # writers write into their first argument (its own storage, kept as it is); the others are read
-            fn = _hold_args(name, fn, 1 if name in self._WRITERS else 0)
+            fn = hold_args(name, fn, 1 if name in self._WRITERS else 0)
         setattr(self, name, fn)
         return fn
 
