@@ -17,12 +17,15 @@ def add_parser(subparsers):
                                    "rawdev's pool figures.")
     i.add_argument("--device", default="auto", help=DEVICE_HELP)
     i.set_defaults(fn=cmd_info)
-    m = sub.add_parser("model", help="load a safetensors checkpoint to the device, print each tensor's placement, "
-                                     "verify the device bytes against the file",
-                       description="Load a safetensors checkpoint onto the device (one arena, one copy), print each "
-                                   "tensor's address, arena offset and alignment, and compare the device bytes "
-                                   "with the file (crc32). Exit status 1 on a mismatch.")
-    m.add_argument("checkpoint", help="a .safetensors file (rawdev.save or safetensors)")
+    m = sub.add_parser("model", help="load a checkpoint (safetensors or PyTorch .pt) to the device, print each "
+                                     "tensor's placement, verify the device bytes against the file",
+                       description="Load a checkpoint onto the device (one arena, one copy), print each tensor's "
+                                   "address, arena offset and alignment, and compare the device bytes with the file "
+                                   "(crc32; for a PyTorch .pt file or a nested training checkpoint, with the bytes "
+                                   "rawdev.load reads to the host). Exit status 1 on a mismatch, 2 on a file it cannot "
+                                   "read.")
+    m.add_argument("checkpoint", help="a checkpoint rawdev.load reads: a .safetensors file (rawdev.save, safetensors; "
+                                      "a state_dict or a training checkpoint) or a PyTorch .pt file")
     m.add_argument("--device", default="auto", help=DEVICE_HELP)
     m.set_defaults(fn=cmd_model)
     r = sub.add_parser("run", help="run a Python script with memory history on and dump a snapshot at exit",
@@ -115,12 +118,13 @@ def placement(path, tensors):
 
 
 def format_placement(rows, path):
+    w = max([28] + [len(r["name"]) for r in rows])   # nested checkpoints have long names: show them whole
     out = [f"{os.path.basename(path)}: {len(rows)} tensors, {fmt_bytes(sum(r['nbytes'] for r in rows))}",
-           f"{'name':<28} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} "
+           f"{'name':<{w}} {'shape':<16} {'dtype':<6} {'bytes':>10} {'address':>16} {'arena off':>10} "
            f"{'align':>6}  crc32"]
     for r in rows:
         shape = "(" + ", ".join(map(str, r["shape"])) + ")"
-        out.append(f"{r['name'][:28]:<28} {shape[:16]:<16} {r['dtype']:<6} {r['nbytes']:>10} {r['address']:>#16x} "
+        out.append(f"{r['name']:<{w}} {shape[:16]:<16} {r['dtype']:<6} {r['nbytes']:>10} {r['address']:>#16x} "
                    f"{r['offset']:>10} {r['alignment']:>6}  {r['device_crc']:08x} "
                    + ("ok" if r["ok"] else f"MISMATCH (file {r['file_crc']:08x})"))
     bad = [r["name"] for r in rows if not r["ok"]]
@@ -131,20 +135,97 @@ def format_placement(rows, path):
     return "\n".join(out), not bad
 
 
+def _named_tensors(obj, prefix=""):
+    """[(dotted name, tensor)] of every tensor inside a loaded checkpoint (a state_dict, or a training
+    checkpoint's nested dicts and lists: "model_state_dict.0.weight", "optimizer_state_dict.state.0.exp_avg")."""
+    from ..tensor.core import Tensor
+    if isinstance(obj, Tensor):
+        return [(prefix or "tensor", obj)]
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return []
+    out = []
+    for k, v in items:
+        out += _named_tensors(v, f"{prefix}.{k}" if prefix else str(k))
+    return out
+
+
+def _is_flat_safetensors(path, tensors):
+    """Whether `tensors` are a flat state_dict read from a safetensors file whose header names them all."""
+    from ..serialization import CheckpointError
+    with open(path, "rb") as f:
+        if f.read(4) == b"PK\x03\x04":   # PyTorch's zip format
+            return False
+    try:
+        header, _ = read_header(path)
+    except CheckpointError:
+        return False
+    return set(tensors) <= set(header)
+
+
+def reference_placement(path, tensors):
+    """placement() for checkpoints that are not a flat safetensors state_dict (PyTorch .pt files, training
+    checkpoints with nested dicts): each tensor's device bytes against the same tensor read to the host by
+    rawdev.load (map_location="cpu"), crc32 for crc32. Same rows as placement()."""
+    import zlib
+
+    import rawdev
+
+    from ..cuda import memory as cm
+    host = dict(_named_tensors(rawdev.load(path, map_location="cpu")))
+    rows = []
+    for name, t in tensors.items():
+        ref = host[name]
+        file_bytes = ref.contiguous()._host_storage().tobytes() if ref.numel() else b""
+        file_crc = zlib.crc32(file_bytes)
+        nbytes = t.nbytes
+        addr = t.data_ptr()
+        dev_crc = cm.checksum(addr, nbytes) if nbytes else zlib.crc32(b"")
+        alignment = (addr & -addr) if addr else 0
+        rows.append(dict(name=name, shape=tuple(t.shape), dtype=t.dtype.st_name, nbytes=nbytes, address=addr,
+                         offset=getattr(t, "_offset", 0), alignment=min(alignment, 4096),
+                         owner=(cm.pointer_info(addr)["owner"] if nbytes else None),
+                         file_crc=file_crc, device_crc=dev_crc, ok=(file_crc == dev_crc and len(file_bytes) == nbytes)))
+    return rows
+
+
+def _fail(cmd, msg, code=2):
+    print(f"rawdev mem {cmd}: {msg}", file=sys.stderr)
+    return code
+
+
+def _why(e):
+    """An OSError as one line: its reason and the file."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 def cmd_model(args):
     from .. import cuda
+    path = args.checkpoint
+    if not os.path.exists(path):
+        return _fail("model", f"no such file: {path}")
+    if os.path.isdir(path):
+        return _fail("model", f"{path} is a directory, not a checkpoint file")
+    if not os.path.isfile(path):
+        return _fail("model", f"{path} is not a regular file")
     _choose(args.device)
-    if not os.path.exists(args.checkpoint):
-        print(f"rawdev mem model: no such file: {args.checkpoint}", file=sys.stderr)
-        return 2
+    from ..errors import CudaError
     from ..serialization import CheckpointError
     before = cuda.memory_allocated()
     try:
-        tensors = load_to_device(args.checkpoint, "cuda")
-        text, ok = format_placement(placement(args.checkpoint, tensors), args.checkpoint)
-    except CheckpointError as e:
-        print(f"rawdev mem model: {e}", file=sys.stderr)
-        return 2
+        loaded = load_to_device(path, "cuda")
+        tensors = dict(_named_tensors(loaded))
+        if not tensors:
+            return _fail("model", f"{path} holds no tensors")
+        rows = placement(path, tensors) if _is_flat_safetensors(path, tensors) else reference_placement(path, tensors)
+        text, ok = format_placement(rows, path)
+    except (CheckpointError, CudaError, OSError, ValueError) as e:   # CudaError: out of device memory
+        return _fail("model", _why(e))
     print(text)
     print(f"device memory: {fmt_bytes(cuda.memory_allocated() - before)} allocated for the checkpoint "
           f"(each tensor starts at a multiple of {cuda.memory.ARENA_ALIGN} bytes in one arena)")
@@ -158,6 +239,19 @@ def cmd_run(args):
     if len(script_args) >= 2 and script_args[-2] == "--snapshot":
         snap, script_args = script_args[-1], script_args[:-2]
     snap = snap or os.path.splitext(args.script)[0] + ".mem.json"
+    if not os.path.exists(args.script):
+        return _fail("run", f"no such file: {args.script}")
+    if os.path.isdir(args.script):
+        return _fail("run", f"{args.script} is a directory, not a Python script")
+    try:
+        with open(args.script, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        return _fail("run", f"cannot read the script: {_why(e)}")
+    try:
+        code = compile(source, args.script, "exec")
+    except (SyntaxError, ValueError) as e:   # ValueError: null bytes in the source
+        return _fail("run", f"{args.script} is not a Python script: {type(e).__name__}: {e}")
     _choose(args.device)
     from ..cuda import memory as cm
     cm.record_history(True, stacks=not args.no_stacks)
@@ -167,8 +261,6 @@ def cmd_run(args):
     # The script's globals stay alive until the snapshot is written: what it still holds at exit shows.
     g = {"__name__": "__main__", "__file__": args.script, "__builtins__": __builtins__, "__package__": None}
     try:
-        with open(args.script, "rb") as f:
-            code = compile(f.read(), args.script, "exec")
         exec(code, g)
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -192,11 +284,24 @@ def cmd_show(args):
     try:
         snap = snapshot.load(args.snapshot)
     except (OSError, ValueError) as e:
-        print(f"rawdev mem show: {e}", file=sys.stderr)
-        return 2
-    if args.html:
-        html.write(snap, args.html, source=args.snapshot)
-        print(f"wrote {args.html}")
-    else:
-        print(snapshot.summary(snap))
+        return _fail("show", _why(e))
+    # the shape check covers the fields every snapshot has; a malformed optional field (a stack frame, an
+    # annotation) still gets one line rather than a traceback
+    malformed = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
+    try:
+        text = html.render(snap, html.title_of(snap, args.snapshot)) if args.html else snapshot.summary(snap)
+    except malformed as e:
+        return _fail("show", f"{args.snapshot} is not a well-formed rawdev memory snapshot "
+                             f"({type(e).__name__}: {str(e)[:120]})")
+    if not args.html:
+        print(text)
+        return 0
+    if os.path.isdir(args.html):
+        return _fail("show", f"cannot write the HTML report: {args.html} is a directory")
+    try:
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:   # a missing directory, no permission, a full disk (/dev/full)
+        return _fail("show", f"cannot write the HTML report to {args.html}: {e.strerror or e}")
+    print(f"wrote {args.html}")
     return 0

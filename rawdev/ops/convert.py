@@ -10,8 +10,9 @@ def convert(x, device, dtype, non_blocking=False):
     from ..tensor import moves
     if x.is_cuda and x.device == device:
         from . import cuda
+        from .dispatch import cuda_backend
         if cuda.can_cast(x.dtype, dtype):   # a dtype change on the device: one cast kernel
-            return cuda.cast(cuda.dense(x), dtype)
+            return cuda_backend.cast(x, dtype)   # the backend holds x's storage until the kernel is queued
     return moves.transfer_tensor(x, device, dtype, non_blocking=non_blocking)
 
 

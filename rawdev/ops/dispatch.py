@@ -48,6 +48,71 @@ def check_same_device(op, *tensors):
     return dev
 
 
+_STORAGE = ("_buf", "_offset", "_shape", "_strides", "_soff", "_dtype", "_device", "_vc", "_requires_grad", "grad_fn")
+
+
+def _held(op, t, first):
+    """A frozen alias of cuda tensor t for one backend call: the same storage and layout, read once.
+
+    A move in another thread (module.cpu() / .cuda()) switches t's storage at any moment. The alias holds the
+    storage it read (its DeviceBuffer) until the backend call returns, by when every kernel that read it is
+    queued: the buffer's free is then queued after them, on the stream they run on (the rule in
+    docs/INTERNALS.md, "Moves racing ops"). A tensor that is no longer on the device when it is read (moved to
+    the cpu after the op's device check, or caught half-switched) is PyTorch's device-mismatch error rather
+    than a host address handed to a kernel."""
+    a = Tensor.__new__(Tensor)
+    for f in _STORAGE:
+        setattr(a, f, getattr(t, f))
+    a._grad, a._pending, a._data, a._root = None, None, None, None
+    a._base = t._base if t._base is not None else t   # a view made of the alias is a view of the caller's tensor
+    # read after the fields: a switch to the cpu sets _data before _device, one to cuda sets _data (None) first
+    if t._data is not None or a._device.type != "cuda" or t._device != a._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{first} and {t.device}! (when checking argument for {op}: a tensor was moved to "
+                           f"{t.device} while the op ran)")
+    return a
+
+
+def hold_args(op, fn, skip):
+    """fn with its cuda tensor arguments (after the first `skip`; also inside lists/tuples and keyword
+    arguments) replaced by _held aliases for the duration of the call; a result that is one of the aliases is
+    given back as the caller's tensor."""
+    def call(*args, **kwargs):
+        held = {}
+        first = []
+
+        def hold(x):
+            if isinstance(x, Tensor):
+                if not first:
+                    first.append(x.device)
+                h = held.get(id(x))
+                if h is None:
+                    h = _held(op, x, first[0])
+                    held[id(x)] = h
+                    held[id(h)] = x   # the way back for results
+                return h
+            if isinstance(x, (list, tuple)) and x and any(isinstance(v, Tensor) for v in x):
+                return type(x)(hold(v) for v in x) if not hasattr(x, "_fields") else x
+            return x
+        args = args[:skip] + tuple(hold(a) for a in args[skip:])
+        kwargs = {k: hold(v) for k, v in kwargs.items()}
+        r = fn(*args, **kwargs)
+        if held:
+            if isinstance(r, Tensor):
+                return _back(r, held)
+            if isinstance(r, tuple) and not hasattr(r, "_fields"):
+                return tuple(_back(v, held) if isinstance(v, Tensor) else v for v in r)
+        return r
+    call.__name__, call.__doc__ = getattr(fn, "__name__", op), fn.__doc__
+    return call
+
+
+def _back(r, held):
+    """The caller's own tensor where the result is the alias made for it."""
+    orig = held.get(id(r))
+    return orig if orig is not None and held.get(id(orig)) is r else r
+
+
 class _DenseCuda:
     """The cuda backend as the ops call it: every tensor argument of a kernel-launching function arrives
     contiguous (a strided view is copied once by the strided-copy kernel), so kernels index plain arrays,
@@ -71,6 +136,8 @@ class _DenseCuda:
                 call.__name__, call.__doc__ = name, fn.__doc__
                 fn = call
             fn = adapt(name, fn, cuda.cast, cuda.copy_into)   # float16/bfloat16 and narrow ints: opmath.py
+            # writers write into their first argument (its own storage, kept as it is); the others are read
+            fn = hold_args(name, fn, 1 if name in self._WRITERS else 0)
         setattr(self, name, fn)
         return fn
 

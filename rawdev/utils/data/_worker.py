@@ -3,20 +3,25 @@ get_worker_info, the exception wrapper that carries a worker's traceback to the 
 shared-memory transport of batches.
 
 A batch travels as one shared-memory file (/dev/shm) holding every array of the batch at 64-byte aligned
-offsets, plus a small pickled description (the batch's structure with a slot per array: offset, numpy
-dtype, shape, rawdev dtype name) through the result queue. The main process maps the file, unlinks it at
-once (the mapping stays valid; nothing is left behind even if it dies later) and wraps the arrays as rawdev
-cpu tensors without a copy. Files a worker wrote that the main process never read (early shutdown) are
-removed by name prefix once the workers are gone.
+offsets, plus (file name, size, a small pickled description: the batch's structure with a slot per array:
+offset, numpy dtype, shape, rawdev dtype name) through the result queue. The main process maps the file,
+unlinks it at once (the mapping stays valid; nothing is left behind even if it dies later), then unpickles
+the description and wraps the arrays as rawdev cpu tensors without a copy. Files a worker wrote that the main
+process never read are removed by name prefix: by the main process once the workers are gone (early
+shutdown), by each worker for its own files when the main process dies (killed, even by SIGKILL: the kernel
+tells the worker, rawdev.utils.data._worker._watch_parent).
 
 Workers never touch the CUDA driver: rawdev's driver seam is switched off in them (a forked child must not
 use the parent's CUDA context), so a dataset that reaches for the GPU gets a clear error there.
 """
 import collections.abc
+import ctypes
+import glob
 import mmap
 import os
 import pickle
 import random
+import signal
 import sys
 import tempfile
 import traceback
@@ -201,7 +206,9 @@ def _rebuild(x, leaf):
 
 
 def pack(batch, path):
-    """Write batch's arrays into the shared-memory file `path`; return the pickled description."""
+    """Write batch's arrays into the shared-memory file `path`; return what travels through the result queue:
+    (path or None, total bytes, the pickled description). The description is pickled before the file exists,
+    and a failed write removes the file, so a batch that cannot be sent leaves nothing behind."""
     arrays, names = [], []
 
     def leaf(v):
@@ -219,35 +226,54 @@ def pack(batch, path):
     for a, name in zip(arrays, names):
         slots.append((total, a.dtype, a.shape, name))
         total = (total + a.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+    desc = pickle.dumps((tree, slots), protocol=pickle.HIGHEST_PROTOCOL)
     if total:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, total)
-            mm = mmap.mmap(fd, total)
-        finally:
-            os.close(fd)
-        try:
-            dst = np.frombuffer(mm, np.uint8)
-            for (off, _, _, _), a in zip(slots, arrays):
-                dst[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
-            del dst
-        finally:
-            mm.close()
-    return pickle.dumps((tree, path if total else None, total, slots), protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                os.ftruncate(fd, total)
+                mm = mmap.mmap(fd, total)
+            finally:
+                os.close(fd)
+            try:
+                dst = np.frombuffer(mm, np.uint8)
+                for (off, _, _, _), a in zip(slots, arrays):
+                    dst[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
+                del dst
+            finally:
+                mm.close()
+        except BaseException:
+            _unlink(path)
+            raise
+    return (path if total else None, total, desc)
 
 
-def unpack(blob):
-    """The batch a worker packed: rawdev cpu tensors over the mapped (and already unlinked) file."""
-    tree, path, total, slots = pickle.loads(blob)
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def unpack(payload):
+    """The batch a worker packed: rawdev cpu tensors over the mapped (and already unlinked) file.
+
+    The file is mapped and unlinked before the description is unpickled, so a description that fails to
+    unpickle here (a sample whose class cannot be rebuilt in the main process) leaves no file behind; the
+    error propagates to the caller, which hands it out in that batch's place."""
+    path, total, desc = payload
     buf = None
     if total:
-        fd = os.open(path, os.O_RDWR)
         try:
-            mm = mmap.mmap(fd, total)
+            fd = os.open(path, os.O_RDWR)
+            try:
+                mm = mmap.mmap(fd, total)
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)
-            os.unlink(path)
+            _unlink(path)
         buf = np.frombuffer(mm, np.uint8)
+    tree, slots = pickle.loads(desc)
 
     def leaf(i):
         off, np_dtype, shape, dt_name = slots[i]
@@ -257,14 +283,20 @@ def unpack(blob):
     return _rebuild(tree, leaf)
 
 
-def discard(blob):
+def discard(payload):
     """Remove the shared-memory file of a batch that will not be used."""
     try:
-        _, path, _, _ = pickle.loads(blob)
-        if path:
-            os.unlink(path)
+        path = payload[0]
     except Exception:
-        pass
+        return
+    if path:
+        _unlink(path)
+
+
+def remove_files(prefix):
+    """Unlink every batch file whose name starts with `prefix` (batches nobody will read)."""
+    for path in glob.glob(glob.escape(prefix) + "*"):
+        _unlink(path)
 
 
 # ----------------------------------------------------------------------------- the worker loop
@@ -272,10 +304,40 @@ class ResumeIteration:
     """Sent to persistent workers at the start of each epoch after the first; they answer with one."""
 
 
+def _watch_parent(parent_pid, own_prefix):
+    """Make this worker leave, removing the batch files it wrote, as soon as the main process dies (even by
+    SIGKILL): on Linux the kernel sends PARENT_DEATH_SIGNAL when the parent goes (PR_SET_PDEATHSIG); the
+    handler acts only once the parent really is gone (the signal also comes when the thread that started
+    the worker ends while the process lives on). Elsewhere the loop's liveness check finds out within
+    STATUS_CHECK_INTERVAL when it is idle."""
+    def on_signal(signum, frame):
+        if os.getppid() != parent_pid:
+            remove_files(own_prefix)
+            os._exit(1)
+    try:
+        signal.signal(PARENT_DEATH_SIGNAL, on_signal)
+        if sys.platform.startswith("linux"):
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(PARENT_DEATH_SIGNAL))   # 1: PR_SET_PDEATHSIG
+    except Exception:   # no prctl: the liveness check is the fallback
+        pass
+    if os.getppid() != parent_pid:   # the parent died before the request took effect
+        remove_files(own_prefix)
+        os._exit(1)
+
+
+# The signal a worker asks for when its parent dies: not SIGTERM, so that terminate() keeps its default
+# meaning (leave now) and a worker_init_fn that handles SIGTERM sees only real terminations.
+PARENT_DEATH_SIGNAL = signal.SIGUSR2 if hasattr(signal, "SIGUSR2") else None
+
+
 def _worker_loop(make_fetcher, dataset, index_queue, data_queue, done_event, base_seed, init_fn, worker_id,
                  num_workers, shm_prefix, parent_pid):
     global _worker_info
+    own_prefix = f"{shm_prefix}{worker_id}-"
+    parent_gone = False
     try:
+        if PARENT_DEATH_SIGNAL is not None:
+            _watch_parent(parent_pid, own_prefix)
         _no_cuda_here()
         seed = _seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
@@ -291,6 +353,7 @@ def _worker_loop(make_fetcher, dataset, index_queue, data_queue, done_event, bas
         while True:
             if not index_queue._reader.poll(STATUS_CHECK_INTERVAL):
                 if os.getppid() != parent_pid:   # the main process is gone
+                    parent_gone = True
                     break
                 continue
             r = index_queue.get()
@@ -308,19 +371,32 @@ def _worker_loop(make_fetcher, dataset, index_queue, data_queue, done_event, bas
                 continue
             idx, index = r
             if init_exception is not None:
-                kind, payload, init_exception = "error", init_exception, None
+                kind, payload, init_exception = "error", _pickled_error(init_exception), None
             else:
                 try:
-                    kind, payload = "batch", pack(fetcher.fetch(index), f"{shm_prefix}{worker_id}-{count}")
+                    kind, payload = "batch", pack(fetcher.fetch(index), f"{own_prefix}{count}")
                     count += 1
                 except StopIteration:
                     kind, payload, iteration_end = "stop", worker_id, True
                 except Exception:
-                    kind, payload = "error", ExceptionWrapper(where=where)
+                    kind, payload = "error", _pickled_error(ExceptionWrapper(where=where))
             data_queue.put((idx, kind, payload))
             del r, idx, index, payload
     except KeyboardInterrupt:
         pass
+    if parent_gone or os.getppid() != parent_pid:
+        remove_files(own_prefix)   # nobody will read them
+        data_queue.cancel_join_thread()
     if done_event.is_set():
         data_queue.cancel_join_thread()
         data_queue.close()
+
+
+def _pickled_error(wrapper):
+    """An ExceptionWrapper as bytes: only ints, strings and bytes cross the result queue, so reading it in the
+    main process cannot fail; the wrapper is unpickled where its batch is handed out."""
+    try:
+        return pickle.dumps(wrapper, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:   # an exception message pickle cannot carry
+        wrapper.exc_type, wrapper.exc_msg = RuntimeError, str(wrapper.exc_msg)
+        return pickle.dumps(wrapper, protocol=pickle.HIGHEST_PROTOCOL)

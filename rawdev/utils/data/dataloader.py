@@ -14,20 +14,25 @@ Worker processes (num_workers > 0; the 'fork' start method by default on Linux):
   rebuilds rawdev cpu tensors in the batch's structure; with pin_memory=True it copies them into one
   page-locked buffer per batch, so `.to('cuda', non_blocking=True)` is an asynchronous copy;
 - an exception in a worker is re-raised in the main process with the worker's traceback in the message;
-- the workers are stopped (asked, then terminated if they do not go, and joined) when the iterator is
-  exhausted, garbage collected or deleted after an early break, or, with persistent_workers, when the
-  loader goes; timeout > 0 bounds each wait for a batch.
+- the workers are stopped (asked, then terminated if they do not go within JOIN_GRACE, then killed if they
+  outlive KILL_GRACE, and joined) when the iterator is exhausted, garbage collected or deleted after an early
+  break, or, with persistent_workers, when the loader goes; timeout > 0 bounds each wait for a batch;
+- when the main process dies (even by SIGKILL), each worker removes the batch files it wrote and exits;
+- a batch (or a worker's error) that fails to unpickle in the main process raises in that batch's place,
+  and the iterator goes on with the next one.
 """
 from __future__ import annotations
 
 import functools
-import glob
 import itertools
 import multiprocessing
 import os
+import pickle
 import queue
 import sys
+import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -295,6 +300,47 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
         return pin_batch(data) if self._pin_memory else data
 
 
+JOIN_GRACE = 1.0    # seconds a worker asked to stop gets before it is terminated (SIGTERM)
+KILL_GRACE = 2.0    # seconds a terminated worker gets before it is killed (SIGKILL: a worker that ignores SIGTERM)
+
+
+def _stop(workers):
+    """Join the workers, all within JOIN_GRACE; terminate those still running, then kill those that outlive
+    KILL_GRACE after that, so shutdown never waits on a worker that hangs or ignores SIGTERM."""
+    def join_all(ws, grace):
+        deadline = time.monotonic() + grace
+        for w in ws:
+            w.join(timeout=max(0.0, deadline - time.monotonic()))
+        return [w for w in ws if w.is_alive()]
+    alive = join_all(workers, JOIN_GRACE)
+    for w in alive:
+        w.terminate()
+    alive = join_all(alive, KILL_GRACE)
+    for w in alive:
+        w.kill()
+    if join_all(alive, KILL_GRACE):
+        warnings.warn("DataLoader: a worker process did not exit after SIGKILL (pid(s) "
+                      f"{', '.join(str(w.pid) for w in alive if w.is_alive())})", RuntimeWarning, stacklevel=3)
+
+
+def _shutdown(done_event, index_queues, workers, result_queue, shm_prefix):
+    """Stop an iterator's workers (done event, a None to each, then _stop) and remove its unread batch files."""
+    try:
+        done_event.set()
+        for q in index_queues:
+            try:
+                q.put(None)
+            except Exception:
+                pass
+        _stop(workers)
+        for q in index_queues:
+            q.close()
+        result_queue.cancel_join_thread()
+        result_queue.close()
+    finally:
+        _worker.remove_files(shm_prefix)   # batches never read
+
+
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
@@ -307,6 +353,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = ctx.Event()
         self._index_queues, self._workers = [], []
         self._workers_status = []
+        # run by _shutdown_workers, or at interpreter exit for an iterator still alive then (a module-level
+        # iterator): its workers stopped first, then the batch files nobody will read removed
+        self._finalizer = weakref.finalize(self, _shutdown, self._workers_done_event, self._index_queues,
+                                           self._workers, self._worker_result_queue, self._shm_prefix)
         self._shutdown = False
         make_fetcher = self._make_fetcher()
         try:
@@ -419,14 +469,28 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     self._mark_worker_as_unavailable(payload)
                 self._try_put_index()
                 continue
-            if kind == "batch":
-                payload = _worker.unpack(payload)   # mapped now: its shared-memory file is gone at once
+            if kind in ("batch", "error"):
+                kind, payload = self._receive(idx, kind, payload)
             if idx != self._rcvd_idx:
                 self._task_info[idx] += ((kind, payload),)
             else:
                 del self._task_info[idx]
                 self._rcvd_idx += 1
                 return self._process_data((kind, payload))
+
+    def _receive(self, idx, kind, payload):
+        """A batch mapped (its shared-memory file is gone at once) and rebuilt, or a worker's error unpickled.
+        Either can fail here, in the main process (a sample whose class cannot be rebuilt): the failure then
+        takes that batch's place, so it is raised in order and the iterator goes on with the next batch."""
+        try:
+            if kind == "batch":
+                return kind, _worker.unpack(payload)
+            return kind, pickle.loads(payload)
+        except Exception:
+            wid = self._task_info.get(idx, (None,))[0]
+            what = "a batch" if kind == "batch" else "an error"
+            return "error", _worker.ExceptionWrapper(
+                where=f"in the main process while unpickling {what} from DataLoader worker process {wid}")
 
     def _process_data(self, data):
         self._try_put_index()
@@ -443,29 +507,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if self._shutdown:
             return
         self._shutdown = True
-        try:
-            self._workers_done_event.set()
-            for q in self._index_queues:
-                try:
-                    q.put(None)
-                except Exception:
-                    pass
-            for w in self._workers:
-                w.join(timeout=1.0)
-            for w in self._workers:
-                if w.is_alive():
-                    w.terminate()
-                    w.join()
-            for q in self._index_queues:
-                q.close()
-            self._worker_result_queue.cancel_join_thread()
-            self._worker_result_queue.close()
-        finally:
-            for path in glob.glob(glob.escape(self._shm_prefix) + "*"):   # batches never read
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+        self._finalizer()
 
     def __del__(self):
         try:
