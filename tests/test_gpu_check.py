@@ -3,8 +3,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from _refs import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -12,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_gpu_check_quick_on_the_simulator_passes_and_writes_its_files(tmp_path):
     out = tmp_path / "gc"
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check"), str(out), "--driver", "sim", "--quick"],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                       capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=tmp_path)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     for name in ("log.txt", "results.md", "results.json"):
         assert (out / name).stat().st_size > 0, name
@@ -82,7 +83,7 @@ def test_gpu_check_fails_when_no_test_ran_on_the_simulator(tmp_path):
     out = tmp_path / "gc"
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check"), str(out), "--driver", "sim", "--quick",
                         "--no-bench", "--tests", "tests/test_sim_memory.py"],   # no gpu-marked test in it
-                       capture_output=True, text=True, timeout=240, cwd=tmp_path)
+                       capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=tmp_path)
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     res = json.loads((out / "results.json").read_text())
     assert res["passed"] is False and any(w.startswith("no test ran") for w in res["failures"]), res["failures"]
@@ -101,15 +102,13 @@ def test_gpu_check_fails_at_once_with_a_driver_that_sees_no_gpu(tmp_path):
         "_d.cuDeviceGetCount = lambda: (_d.CUresult.CUDA_SUCCESS, 0)\n")
     out = tmp_path / "gc"
     env = {**os.environ, "PYTHONPATH": str(fake)}
-    t0 = time.monotonic()
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check"), str(out), "--driver", "cuda"],
-                       capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
+                       capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=tmp_path, env=env)
     assert p.returncode == 2, p.stdout[-3000:] + p.stderr[-3000:]
     res = json.loads((out / "results.json").read_text())
     assert res["environment"]["gpu_seen"] is False and "sees no GPU" in res["environment"]["gpu"]
     assert res["tests"] is None and res["benchmarks"] == []          # nothing else was attempted
     assert res["failures"][0].startswith("no GPU seen")
-    assert time.monotonic() - t0 < 120
 
 
 def test_gpu_check_keeps_the_jit_cache_in_its_output_folder(tmp_path):

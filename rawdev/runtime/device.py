@@ -267,6 +267,34 @@ def get_device(index=0):
     return dev
 
 
+def _close_devices():
+    """Give back what every opened Device holds on a driver that keeps running (tests: reset_for_tests("cuda")
+    between ~1,800 GPU tests): its queued frees issued, its streams and pool destroyed. The primary context stays
+    retained, so the modules loaded into it survive. Best effort: a device in a sticky error still lets go."""
+    from ..errors import CudaError
+    for dev in list(_devices.values()):
+        try:
+            dev.synchronize()          # queued work done: held staging released, queued frees issued
+            dev.allocator.kept.clear()
+            dev.allocator.flush()
+            dev.synchronize()          # the frees land before the pool goes
+        except CudaError:
+            pass
+        for s in (dev.copy_stream, dev.compute_stream):
+            if s is not None:
+                try:
+                    call("cuStreamDestroy", s.handle, ctx=f"closing the {s.label} stream")
+                except CudaError:
+                    pass
+                seam.stream_names.pop(s._int, None)
+        if dev.pool is not None:
+            try:   # blocks still held by tensors of earlier tests go back to the driver as those are freed
+                call("cuMemPoolDestroy", dev.pool, ctx=f"destroying the pool of cuda:{dev.index}")
+            except CudaError:
+                pass
+        dev.pool = dev.compute_stream = dev.copy_stream = None
+
+
 def _forget_devices():
     """Drop every opened Device (after rawdev.sim.reset(); tests only)."""
     global _count
