@@ -18,6 +18,7 @@ import os
 import threading
 
 from ..errors import CudaError
+from . import kernels
 from .memory import align
 from .seam import call
 from .trace import fmt_bytes
@@ -43,6 +44,7 @@ class GraphPool:
         self.free_ranges = [(0, self.nbytes)]       # sorted (offset, nbytes)
         self.taken = {}                             # ptr -> (offset, nbytes)
         self.graphs, self.closed = 0, False         # graphs that still use it; no graph will any more
+        self.held = []                              # host buffers the captured copies read at every replay
         self.lock = threading.Lock()
         rdev.allocator.graph_pools.append(self)
 
@@ -117,6 +119,9 @@ class CapturedGraph:
         if alloc.capture_pool is not None:
             raise RuntimeError(f"a CUDA graph capture is already under way on {rdev}")
         rdev.activate()
+        # Every module the captured work may need is loaded first: a module load during the capture would be
+        # refused and invalidate it, and which kernels run must not depend on what ran before.
+        kernels.load_all(rdev)
         rdev.synchronize()   # as PyTorch's capture_begin: no earlier work is pending when the capture starts
         alloc.flush()
         self.pool = pool if pool is not None else GraphPool(rdev, pool_bytes or DEFAULT_POOL_BYTES)

@@ -431,8 +431,14 @@ def memset_d32(ptr, value, count, stream):
 
 def keep_alive(stream, *objs, event=None):
     """Hold objs (staging buffers, source arrays) until the work queued so far on `stream` has completed
-    (`event`: one the caller just recorded there, so as not to record a second at the same point)."""
-    stream.device.allocator.kept.append((event or stream.record_event(), objs))
+    (`event`: one the caller just recorded there, so as not to record a second at the same point).
+    While a CUDA graph is captured the copies are graph nodes that every replay runs again: objs then live as long
+    as the graph's private pool (no event of a capture may be queried)."""
+    alloc = stream.device.allocator
+    if alloc.capture_pool is not None:
+        alloc.capture_pool.held.extend(objs)
+        return
+    alloc.kept.append((event or stream.record_event(), objs))
 
 
 def pool_used(device):

@@ -41,9 +41,16 @@ STAGING_CACHE_MAX = int(os.environ.get("RAWDEV_STAGING_CACHE_BYTES", str(2 << 30
 _staging: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # runtime Device -> (PinnedBuffer, Event | None)
 
 
+def _capturing(rdev):
+    from .graphs import capturing
+    return capturing(rdev.index)
+
+
 def _acquire_staging(rdev, nbytes, owner):
     entry = _staging.get(rdev)
-    if entry is not None:
+    # While a CUDA graph is captured no event may be queried (the driver refuses it and invalidates the capture):
+    # the cached buffer is not offered then, a new one is made.
+    if entry is not None and not _capturing(rdev):
         buf, ev = entry
         if buf.nbytes >= nbytes and (ev is None or ev.query()):
             del _staging[rdev]
@@ -54,8 +61,8 @@ def _acquire_staging(rdev, nbytes, owner):
 def _offer_staging(rdev, buf, ev=None):
     """Keep buf for the next transfer (ev: the event after its last copy). A buffer not kept is dropped; one
     still being copied from is held by memory.keep_alive until its copy completes."""
-    if not 0 < buf.nbytes <= STAGING_CACHE_MAX:
-        return
+    if not 0 < buf.nbytes <= STAGING_CACHE_MAX or _capturing(rdev):
+        return   # too big, or read by a captured copy at every replay of its graph: never handed out again
     entry = _staging.get(rdev)
     if entry is None or entry[0].nbytes <= buf.nbytes:
         _staging[rdev] = (buf, ev)
