@@ -10,7 +10,8 @@ nbytes, name) ranges, and a description of each part for error messages.
                      cuMemcpyHtoDAsync on the copy stream between events. All-or-nothing: on any failure
                      it frees what it made and raises with what it was doing.
 - `download_ranges`: ranges of device buffers back to the host: nearby ranges of one buffer merged, one
-                     cuMemcpyDtoHAsync per merged span into one pinned buffer per device.
+                     cuMemcpyDtoHAsync per merged span into one pinned buffer per device, on the current
+                     (compute) stream, so later work there is ordered after the copy.
 
 Lifetimes: the staging buffer, the source arrays and the source device buffers are handed to
 memory.keep_alive on the copy stream, so they live until the copy is known complete; that is what
@@ -261,21 +262,23 @@ def _download_one_device(rdev, ranges, idx, owner, non_blocking, describe, conte
         # Non-blocking: the results will live in this buffer, so it is their own (never a cached one).
         staging = memory.PinnedBuffer(total, owner=f"{owner} on the host") if non_blocking else \
             _acquire_staging(rdev, total, f"staging for {owner}")
-        step = "ordering the copy stream after the compute stream"
-        rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
+        # On the current (compute) stream, as PyTorch issues it: work queued after the copy (an in-place update of
+        # the source, a kernel reusing its freed memory) is then ordered after it. On a side copy stream nothing
+        # would make later compute work wait for a non-blocking copy.
+        stream = rdev.compute_stream
         for (buf, lo, hi, its), soff in zip(spans, layout):
             if hi > lo:
                 step = f"copying {fmt_bytes(hi - lo)} holding {', '.join(describe(i) for i in its[:3])} to the host"
-                memory.copy_dtoh(staging.ptr + soff, buf.ptr + lo, hi - lo, stream=rdev.copy_stream,
+                memory.copy_dtoh(staging.ptr + soff, buf.ptr + lo, hi - lo, stream=stream,
                                  owner=ranges[its[0]][3] if len(its) == 1 else owner)
         step = "recording the copy's completion event"
-        done = rdev.copy_stream.record_event()
+        done = stream.record_event()
         # The source device buffers must outlive the copy even when their owners move on.
-        memory.keep_alive(rdev.copy_stream, *[s[0] for s in spans], event=done)
+        memory.keep_alive(stream, *[s[0] for s in spans], event=done)
     except BaseException as e:
         if staging is not None:
             try:
-                rdev.copy_stream.synchronize()
+                rdev.compute_stream.synchronize()
             except Exception:
                 pass
             staging.free()
