@@ -70,6 +70,23 @@ class Stream:
         return f"<Stream {self.label} of {self.device}>"
 
 
+def set_current_stream(device, stream):
+    """Make `stream` (a runtime Stream of `device`; None: the device's own compute stream) the one this thread
+    queues the device's launches, copies, memsets and allocations on. Returns the stream current before, for
+    restoring it."""
+    cur = getattr(_tls, "streams", None)
+    if cur is None:
+        cur = _tls.streams = {}
+    prev = cur.get(device)
+    if stream is None or stream is device.default_stream:
+        cur.pop(device, None)
+    else:
+        if stream.device is not device:
+            raise ValueError(f"{stream!r} is not a stream of {device}")
+        cur[device] = stream
+    return prev
+
+
 def wait_foreign_stream(device, handle, event):
     """Make a stream rawdev does not own (another library's, by its int handle; 0 = the legacy default
     stream) wait for `event`: how a DLPack export orders the consumer after rawdev's work."""
@@ -193,6 +210,26 @@ class Device:
         call("cuMemPoolSetAttribute", pool, CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
              cuuint64_t(2**64 - 1), ctx="setting the pool's release threshold")
         return pool
+
+    @property
+    def compute_stream(self):
+        """The stream this thread queues the device's work on: the one a `rawdev.cuda.stream(s)` block made current
+        (set_current_stream), else the device's own compute stream (default_stream)."""
+        cur = getattr(_tls, "streams", None)
+        if cur:
+            s = cur.get(self)
+            if s is not None:
+                return s
+        return self._compute
+
+    @compute_stream.setter
+    def compute_stream(self, stream):
+        self._compute = stream
+
+    @property
+    def default_stream(self):
+        """The device's own compute stream, whatever stream is current."""
+        return self._compute
 
     def activate(self) -> None:
         """Make this device's primary context current on the calling thread (cheap when it already is)."""

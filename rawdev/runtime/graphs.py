@@ -97,7 +97,7 @@ class GraphPool:
             block, self.block = self.block, None
             alloc = self.rdev.allocator
             alloc.graph_pools[:] = [p for p in alloc.graph_pools if p is not self]
-            alloc.free(block.ptr, self.rdev.compute_stream.handle)
+            alloc.free(block.ptr, block.stream.handle)
 
     def __repr__(self):
         return f"<GraphPool {fmt_bytes(self.nbytes)}, {fmt_bytes(self.in_use())} in use>"
@@ -109,6 +109,7 @@ class CapturedGraph:
     def __init__(self, rdev):
         self.rdev = rdev
         self.graph = self.exec = self.pool = None
+        self.stream = rdev.compute_stream
         self.nodes = 0
 
     def begin(self, pool=None, pool_bytes=None, mode=0):
@@ -128,7 +129,8 @@ class CapturedGraph:
         self.pool.graphs += 1
         alloc.capture_pool = self.pool
         try:
-            call("cuStreamBeginCapture", rdev.compute_stream.handle, mode,
+            self.stream = rdev.compute_stream   # the current stream: the capture ends there whatever is current then
+            call("cuStreamBeginCapture", self.stream.handle, mode,
                  ctx=f"beginning a CUDA graph capture on {rdev}'s compute stream")
         except BaseException:
             alloc.capture_pool = None
@@ -139,7 +141,7 @@ class CapturedGraph:
         """Stop capturing; instantiate the graph. On failure nothing is kept and the error says why."""
         rdev, alloc = self.rdev, self.rdev.allocator
         try:
-            self.graph = call("cuStreamEndCapture", rdev.compute_stream.handle,
+            self.graph = call("cuStreamEndCapture", self.stream.handle,
                               ctx=f"ending the CUDA graph capture on {rdev}")
         except BaseException:
             alloc.capture_pool = None
@@ -166,7 +168,7 @@ class CapturedGraph:
 
     def _leave_capture(self):
         """Take the compute stream out of capture mode whatever happened, discarding what was captured."""
-        h = self.rdev.compute_stream.handle
+        h = self.stream.handle
         for _ in range(2):   # a failed cuStreamEndCapture may leave the stream capturing: try once more
             try:
                 if int(call("cuStreamIsCapturing", h, ctx="checking the capture state")) == 0:
