@@ -71,9 +71,19 @@ class Stream:
 
 
 def set_current_stream(device, stream):
-    """Make `stream` (a runtime Stream of `device`; None: the device's own compute stream) the one this thread
-    queues the device's launches, copies, memsets and allocations on. Returns the stream current before, for
-    restoring it."""
+    """Make `stream` the one this thread queues the device's launches, copies, memsets and allocations on.
+
+    Args:
+        device: the runtime Device.
+        stream: a runtime Stream of `device`, or None for the device's own compute stream.
+
+    Returns:
+        The stream set before (None: the device's own), to restore with another call.
+
+    Example:
+        >>> prev = set_current_stream(dev, side)   # doctest: +SKIP
+        >>> set_current_stream(dev, prev)          # doctest: +SKIP
+    """
     cur = getattr(_tls, "streams", None)
     if cur is None:
         cur = _tls.streams = {}
