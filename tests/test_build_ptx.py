@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from _refs import HANG_GUARD_S
+
 ROOT = Path(__file__).resolve().parent.parent
 PTX = ROOT / "ptx"
 MANIFEST = json.loads((PTX / "manifest.json").read_text())
@@ -22,7 +24,7 @@ def test_rebuild_matches_committed():
     if not found:
         pytest.skip("NVRTC 12.0 not installed (pip install nvidia-cuda-nvrtc-cu12==12.0.140)")
     res = subprocess.run([sys.executable, str(ROOT / "tools" / "build_ptx.py"), "--check"],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

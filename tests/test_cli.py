@@ -10,8 +10,10 @@ import pytest
 import rawdev
 from rawdev.cli import build_parser
 
+from _refs import HANG_GUARD_S
 
-def _rawdev(*args, env=None, cwd=None, timeout=300):
+
+def _rawdev(*args, env=None, cwd=None, timeout=HANG_GUARD_S):
     full = {k: v for k, v in os.environ.items() if k != "RAWDEV_DRIVER"}
     full.update(env or {})
     return subprocess.run([sys.executable, "-m", "rawdev.cli", *args], capture_output=True, text=True, env=full,
@@ -105,7 +107,7 @@ def test_memory_queries_answer_zero_without_cuda():
             "C.reset_peak_memory_stats(); C.empty_cache()\n"
             "print(C.memory_summary())\n")
     env = {k: v for k, v in os.environ.items() if k != "RAWDEV_DRIVER"}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
     assert p.returncode == 0, p.stderr
     first, *rest = p.stdout.splitlines()
     assert first == "False 0 0 0 0 {} {}"

@@ -211,3 +211,19 @@ def test_capturing_an_optimizer_that_counts_steps_on_the_host_is_refused(dev):
             opt.step()
     assert not rawdev.cuda.is_current_stream_capturing()
     opt.step()   # eager steps still work
+
+
+def test_a_module_moved_inside_a_capture_polls_no_event(dev):
+    """An arena upload inside a capture must not query the cached staging buffer's event (cuEventQuery is refused
+    during a global capture and invalidates it); the capture succeeds and the replay computes what eager does."""
+    first = _mlp(1).cuda()        # leaves a staging buffer cached, with the event of its copy
+    assert first is not None
+    late = _mlp(2)
+    ref = late(rawdev.ones(3, 6)).detach().numpy().astype(np.float64)
+    x = rawdev.ones(3, 6, device="cuda")
+    g = rawdev.cuda.CUDAGraph()
+    with rawdev.cuda.graph(g):
+        late.cuda()
+        y = late(x)
+    g.replay()
+    np.testing.assert_allclose(y.detach().cpu().numpy(), ref, rtol=1e-5, atol=1e-6)

@@ -313,7 +313,7 @@ def test_timeout():
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0\.3 seconds$"):
         next(it)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 3   # raised before the slow item (3 s) arrived, not after
     del it
     assert _no_children()
     with pytest.raises(ValueError, match="timeout option should be non-negative"):
@@ -427,7 +427,7 @@ def test_random_sampler_with_replacement_is_lazy():
     s = RandomSampler(ds, replacement=True, num_samples=10 ** 10, generator=rawdev.Generator().manual_seed(0))
     t0 = time.monotonic()
     first = list(itertools.islice(iter(s), 100))
-    assert time.monotonic() - t0 < 0.5
+    assert time.monotonic() - t0 < 60   # 10**10 indices drawn up front would take hours
     assert len(s) == 10 ** 10 and len(first) == 100 and set(first) <= set(range(7)) and len(set(first)) > 3
     assert list(RandomSampler(ds, replacement=True, num_samples=70, generator=rawdev.Generator().manual_seed(0)))[:32] \
         == first[:32]

@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
+from _refs import HANG_GUARD_S
 
-def _demo(*args, driver=None, timeout=300):
+
+def _demo(*args, driver=None, timeout=HANG_GUARD_S):
     env = dict(os.environ)
     env.pop("RAWDEV_DRIVER", None)
     if driver:

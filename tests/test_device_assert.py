@@ -19,6 +19,8 @@ from rawdev.ops import cuda as cuda_ops
 from rawdev.runtime import reset_for_tests
 from rawdev.sim.ptx import PtxModule
 
+from _refs import HANG_GUARD_S
+
 RNG = np.random.default_rng(7)
 COND = "Assertion `t >= 0 && t < n_classes` failed."
 
@@ -258,6 +260,6 @@ def test_on_a_real_gpu_in_a_subprocess():
             print("RAISED", e.code, e.name)
         """)
     env = dict(os.environ, RAWDEV_DRIVER="cuda")
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert "RAISED 710 CUDA_ERROR_ASSERT" in r.stdout, r.stdout + r.stderr
     assert "block: [0,0,0], thread: [32,0,0] Assertion `t >= 0 && t < n_classes` failed." in r.stderr + r.stdout

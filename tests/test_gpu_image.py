@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _refs import HANG_GUARD_S
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,7 +25,7 @@ def test_gpu_tests_collect_without_hypothesis(tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import hypothesis"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "No module named 'hypothesis'" in probe.stderr
     p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "-p", "no:cacheprovider",
-                        "-rs", "tests"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+                        "-rs", "tests"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-3000:]
     assert "error" not in out.splitlines()[-1].lower(), out[-3000:]

@@ -19,6 +19,8 @@ from rawdev.memtool import cli as memcli
 from rawdev.memtool import html as memhtml
 from rawdev.memtool import snapshot as memsnap
 
+from _refs import HANG_GUARD_S
+
 
 @pytest.fixture(autouse=True)
 def _no_history():
@@ -111,7 +113,7 @@ def snap_file(tmp_path_factory):
     out = d / "snap.json"
     env = dict(os.environ, RAWDEV_DRIVER="sim")
     r = subprocess.run([sys.executable, "-m", "rawdev.cli", "mem", "run", str(d / "train.py"), "--lr", "3",
-                        "--snapshot", str(out)], capture_output=True, text=True, env=env, timeout=300)
+                        "--snapshot", str(out)], capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stderr
     assert "args ['--lr', '3']" in r.stdout
     return out
@@ -206,7 +208,7 @@ def test_mem_show_html_renders_in_headless_chromium(snap_file, tmp_path):
         r = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                             "--disable-background-networking", "--disable-component-update", "--disable-sync",
                             f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1200,900",
-                            "--hide-scrollbars", page.as_uri()], capture_output=True, text=True, timeout=120)
+                            "--hide-scrollbars", page.as_uri()], capture_output=True, text=True, timeout=HANG_GUARD_S)
     if not shot.exists():
         pytest.skip(f"chromium could not take a screenshot here: {r.stderr.strip()[-300:]}")
     if os.environ.get("RAWDEV_KEEP_SCREENSHOT"):
@@ -250,7 +252,7 @@ def marked_snap(tmp_path_factory):
     (d / "fit_mlp.py").write_text(textwrap.dedent(MARKED))
     out = d / "fit_mlp.mem.json"
     r = subprocess.run([sys.executable, "-m", "rawdev.cli", "mem", "run", str(d / "fit_mlp.py")], capture_output=True,
-                       text=True, env=dict(os.environ, RAWDEV_DRIVER="sim"), timeout=300)
+                       text=True, env=dict(os.environ, RAWDEV_DRIVER="sim"), timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stderr
     return json.loads(out.read_text())
 

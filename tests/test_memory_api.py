@@ -14,6 +14,8 @@ from rawdev.errors import OutOfMemoryError
 from rawdev.runtime import memory as rm
 from rawdev.runtime import reset_for_tests
 
+from _refs import HANG_GUARD_S, pool_used_agrees
+
 HERE = os.path.basename(__file__)
 
 
@@ -30,13 +32,8 @@ def _sync(dev):
 
 
 def _agrees_with_pool(dev, n):
-    """rawdev's allocated bytes vs the pool's USED_MEM_CURRENT: equal on the simulator; a GPU's pool may count its
-    own rounding of each block, so there it is only bounded (never more than each live block rounded to 2 MiB)."""
-    used = dev.pool_attribute("used")
-    from rawdev.runtime import seam
-    if seam.driver_name() == "sim":
-        return used == n
-    return n <= used <= sum(-(-b.nbytes // (2 << 20)) * (2 << 20) for b in dev.allocator.live.values())
+    """rawdev's allocated bytes vs the pool's USED_MEM_CURRENT (see pool_used_agrees)."""
+    return pool_used_agrees(dev, n, len(dev.allocator.live))
 
 
 def test_figures_agree_with_the_pool(dev):
@@ -248,7 +245,7 @@ def test_leak_check_names_the_leaked_tensor(tmp_path, mode):
     script = tmp_path / "leaky.py"
     script.write_text(textwrap.dedent(LEAKY))
     env = dict(os.environ, RAWDEV_DRIVER="sim", RAWDEV_LEAK_CHECK=mode)
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stderr
     assert "rawdev leak check: 1 block(s), 4.0 KiB still live on cuda:0 at exit" in r.stderr
     assert "tensor at leaky.py:8  (held by global cache of __main__)" in r.stderr
@@ -262,7 +259,7 @@ def test_leak_check_quiet_when_clean(tmp_path):
     script.write_text("from rawdev.runtime import get_device, memory\n"
                       "b = memory.DeviceBuffer.alloc(get_device(0), 64)\nb.free()\n")
     env = dict(os.environ, RAWDEV_DRIVER="sim", RAWDEV_LEAK_CHECK="1")
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
     assert "no device memory left allocated" in r.stderr
 
 

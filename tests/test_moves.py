@@ -173,7 +173,8 @@ def test_injected_failure_at_each_call_leaves_module_unchanged(dev, fn):
     assert snapshot(m) == before
 
 
-@pytest.mark.parametrize("fn", ["cuMemHostAlloc", "cuMemcpyDtoHAsync", "cuEventRecord", "cuStreamWaitEvent"])
+# (the copy back runs on the compute stream, after its work in stream order: no cross-stream wait to fail)
+@pytest.mark.parametrize("fn", ["cuMemHostAlloc", "cuMemcpyDtoHAsync", "cuEventRecord"])
 def test_injected_failure_moving_back_leaves_module_on_device(dev, fn):
     m = mlp()
     before = snapshot(m)

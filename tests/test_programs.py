@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from _refs import HANG_GUARD_S
 from conftest import real_gpu
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ CHECKS = {
 }
 
 
-def run_program(name, driver, tmp_path, timeout=900):
+def run_program(name, driver, tmp_path, timeout=HANG_GUARD_S):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAWDEV_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     if driver == "cpu":

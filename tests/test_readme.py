@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from _refs import HANG_GUARD_S
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -29,6 +31,6 @@ def test_readme_example_runs(driver, device):
             pytest.skip("a real GPU is present: auto picks it")
     env = {**os.environ, "RAWDEV_DRIVER": "sim" if driver == "sim" else "auto"}
     p = subprocess.run([sys.executable, "-c", readme_example() + check], capture_output=True, text=True,
-                       timeout=120, env=env)
+                       timeout=HANG_GUARD_S, env=env)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["device", device, device, device]

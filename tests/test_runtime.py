@@ -10,6 +10,8 @@ from cuda.bindings.driver import CUresult
 from rawdev.errors import CudaError, IllegalAddressError, OutOfMemoryError
 from rawdev.runtime import Stream, kernels, memory, seam, trace
 
+from _refs import HANG_GUARD_S
+
 ROOT = Path(__file__).resolve().parents[1]
 rng = np.random.default_rng()
 
@@ -202,7 +204,7 @@ def test_bad_ptx_shows_the_jit_log(driver, dev):
 
 def run_py(code, **env):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **env}, timeout=120)
+                          env={**os.environ, **env}, timeout=HANG_GUARD_S)
 
 
 def test_no_driver_is_one_line_naming_the_simulator():
@@ -227,17 +229,17 @@ def test_wheel_installs_and_launches_on_the_simulator(tmp_path):
     a fresh venv that sees no other site-packages (the base interpreter's included), launch from elsewhere."""
     wheel_dir = tmp_path / "wheel"
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                        str(wheel_dir), str(ROOT)], capture_output=True, text=True, timeout=600)
+                        str(wheel_dir), str(ROOT)], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert p.returncode == 0, p.stderr
     wheel = next(wheel_dir.glob("rawdev-*.whl"))
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=HANG_GUARD_S)
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
     py = venv / "bin" / "python"
     env = {**os.environ, "RAWDEV_DRIVER": "sim", "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
     env.pop("VIRTUAL_ENV", None)
     p = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True,
-                       timeout=600, env=env)
+                       timeout=HANG_GUARD_S, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     code = ("import sys, rawdev, numpy as np; from rawdev.runtime import get_device, kernels, memory\n"
             "assert rawdev.__file__.startswith(sys.prefix), (rawdev.__file__, sys.prefix)\n"
@@ -248,12 +250,13 @@ def test_wheel_installs_and_launches_on_the_simulator(tmp_path):
             "o = np.empty_like(x); memory.copy_dtoh(o, b.ptr, 20); print(o.tolist())\n"
             "from rawdev.data import load_digits; X, y = load_digits(); assert X.shape == (1797, 64), X.shape\n"
             "import importlib.util; print('cuda.core' if importlib.util.find_spec('cuda.core') else 'no cuda.core')")
-    p = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    p = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=HANG_GUARD_S,
+                       env=env)
     assert p.returncode == 0, p.stderr
     # cuda-bindings is the dependency, not the cuda-python meta-package (which would bring cuda-core)
     assert p.stdout.splitlines() == ["[0.0, 2.0, 4.0, 6.0, 8.0]", "no cuda.core"], p.stdout
     p = subprocess.run([str(venv / "bin" / "rawdev"), "selfcheck", "--device", "sim"], capture_output=True, text=True,
-                       cwd=tmp_path, timeout=300, env=env)
+                       cwd=tmp_path, timeout=HANG_GUARD_S, env=env)
     assert p.returncode == 0, p.stderr
     assert "driver: sim" in p.stdout and p.stdout.rstrip().endswith("OK")
 
@@ -269,7 +272,7 @@ def test_ptx_found_in_a_source_checkout_without_install():
             "assert importlib.util.find_spec('rawdev._ptx') is None, 'an installed rawdev._ptx is visible'\n"
             "from rawdev.runtime import kernels\n"
             "print(kernels.ptx_files()); print(len(kernels.manifest()))\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S,
                        env={**os.environ, "PYTHONPATH": ""})
     assert p.returncode == 0, p.stderr
     folder, n = p.stdout.split()
@@ -278,7 +281,7 @@ def test_ptx_found_in_a_source_checkout_without_install():
 
 def test_selfcheck_command_on_the_simulator():
     p = subprocess.run([sys.executable, "-m", "rawdev.cli", "selfcheck", "--device", "sim"], capture_output=True,
-                       text=True, timeout=120, cwd=ROOT)
+                       text=True, timeout=HANG_GUARD_S, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert "driver: sim" in p.stdout and "cuLaunchKernel" in p.stdout and p.stdout.rstrip().endswith("OK")
 
@@ -293,7 +296,7 @@ def test_use_driver_sim_after_auto_found_no_gpu():
     from conftest import real_gpu
     if real_gpu() is None:
         pytest.skip("a real GPU is present: auto picks it")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S,
                        env={**os.environ, "RAWDEV_DRIVER": "auto"})
     assert p.returncode == 0, p.stderr
     assert "rawdev already uses the 'sim' driver" in p.stdout

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from _refs import HANG_GUARD_S
+
 SNIPPET = textwrap.dedent("""
     import rawdev as torch
     import rawdev.nn as nn
@@ -51,7 +53,8 @@ SNIPPET = textwrap.dedent("""
 
 def _run(env_driver):
     env = dict(os.environ, RAWDEV_DRIVER=env_driver)
-    return subprocess.run([sys.executable, "-c", SNIPPET], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", SNIPPET], env=env, capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
 
 
 def test_seed_snippet_on_the_simulator():

@@ -24,8 +24,9 @@ def ok(res):
 @pytest.fixture(autouse=True)
 def gpu(monkeypatch):
     """A power-on simulated GPU with the primary context of device 0 current on this thread."""
+    # the default (eager) schedule: these tests pin its query behaviour (tests/test_sim_schedule.py the others')
     for k in ("RAWDEV_SIM_MEMORY", "RAWDEV_SIM_DEVICES", "RAWDEV_SIM_DRIVER_VERSION", "RAWDEV_SIM_CC",
-              "RAWDEV_SIM_FRESH"):
+              "RAWDEV_SIM_FRESH", "RAWDEV_SIM_SCHEDULE"):
         monkeypatch.delenv(k, raising=False)
     sim.reset()
     ok(sim.cuInit(0))

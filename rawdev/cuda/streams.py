@@ -1,19 +1,16 @@
 """torch.cuda's Stream, Event, stream(), current_stream() and default_stream(), and get_device_properties,
 over rawdev's runtime streams and events.
 
-Where rawdev's work runs: every op rawdev launches goes to its device's compute stream (and host<->device copies
-to its copy stream, ordered by events). `current_stream()` and `default_stream()` return that compute stream,
-so `Event.record()` / `elapsed_time()` time exactly the work a program queued — the usual way GPU code measures
-a kernel. A `Stream()` a program creates is a real CUDA stream (query, synchronize, wait_stream, wait_event,
-record_event all act on it), but `with torch.cuda.stream(s):` does not move rawdev's launches onto it: they stay
-on the compute stream, which runs them in program order. That is one valid schedule of any correctly
-synchronized multi-stream program (only the overlap is lost), and rawdev says so once.
+Where rawdev's work runs: on the current stream of its device, per thread. That is the device's compute stream
+(`default_stream()`) unless a `with torch.cuda.stream(s):` block made s current: then launches, copies, memsets
+and allocations go to s, as in PyTorch. Cross-stream order is the program's business (`wait_stream`, events,
+`synchronize`), and a tensor used on a stream other than the one it was allocated on should be recorded there
+(`Tensor.record_stream(s)`) so the caching pool does not reuse its memory before s is done with it.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
-import warnings
 from typing import Any
 
 __all__ = ["Stream", "Event", "stream", "current_stream", "default_stream", "get_device_properties",
@@ -27,7 +24,7 @@ def _device(device=None):
 
 class Stream:
     """A CUDA stream (torch.cuda.Stream). Stream() makes a new non-blocking stream on the current device;
-    current_stream() wraps the compute stream rawdev queues its work on.
+    current_stream() wraps the stream rawdev queues this thread's work on.
 
     Example:
         >>> s = torch.cuda.Stream()
@@ -148,36 +145,38 @@ class Event:
 
 
 def current_stream(device: Any = None) -> Stream:
-    """The stream rawdev queues the device's work on (its compute stream)."""
+    """The stream this thread queues the device's work on: the one a `with rawdev.cuda.stream(s):` block made
+    current, else the device's default stream."""
     dev = _device(device)
     return Stream(dev.index, _runtime=dev.compute_stream)
 
 
 def default_stream(device: Any = None) -> Stream:
-    """The device's default stream for rawdev's work: the same compute stream as current_stream()."""
-    return current_stream(device)
-
-
-_told = False
+    """The device's default stream for rawdev's work (its own compute stream), whatever stream is current."""
+    dev = _device(device)
+    return Stream(dev.index, _runtime=dev.default_stream)
 
 
 class StreamContext(contextlib.AbstractContextManager):
-    """`with torch.cuda.stream(s):` — accepted; rawdev's launches stay on the compute stream (see the module
-    notes), so the block runs in program order with the rest."""
+    """`with torch.cuda.stream(s):` — inside the block, this thread's launches, copies, memsets and allocations on
+    s's device go to s and current_stream() returns it; on exit the stream current before is back. None: no-op."""
 
     def __init__(self, stream: Stream | None) -> None:
         self.stream = stream
+        self._prev: list = []
 
     def __enter__(self) -> StreamContext:
-        global _told
-        if self.stream is not None and not _told and self.stream != current_stream(self.stream.device):
-            _told = True
-            warnings.warn("rawdev: work inside torch.cuda.stream(s) still runs on the device's compute stream "
-                          "(in program order, which any correctly synchronized program allows); s itself is a "
-                          "real stream for wait_stream/record_event/synchronize", UserWarning, stacklevel=2)
+        if self.stream is not None:
+            from ..runtime.device import set_current_stream
+            rt = self.stream._rt
+            self._prev.append((rt.device, set_current_stream(rt.device, rt)))
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.stream is not None and self._prev:
+            from ..runtime.device import set_current_stream
+            dev, prev = self._prev.pop()
+            set_current_stream(dev, prev)
         return None
 
 

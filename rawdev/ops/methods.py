@@ -106,12 +106,27 @@ def _new(self, *args, **kwargs):
 
 
 def _record_stream(self, stream):
-    """PyTorch's Tensor.record_stream: keep the memory from reuse until `stream`'s queued work is done. A no-op in
-    rawdev: every op launches on the device's compute stream (a `with rawdev.cuda.stream(s):` block keeps it there),
-    and the pool frees in that stream's order, so no other stream can still be reading a tensor when it is
-    freed. (DeviceLoader orders its own copy stream.)"""
+    """PyTorch's Tensor.record_stream: the tensor's memory is used on `stream` too, so it is not reused before the
+    work queued on `stream` (up to when the tensor is freed) is done. The caching pool frees a block in its
+    allocation stream's order; with streams recorded, the free first waits for an event on each of them.
+
+    Args:
+        stream: a rawdev.cuda.Stream of the tensor's device.
+
+    Example:
+        >>> s = rawdev.cuda.Stream()
+        >>> with rawdev.cuda.stream(s):
+        ...     y = x * 2          # x was made on the default stream, used on s
+        >>> x.record_stream(s)
+    """
     if not self.is_cuda:
         raise RuntimeError("record_stream is only supported for CUDA tensors")
+    block = getattr(self._buf, "block", None)
+    rt = getattr(stream, "_rt", None)
+    if rt is None:
+        raise TypeError(f"record_stream(): argument 'stream' must be Stream, not {type(stream).__name__}")
+    if block is not None and rt is not block.stream and rt not in block.used_on:
+        block.used_on.append(rt)
 
 
 def _share_memory_(self):

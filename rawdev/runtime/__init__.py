@@ -20,10 +20,14 @@ def is_available():
 def reset_for_tests(name):
     """Forget the chosen driver, opened devices and loaded modules, then choose `name` (tests only).
 
-    With the simulator, the simulated GPU goes back to its power-on state too. On the real driver the primary
-    contexts survive (rawdev never releases them), and so do the modules loaded into them: not JITed again.
+    With the simulator, the simulated GPU goes back to its power-on state too. On the real driver each opened
+    device's queued frees are issued and its pool and streams destroyed (one test after another would otherwise
+    pile up a pool per test); the primary contexts survive (rawdev never releases them), and so do the modules
+    loaded into them: not JITed again.
     """
     from . import device, kernels
+    if seam._name == "cuda":   # the GPU keeps running: give back each device's pool and streams first
+        device._close_devices()
     device._forget_devices()
     kernels._forget_modules(contexts_survive=name == "cuda" and seam._name == "cuda")
     seam._reset_for_tests()

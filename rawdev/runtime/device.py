@@ -70,6 +70,33 @@ class Stream:
         return f"<Stream {self.label} of {self.device}>"
 
 
+def set_current_stream(device, stream):
+    """Make `stream` the one this thread queues the device's launches, copies, memsets and allocations on.
+
+    Args:
+        device: the runtime Device.
+        stream: a runtime Stream of `device`, or None for the device's own compute stream.
+
+    Returns:
+        The stream set before (None: the device's own), to restore with another call.
+
+    Example:
+        >>> prev = set_current_stream(dev, side)   # doctest: +SKIP
+        >>> set_current_stream(dev, prev)          # doctest: +SKIP
+    """
+    cur = getattr(_tls, "streams", None)
+    if cur is None:
+        cur = _tls.streams = {}
+    prev = cur.get(device)
+    if stream is None or stream is device.default_stream:
+        cur.pop(device, None)
+    else:
+        if stream.device is not device:
+            raise ValueError(f"{stream!r} is not a stream of {device}")
+        cur[device] = stream
+    return prev
+
+
 def wait_foreign_stream(device, handle, event):
     """Make a stream rawdev does not own (another library's, by its int handle; 0 = the legacy default
     stream) wait for `event`: how a DLPack export orders the consumer after rawdev's work."""
@@ -194,6 +221,26 @@ class Device:
              cuuint64_t(2**64 - 1), ctx="setting the pool's release threshold")
         return pool
 
+    @property
+    def compute_stream(self):
+        """The stream this thread queues the device's work on: the one a `rawdev.cuda.stream(s)` block made current
+        (set_current_stream), else the device's own compute stream (default_stream)."""
+        cur = getattr(_tls, "streams", None)
+        if cur:
+            s = cur.get(self)
+            if s is not None:
+                return s
+        return self._compute
+
+    @compute_stream.setter
+    def compute_stream(self, stream):
+        self._compute = stream
+
+    @property
+    def default_stream(self):
+        """The device's own compute stream, whatever stream is current."""
+        return self._compute
+
     def activate(self) -> None:
         """Make this device's primary context current on the calling thread (cheap when it already is)."""
         if getattr(_tls, "ctx", None) is not self:
@@ -265,6 +312,34 @@ def get_device(index=0):
                                         f"{n} device(s)")
                 dev = _devices[index] = Device(index)
     return dev
+
+
+def _close_devices():
+    """Give back what every opened Device holds on a driver that keeps running (tests: reset_for_tests("cuda")
+    between ~1,800 GPU tests): its queued frees issued, its streams and pool destroyed. The primary context stays
+    retained, so the modules loaded into it survive. Best effort: a device in a sticky error still lets go."""
+    from ..errors import CudaError
+    for dev in list(_devices.values()):
+        try:
+            dev.synchronize()          # queued work done: held staging released, queued frees issued
+            dev.allocator.kept.clear()
+            dev.allocator.flush()
+            dev.synchronize()          # the frees land before the pool goes
+        except CudaError:
+            pass
+        for s in (dev.copy_stream, dev.compute_stream):
+            if s is not None:
+                try:
+                    call("cuStreamDestroy", s.handle, ctx=f"closing the {s.label} stream")
+                except CudaError:
+                    pass
+                seam.stream_names.pop(s._int, None)
+        if dev.pool is not None:
+            try:   # blocks still held by tensors of earlier tests go back to the driver as those are freed
+                call("cuMemPoolDestroy", dev.pool, ctx=f"destroying the pool of cuda:{dev.index}")
+            except CudaError:
+                pass
+        dev.pool = dev.compute_stream = dev.copy_stream = None
 
 
 def _forget_devices():

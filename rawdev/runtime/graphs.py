@@ -18,6 +18,7 @@ import os
 import threading
 
 from ..errors import CudaError
+from . import kernels
 from .memory import align
 from .seam import call
 from .trace import fmt_bytes
@@ -43,6 +44,7 @@ class GraphPool:
         self.free_ranges = [(0, self.nbytes)]       # sorted (offset, nbytes)
         self.taken = {}                             # ptr -> (offset, nbytes)
         self.graphs, self.closed = 0, False         # graphs that still use it; no graph will any more
+        self.held = []                              # host buffers the captured copies read at every replay
         self.lock = threading.Lock()
         rdev.allocator.graph_pools.append(self)
 
@@ -95,7 +97,7 @@ class GraphPool:
             block, self.block = self.block, None
             alloc = self.rdev.allocator
             alloc.graph_pools[:] = [p for p in alloc.graph_pools if p is not self]
-            alloc.free(block.ptr, self.rdev.compute_stream.handle)
+            alloc.free(block.ptr, block.stream.handle)
 
     def __repr__(self):
         return f"<GraphPool {fmt_bytes(self.nbytes)}, {fmt_bytes(self.in_use())} in use>"
@@ -107,6 +109,7 @@ class CapturedGraph:
     def __init__(self, rdev):
         self.rdev = rdev
         self.graph = self.exec = self.pool = None
+        self.stream = rdev.compute_stream
         self.nodes = 0
 
     def begin(self, pool=None, pool_bytes=None, mode=0):
@@ -117,13 +120,17 @@ class CapturedGraph:
         if alloc.capture_pool is not None:
             raise RuntimeError(f"a CUDA graph capture is already under way on {rdev}")
         rdev.activate()
+        # Every module the captured work may need is loaded first: a module load during the capture would be
+        # refused and invalidate it, and which kernels run must not depend on what ran before.
+        kernels.load_all(rdev)
         rdev.synchronize()   # as PyTorch's capture_begin: no earlier work is pending when the capture starts
         alloc.flush()
         self.pool = pool if pool is not None else GraphPool(rdev, pool_bytes or DEFAULT_POOL_BYTES)
         self.pool.graphs += 1
         alloc.capture_pool = self.pool
         try:
-            call("cuStreamBeginCapture", rdev.compute_stream.handle, mode,
+            self.stream = rdev.compute_stream   # the current stream: the capture ends there whatever is current then
+            call("cuStreamBeginCapture", self.stream.handle, mode,
                  ctx=f"beginning a CUDA graph capture on {rdev}'s compute stream")
         except BaseException:
             alloc.capture_pool = None
@@ -134,7 +141,7 @@ class CapturedGraph:
         """Stop capturing; instantiate the graph. On failure nothing is kept and the error says why."""
         rdev, alloc = self.rdev, self.rdev.allocator
         try:
-            self.graph = call("cuStreamEndCapture", rdev.compute_stream.handle,
+            self.graph = call("cuStreamEndCapture", self.stream.handle,
                               ctx=f"ending the CUDA graph capture on {rdev}")
         except BaseException:
             alloc.capture_pool = None
@@ -161,7 +168,7 @@ class CapturedGraph:
 
     def _leave_capture(self):
         """Take the compute stream out of capture mode whatever happened, discarding what was captured."""
-        h = self.rdev.compute_stream.handle
+        h = self.stream.handle
         for _ in range(2):   # a failed cuStreamEndCapture may leave the stream capturing: try once more
             try:
                 if int(call("cuStreamIsCapturing", h, ctx="checking the capture state")) == 0:

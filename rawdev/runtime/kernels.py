@@ -266,6 +266,32 @@ def get_kernel(device, name):
     return k
 
 
+def load_all(device):
+    """Load every shipped PTX file `device` can run and find each of its kernels, unless done already.
+
+    A CUDA graph capture calls this before it begins: during a global-mode capture the driver refuses a module
+    load (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and invalidates the capture, so the captured work must find every
+    kernel it may launch loaded, whatever ran before. Loading all of them is a one-time cost per context: on a
+    GPU the JIT cache makes it cheap after the first run; the simulator keeps its decoded PTX for the process.
+
+    Args:
+        device: the runtime Device.
+
+    Returns:
+        The number of kernels now ready on `device`.
+
+    Example:
+        >>> load_all(get_device(0))   # doctest: +SKIP
+        305
+    """
+    n = 0
+    for name in manifest():
+        if runs_on(device, name):
+            get_kernel(device, name)
+            n += 1
+    return n
+
+
 def _forget_modules(contexts_survive=False):
     """Forget the KernelModule objects (they point at Device objects about to be dropped). The loaded modules
     themselves are remembered while the contexts they live in survive (the real driver's primary contexts are

@@ -45,10 +45,11 @@ def user_site():
 
 class Block:
     """One live device allocation, as the allocation table sees it."""
-    __slots__ = ("ptr", "nbytes", "stream", "owner", "parts", "stack", "time", "free_error")
+    __slots__ = ("ptr", "nbytes", "stream", "owner", "parts", "stack", "time", "free_error", "used_on")
 
     def __init__(self, ptr, nbytes, stream, owner, stack):
         self.ptr, self.nbytes, self.stream, self.owner = ptr, nbytes, stream, owner
+        self.used_on = []   # other streams that use it (Tensor.record_stream): its free waits for their work
         self.parts, self.stack, self.time = [], stack, time.time()
         self.free_error = None   # "CUDA_ERROR_…: …" when a cuMemFreeAsync of this block failed (it is still held)
 
@@ -147,6 +148,14 @@ class Allocator:
         with self.lock:
             block = self.live.get(ptr)
             try:
+                if block is not None and block.used_on:   # record_stream: no reuse before those streams are done
+                    for other in block.used_on:
+                        if other._int != int(stream_handle) and other.device is self.device:
+                            ev = other.record_event()   # held until the wait is queued
+                            call("cuStreamWaitEvent", stream_handle, ev.handle, 0,
+                                 ctx=f"ordering a free after the {other.label} stream's use of it",
+                                 stream=stream_handle)
+                    block.used_on = []
                 call("cuMemFreeAsync", ptr, stream_handle,
                      ctx=lambda: f"freeing {fmt_bytes(block.nbytes) if block else ''} "
                      f"of {block.owner if block else 'memory'} on {self.device}",
@@ -431,8 +440,14 @@ def memset_d32(ptr, value, count, stream):
 
 def keep_alive(stream, *objs, event=None):
     """Hold objs (staging buffers, source arrays) until the work queued so far on `stream` has completed
-    (`event`: one the caller just recorded there, so as not to record a second at the same point)."""
-    stream.device.allocator.kept.append((event or stream.record_event(), objs))
+    (`event`: one the caller just recorded there, so as not to record a second at the same point).
+    While a CUDA graph is captured the copies are graph nodes that every replay runs again: objs then live as long
+    as the graph's private pool (no event of a capture may be queried)."""
+    alloc = stream.device.allocator
+    if alloc.capture_pool is not None:
+        alloc.capture_pool.held.extend(objs)
+        return
+    alloc.kept.append((event or stream.record_event(), objs))
 
 
 def pool_used(device):

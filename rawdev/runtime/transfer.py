@@ -10,7 +10,8 @@ nbytes, name) ranges, and a description of each part for error messages.
                      cuMemcpyHtoDAsync on the copy stream between events. All-or-nothing: on any failure
                      it frees what it made and raises with what it was doing.
 - `download_ranges`: ranges of device buffers back to the host: nearby ranges of one buffer merged, one
-                     cuMemcpyDtoHAsync per merged span into one pinned buffer per device.
+                     cuMemcpyDtoHAsync per merged span into one pinned buffer per device, on the current
+                     (compute) stream, so later work there is ordered after the copy.
 
 Lifetimes: the staging buffer, the source arrays and the source device buffers are handed to
 memory.keep_alive on the copy stream, so they live until the copy is known complete; that is what
@@ -41,9 +42,16 @@ STAGING_CACHE_MAX = int(os.environ.get("RAWDEV_STAGING_CACHE_BYTES", str(2 << 30
 _staging: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # runtime Device -> (PinnedBuffer, Event | None)
 
 
+def _capturing(rdev):
+    from .graphs import capturing
+    return capturing(rdev.index)
+
+
 def _acquire_staging(rdev, nbytes, owner):
     entry = _staging.get(rdev)
-    if entry is not None:
+    # While a CUDA graph is captured no event may be queried (the driver refuses it and invalidates the capture):
+    # the cached buffer is not offered then, a new one is made.
+    if entry is not None and not _capturing(rdev):
         buf, ev = entry
         if buf.nbytes >= nbytes and (ev is None or ev.query()):
             del _staging[rdev]
@@ -54,8 +62,8 @@ def _acquire_staging(rdev, nbytes, owner):
 def _offer_staging(rdev, buf, ev=None):
     """Keep buf for the next transfer (ev: the event after its last copy). A buffer not kept is dropped; one
     still being copied from is held by memory.keep_alive until its copy completes."""
-    if not 0 < buf.nbytes <= STAGING_CACHE_MAX:
-        return
+    if not 0 < buf.nbytes <= STAGING_CACHE_MAX or _capturing(rdev):
+        return   # too big, or read by a captured copy at every replay of its graph: never handed out again
     entry = _staging.get(rdev)
     if entry is None or entry[0].nbytes <= buf.nbytes:
         _staging[rdev] = (buf, ev)
@@ -254,21 +262,23 @@ def _download_one_device(rdev, ranges, idx, owner, non_blocking, describe, conte
         # Non-blocking: the results will live in this buffer, so it is their own (never a cached one).
         staging = memory.PinnedBuffer(total, owner=f"{owner} on the host") if non_blocking else \
             _acquire_staging(rdev, total, f"staging for {owner}")
-        step = "ordering the copy stream after the compute stream"
-        rdev.copy_stream.wait_event(rdev.compute_stream.record_event())
+        # On the current (compute) stream, as PyTorch issues it: work queued after the copy (an in-place update of
+        # the source, a kernel reusing its freed memory) is then ordered after it. On a side copy stream nothing
+        # would make later compute work wait for a non-blocking copy.
+        stream = rdev.compute_stream
         for (buf, lo, hi, its), soff in zip(spans, layout):
             if hi > lo:
                 step = f"copying {fmt_bytes(hi - lo)} holding {', '.join(describe(i) for i in its[:3])} to the host"
-                memory.copy_dtoh(staging.ptr + soff, buf.ptr + lo, hi - lo, stream=rdev.copy_stream,
+                memory.copy_dtoh(staging.ptr + soff, buf.ptr + lo, hi - lo, stream=stream,
                                  owner=ranges[its[0]][3] if len(its) == 1 else owner)
         step = "recording the copy's completion event"
-        done = rdev.copy_stream.record_event()
+        done = stream.record_event()
         # The source device buffers must outlive the copy even when their owners move on.
-        memory.keep_alive(rdev.copy_stream, *[s[0] for s in spans], event=done)
+        memory.keep_alive(stream, *[s[0] for s in spans], event=done)
     except BaseException as e:
         if staging is not None:
             try:
-                rdev.copy_stream.synchronize()
+                rdev.compute_stream.synchronize()
             except Exception:
                 pass
             staging.free()

@@ -78,6 +78,18 @@ RAWDEV_SIM_FRESH (0xff: the byte new pool blocks are filled with, so reading mem
 NaN/-1 as it gives garbage on a GPU; "zero" for zero-filled blocks), and the driver's own
 CUDA_LAUNCH_BLOCKING (1: cuLaunchKernel runs the kernel's stream before it returns, and returns the kernel's
 fault). Module globals start at zero, as in CUDA.
+
+Scheduling (RAWDEV_SIM_SCHEDULE, read at every reset()): ``eager`` (default) runs queued work when something
+waits for it, and a query (cuStreamQuery/cuEventQuery/cuEventElapsedTime) that finds work pending runs it, so
+the next query succeeds; ``lazy`` never runs work for a query: work runs only when something waits for it;
+``random:SEED`` is lazy and, whenever work runs, interleaves the streams one op at a time in a random order the
+stream semantics allow (and may run work nothing waits for yet), from a generator seeded at every reset(), so a
+missing dependency shows up as wrong data and a seed replays its order.
+
+Stream capture: during a global-mode capture (on any thread) or a thread-local one begun on the calling thread,
+the "potentially unsafe" calls are refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate the
+capture, as the driver does: cuModuleLoadDataEx, cuStreamQuery, cuEventQuery, cuStreamSynchronize,
+cuEventSynchronize, cuCtxSynchronize. A relaxed-mode capture allows them.
 """
 
 from __future__ import annotations
@@ -88,6 +100,7 @@ import ctypes
 import functools
 import itertools
 import os
+import random
 import re
 import threading
 import time
@@ -140,7 +153,21 @@ def _config():
                 version=int(os.environ.get("RAWDEV_SIM_DRIVER_VERSION", "12080")),
                 fresh=_parse_fill(os.environ.get("RAWDEV_SIM_FRESH", "0xff")),
                 launch_blocking=os.environ.get("CUDA_LAUNCH_BLOCKING", "0").strip() == "1",
-                cc=(int(cc[0]), int(cc[1]) if len(cc) > 1 else 0))
+                cc=(int(cc[0]), int(cc[1]) if len(cc) > 1 else 0),
+                schedule=_parse_schedule(os.environ.get("RAWDEV_SIM_SCHEDULE", "eager")))
+
+
+def _parse_schedule(s):
+    """RAWDEV_SIM_SCHEDULE: ("eager", None), ("lazy", None) or ("random", seed)."""
+    s = s.strip().lower() or "eager"
+    if s in ("eager", "lazy"):
+        return s, None
+    if s.startswith("random:"):
+        try:
+            return "random", int(s.split(":", 1)[1], 0)
+        except ValueError:
+            pass
+    raise ValueError(f"RAWDEV_SIM_SCHEDULE={s!r}: expected eager, lazy or random:SEED (an integer)")
 
 
 # max PTX ISA each driver release JITs (CUDA 12.6 shipped ISA 8.5; 12.7 was never released)
@@ -315,6 +342,9 @@ class Func:
 class _State:
     def __init__(self):
         self.cfg = _config()
+        mode, seed = self.cfg["schedule"]
+        self.lazy = mode != "eager"           # queries never run pending work
+        self.rng = random.Random(seed) if mode == "random" else None   # picks among the orders streams allow
         self.gen = next(_generations)
         self.base = BASE_ADDRESS + (self.gen - 1) % 4096 * GEN_SPAN
         self.initialized = False
@@ -575,9 +605,44 @@ def _run(targets):
     stack = list(targets)
     _S.running += 1
     try:
-        _drain(stack)
+        if _S.rng is None:
+            _drain(stack)
+        else:
+            _drain_random(stack, _S.rng)
     finally:
         _S.running -= 1
+
+
+def _drain_random(targets, rng):
+    """RAWDEV_SIM_SCHEDULE=random: run what the targets need one op at a time, each time picking at random among
+    the streams whose next op is ready (its dependencies ran), so independent streams interleave in any order the
+    stream semantics allow. Work queued on other streams of the device that nothing waits for yet may run too
+    (a GPU runs queued work whenever it likes): each such stream joins the run with probability 1/2."""
+    goal = {}
+    for s, k in targets:
+        goal[s] = max(goal.get(s, -1), k)
+    devs = {s.dev for s in goal}
+    for dev in devs:
+        for s in _all_streams(dev):
+            if s not in goal and s.q and rng.random() < 0.5:
+                goal[s] = rng.choice(list(s.q)).seq
+    while True:
+        ready = []
+        for s, k in list(goal.items()):
+            if not s.q or s.q[0].seq > k:
+                del goal[s]
+                continue
+            pending = [(d, j) for d, j in _deps(s.q[0]) if d.q and d.q[0].seq <= j]
+            if pending:
+                for d, j in pending:
+                    goal[d] = max(goal.get(d, -1), j)
+            else:
+                ready.append(s)
+        if not goal:
+            return
+        if ready:
+            s = ready[rng.randrange(len(ready))]
+            _execute(s.q.popleft())
 
 
 def _drain(stack):
@@ -782,6 +847,7 @@ def cuStreamDestroy(hStream):
 def cuStreamSynchronize(hStream):
     s = _stream(hStream)
     _not_while_capturing(s, "cuStreamSynchronize")
+    _unsafe_while_capturing("cuStreamSynchronize")
     _run([(s, float("inf"))])
     _sync_point(s.dev)
 
@@ -790,8 +856,10 @@ def cuStreamSynchronize(hStream):
 def cuStreamQuery(hStream):
     s = _stream(hStream)
     _not_while_capturing(s, "cuStreamQuery")
+    _unsafe_while_capturing("cuStreamQuery")
     if _pending(s):
-        _run([(s, float("inf"))])  # run it now so that the next query says SUCCESS
+        if not _S.lazy:
+            _run([(s, float("inf"))])  # eager: run it now so that the next query says SUCCESS
         raise _Err(R.CUDA_ERROR_NOT_READY)
 
 
@@ -867,6 +935,7 @@ def _event_pending(e):
 def cuEventSynchronize(hEvent):
     e = _event(hEvent)
     _not_captured(e, "cuEventSynchronize")
+    _unsafe_while_capturing("cuEventSynchronize")
     if _event_pending(e):
         _run([e.rec[:2]])
         _sync_point(e.rec[0].dev)
@@ -876,8 +945,10 @@ def cuEventSynchronize(hEvent):
 def cuEventQuery(hEvent):
     e = _event(hEvent)
     _not_captured(e, "cuEventQuery")
+    _unsafe_while_capturing("cuEventQuery")
     if _event_pending(e):
-        _run([e.rec[:2]])
+        if not _S.lazy:
+            _run([e.rec[:2]])
         raise _Err(R.CUDA_ERROR_NOT_READY)
 
 
@@ -889,7 +960,8 @@ def cuEventElapsedTime(hStart, hEnd):
     if (a.flags | b.flags) & 2:
         raise _Err(R.CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime: an event was created with CU_EVENT_DISABLE_TIMING")
     if not (a.done and b.done):
-        _run([x.rec[:2] for x in (a, b) if not x.done])
+        if not _S.lazy:
+            _run([x.rec[:2] for x in (a, b) if not x.done])
         raise _Err(R.CUDA_ERROR_NOT_READY)
     return float(b.t - a.t)
 
@@ -1305,6 +1377,7 @@ def _write_log(addr, size, text):
 
 @_api(nout=1)
 def cuModuleLoadDataEx(image, numOptions, options, optionValues):
+    _unsafe_while_capturing("cuModuleLoadDataEx")
     opts = _enum_list(options, _J, "options")
     vals = list(optionValues or [])
     if _int(numOptions, "numOptions") > len(opts) or len(vals) < len(opts):
@@ -1585,6 +1658,7 @@ class _Capture:
 
     def __init__(self, graph, origin, mode):
         self.graph, self.origin, self.mode = graph, origin, mode
+        self.thread = threading.get_ident()   # the thread that began it (thread-local mode forbids calls there)
         self.streams, self.invalid = [origin], None
         self.tail = {}                        # stream -> node count after its last captured op
         self.joined = {}                      # stream -> node count the origin has waited for (join)
@@ -1619,6 +1693,20 @@ def _not_while_capturing(s, name):
         _invalidate(s.capture, name)
         raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
                    f"{name} on stream {s!r} while it is capturing (the capture is invalidated)")
+
+
+def _unsafe_while_capturing(name):
+    """A call the driver refuses while a capture forbids "potentially unsafe API calls" (module loads, event and
+    stream queries and synchronizes): a global-mode capture on any thread, or a thread-local one begun on this
+    thread. Like the driver, the refusal invalidates that capture."""
+    me = threading.get_ident()
+    for dev in _S.devices:
+        for cap in _captures(dev):
+            if cap.mode == 0 or (cap.mode == 1 and cap.thread == me):
+                _invalidate(cap, name)
+                raise _Err(R.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                           f"{name} while stream {cap.origin!r} is capturing in "
+                           f"{'global' if cap.mode == 0 else 'thread-local'} mode (the capture is invalidated)")
 
 
 def _not_captured(e, name):
