@@ -88,6 +88,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], metadata: dict[str, str] | 
         if not isinstance(v, Tensor):
             raise TypeError(f"rawdev.save: value for '{k}' is a {type(v).__name__}, not a Tensor; safetensors "
                             "files hold tensors only")
+        _check_text(k, "the state_dict key")
         if k == "__metadata__":
             raise ValueError("rawdev.save: '__metadata__' is reserved by the safetensors format; rename the tensor")
     meta = {"format": _FORMAT, _ORDER_KEY: json.dumps([k for k, _ in items])}
@@ -115,32 +116,37 @@ def _write(items, f, meta, metadata):
                      "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
         blobs.append(arr)
+    for k, v in meta.items():
+        _check_text(k, "the metadata key")
+        _check_text(v, f"the metadata value of {k!r}")
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
-    if hasattr(f, "write"):   # a binary file object (io.BytesIO, an open file)
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
+
+    def emit(fh, copy=False):
+        fh.write(struct.pack("<Q", len(text)))
+        fh.write(text)
         for arr in blobs:
             if arr.nbytes:
-                f.write(memoryview(arr.reshape(-1).view(np.uint8)).tobytes())
+                view = memoryview(arr.reshape(-1).view(np.uint8))
+                fh.write(view.tobytes() if copy else view)
+
+    if hasattr(f, "write"):   # a binary file object (io.BytesIO, an open file), which may keep what it is given
+        emit(f, copy=True)
         return
-    path = os.fspath(f)
-    tmp = path + ".tmp"
-    # Write then rename: a crash mid-save never leaves a truncated checkpoint under the real name.
+    # a unique temporary beside the target, fsynced, renamed over it (see rawdev/utils/atomic_file.py)
+    from .utils.atomic_file import write_atomically
+    write_atomically(f, emit)
+
+
+def _check_text(s, what):
+    """A string that goes into the file's UTF-8 JSON header must be encodable: a lone surrogate ("\\ud800", from
+    os.fsdecode of a bad file name, say) cannot be, and is refused naming where it is."""
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(struct.pack("<Q", len(text)))
-            fh.write(text)
-            for arr in blobs:
-                if arr.nbytes:
-                    fh.write(memoryview(arr.reshape(-1).view(np.uint8)))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"rawdev.save: {what} {s[:80]!r} is not valid Unicode text (a lone surrogate "
+                         f"U+{ord(s[e.start]):04X} at index {e.start}); a safetensors header is UTF-8 JSON and cannot "
+                         "hold it, so nothing was written") from None
 
 
 def _flatten(obj):
@@ -159,6 +165,7 @@ def _flatten(obj):
         if isinstance(x, (float, np.floating)):
             return {"float": repr(float(x))}
         if isinstance(x, str):
+            _check_text(x, where)
             return {"str": x}
         if isinstance(x, Tensor):
             name = names.get(id(x))
@@ -173,7 +180,7 @@ def _flatten(obj):
         if isinstance(x, _device_cls):
             return {"device": str(x)}
         if isinstance(x, Mapping):
-            return {"dict": [[enc(k, where), enc(v, f"{where}[{k!r}]")] for k, v in x.items()],
+            return {"dict": [[enc(k, f"a key of {where}"), enc(v, f"{where}[{k!r}]")] for k, v in x.items()],
                     "ordered": isinstance(x, OrderedDict)}
         if isinstance(x, tuple):
             return {"tuple": [enc(v, f"{where}[{i}]") for i, v in enumerate(x)]}
