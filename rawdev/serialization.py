@@ -355,6 +355,14 @@ def host_memory_available():
         return 1 << 62
 
 
+def device_memory_available(dev):
+    """(driver free bytes, bytes rawdev's pool caches but no tensor uses) on a cuda device: what a load can use,
+    since an allocation reuses cached blocks (and returns them to the driver) before it fails."""
+    from .cuda import mem_get_info, memory_allocated, memory_reserved
+    free, _ = mem_get_info(dev)
+    return free, max(0, memory_reserved(dev) - memory_allocated(dev))
+
+
 def _check_budget(path, entries, where, budget):
     """Refuse, naming the tensor that crosses it, a load whose tensors exceed `budget` bytes of `where`."""
     total = 0
@@ -418,9 +426,9 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
     meta, entries, data_start = read_header(path)
     _check_budget(path, entries, "host memory", host_memory_available())
     if dev is not None and dev.type == "cuda" and entries:
-        from .cuda import mem_get_info
-        free, _ = mem_get_info(dev)
-        _check_budget(path, entries, f"the free memory of {dev}", free)
+        free, cached = device_memory_available(dev)
+        _check_budget(path, entries, f"the free memory of {dev} ({_fmt(cached)} of it cached by rawdev's pool)",
+                      free + cached)
     arrays = {}
     try:
         plain = [e for e in entries if e.st != "BF16"]
@@ -516,13 +524,14 @@ def _place(path, tensors, structure, dev, mapper, devices=None):
             target[name] = where
     for where in set(target.values()):
         names = [n for n, d in target.items() if d == where]
-        from .cuda import is_available, mem_get_info
+        from .cuda import is_available
         if not is_available():
             raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
                                "False. If you are running on a CPU-only machine, please use torch.load with "
                                "map_location=torch.device('cpu') to map your storages to the CPU.")
-        free, _ = mem_get_info(where)
+        free, cached = device_memory_available(where)
         need = sum(tensors[n].nbytes for n in names)
-        if need > free:
-            raise CheckpointError(f"rawdev.load: '{path}' needs {_fmt(need)} on {where}, which has {_fmt(free)} free")
+        if need > free + cached:
+            raise CheckpointError(f"rawdev.load: '{path}' needs {_fmt(need)} on {where}, which has "
+                                  f"{_fmt(free + cached)} free ({_fmt(cached)} of it cached by rawdev's pool)")
         move_tensors([(n, tensors[n]) for n in names], where, what=f"checkpoint {os.path.basename(path)}")
