@@ -186,7 +186,10 @@ class Optimizer:
                 for group, params in work:
                     self._step_group(group, backend_of(params[0]), params)
             except BaseException:
-                self._roll_back(undo)
+                try:
+                    self._roll_back(undo)
+                except Exception:   # noqa: BLE001 - a lost device cannot be written back; the step's error is the news
+                    pass
                 raise
         return loss
 
