@@ -216,3 +216,27 @@ def test_a_save_into_a_file_object_is_unchanged(tmp_path):
     rawdev.save(version(4), buf)
     (tmp_path / "b.pt").write_bytes(buf.getvalue())
     assert saved_version(tmp_path / "b.pt") == 4
+
+
+def test_concurrent_memory_snapshot_dumps_do_not_collide(tmp_path):
+    import json
+
+    from rawdev.runtime import reset_for_tests
+    reset_for_tests("sim")
+    p = tmp_path / "snap.json"
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                rawdev.cuda.memory.dump_snapshot(str(p))
+        except Exception as e:   # noqa: BLE001 - a collision on a fixed temporary name is the defect
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert isinstance(json.loads(p.read_text()), dict) and leftovers(tmp_path, ["snap.json"]) == []
