@@ -116,6 +116,8 @@ def test_reshape_is_a_view_when_strides_allow_and_a_copy_otherwise(device):
 
 WRITES = {
     "add_": lambda e: e.add_(1),
+    "+=": lambda e: e.__iadd__(1),
+    "*=": lambda e: e.__imul__(2),
     "mul_": lambda e: e.mul_(2),
     "sub_": lambda e: e.sub_(rawdev.ones(2, 3, device=e.device)),
     "copy_": lambda e: e.copy_(rawdev.zeros(2, 3, device=e.device)),

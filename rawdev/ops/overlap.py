@@ -42,8 +42,10 @@ def _guarded(fn):
 
 def guard_inplace_methods(namespace=None):
     """Wrap Tensor's in-place methods (and a namespace's in-place functions, e.g. rawdev.relu_) with the check."""
+    augmented = {f"__i{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+                                         "lshift", "rshift", "matmul")}   # x += y, ...
     for name in dir(Tensor):
-        if name.endswith("_") and not name.startswith("_") and name not in EXEMPT:
+        if (name.endswith("_") and not name.startswith("_") and name not in EXEMPT) or name in augmented:
             fn = getattr(Tensor, name)
             if callable(fn) and not getattr(fn, "_overlap_guarded", False):
                 setattr(Tensor, name, _guarded(fn))
