@@ -96,6 +96,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], metadata: dict[str, str] | 
         if not isinstance(v, Tensor):
             raise TypeError(f"rawdev.save: value for '{k}' is a {type(v).__name__}, not a Tensor; safetensors "
                             "files hold tensors only")
+        _check_text(k, "the state_dict key")
         if k == "__metadata__":
             raise ValueError("rawdev.save: '__metadata__' is reserved by the safetensors format; rename the tensor")
     meta = {"format": _FORMAT, _ORDER_KEY: json.dumps([k for k, _ in items])}
@@ -123,32 +124,37 @@ def _write(items, f, meta, metadata):
                      "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
         blobs.append(arr)
+    for k, v in meta.items():
+        _check_text(k, "the metadata key")
+        _check_text(v, f"the metadata value of {k!r}")
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
-    if hasattr(f, "write"):   # a binary file object (io.BytesIO, an open file)
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
+
+    def emit(fh, copy=False):
+        fh.write(struct.pack("<Q", len(text)))
+        fh.write(text)
         for arr in blobs:
             if arr.nbytes:
-                f.write(memoryview(arr.reshape(-1).view(np.uint8)).tobytes())
+                view = memoryview(arr.reshape(-1).view(np.uint8))
+                fh.write(view.tobytes() if copy else view)
+
+    if hasattr(f, "write"):   # a binary file object (io.BytesIO, an open file), which may keep what it is given
+        emit(f, copy=True)
         return
-    path = os.fspath(f)
-    tmp = path + ".tmp"
-    # Write then rename: a crash mid-save never leaves a truncated checkpoint under the real name.
+    # a unique temporary beside the target, fsynced, renamed over it (see rawdev/utils/atomic_file.py)
+    from .utils.atomic_file import write_atomically
+    write_atomically(f, emit)
+
+
+def _check_text(s, what):
+    """A string that goes into the file's UTF-8 JSON header must be encodable: a lone surrogate ("\\ud800", from
+    os.fsdecode of a bad file name, say) cannot be, and is refused naming where it is."""
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(struct.pack("<Q", len(text)))
-            fh.write(text)
-            for arr in blobs:
-                if arr.nbytes:
-                    fh.write(memoryview(arr.reshape(-1).view(np.uint8)))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"rawdev.save: {what} {s[:80]!r} is not valid Unicode text (a lone surrogate "
+                         f"U+{ord(s[e.start]):04X} at index {e.start}); a safetensors header is UTF-8 JSON and cannot "
+                         "hold it, so nothing was written") from None
 
 
 class _Entry:
@@ -267,6 +273,14 @@ def host_memory_available():
         return 1 << 62
 
 
+def device_memory_available(dev):
+    """(driver free bytes, bytes rawdev's pool caches but no tensor uses) on a cuda device: what a load can use,
+    since an allocation reuses cached blocks (and returns them to the driver) before it fails."""
+    from .cuda import mem_get_info, memory_allocated, memory_reserved
+    free, _ = mem_get_info(dev)
+    return free, max(0, memory_reserved(dev) - memory_allocated(dev))
+
+
 def _check_budget(path, entries, where, budget):
     """Refuse, naming the tensor that crosses it, a load whose tensors exceed `budget` bytes of `where`."""
     total = 0
@@ -334,9 +348,9 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
     meta, entries, data_start = read_header(path)
     _check_budget(path, entries, "host memory", host_memory_available())
     if dev is not None and dev.type == "cuda" and entries:
-        from .cuda import mem_get_info
-        free, _ = mem_get_info(dev)
-        _check_budget(path, entries, f"the free memory of {dev}", free)
+        free, cached = device_memory_available(dev)
+        _check_budget(path, entries, f"the free memory of {dev} ({_fmt(cached)} of it cached by rawdev's pool)",
+                      free + cached)
     arrays = {}
     try:
         plain = [e for e in entries if e.st != "BF16"]
@@ -443,13 +457,14 @@ def _place(path, tensors, structure, dev, mapper, devices=None):
             target[name] = where
     for where in set(target.values()):
         names = [n for n, d in target.items() if d == where]
-        from .cuda import is_available, mem_get_info
+        from .cuda import is_available
         if not is_available():
             raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
                                "False. If you are running on a CPU-only machine, please use torch.load with "
                                "map_location=torch.device('cpu') to map your storages to the CPU.")
-        free, _ = mem_get_info(where)
+        free, cached = device_memory_available(where)
         need = sum(tensors[n].nbytes for n in names)
-        if need > free:
-            raise CheckpointError(f"rawdev.load: '{path}' needs {_fmt(need)} on {where}, which has {_fmt(free)} free")
+        if need > free + cached:
+            raise CheckpointError(f"rawdev.load: '{path}' needs {_fmt(need)} on {where}, which has "
+                                  f"{_fmt(free + cached)} free ({_fmt(cached)} of it cached by rawdev's pool)")
         move_tensors([(n, tensors[n]) for n in names], where, what=f"checkpoint {os.path.basename(path)}")

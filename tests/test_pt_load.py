@@ -306,7 +306,7 @@ _DAG = b"K\x01\x85q\x00" + b"".join(b"h" + bytes([i - 1]) + b"h" + bytes([i - 1]
     (_storage() + b".", "bare storage"),
     (b"X\x03\x00\x00\x00abcQ.", "unknown persistent id"),
     (b"]" * 1000 + b"a" * 999 + b".", "nested"),
-    (b"ctorch._utils\n_rebuild_tensor_v2\n)\x81.", "not a valid pickle"),                    # NEWOBJ on a function
+    (b"ctorch._utils\n_rebuild_tensor_v2\n)\x81.", "NEWOBJ .*of a function"),
     (b"ctorch\nTensor\n.", "global 'torch.Tensor'"),
     (b"ctorch.nn.modules.linear\nNoSuchLayer\n)\x81.", "global 'torch.nn.modules.linear.NoSuchLayer'.*state_dict"),
     (b"ctorch.nn.modules.linear\nLinear\n)R.", "calls the class torch.nn.modules.linear.Linear \\(REDUCE\\)"),
@@ -315,11 +315,11 @@ _DAG = b"K\x01\x85q\x00" + b"".join(b"h" + bytes([i - 1]) + b"h" + bytes([i - 1]
     (b"ctorch\nfloat32\n.", None),
     (b"cbuiltins\nset\n.", "holds a function object"),
     (_DAG + b"}h\x3cK\x01s.", "a dict key or set element is a tuple, not a plain value"),
-    (_DAG + b"cbuiltins\nset\n(h\x3cl\x85R.", "a dict key or set element is a tuple"),
-    (_DAG + b"ccollections\nOrderedDict\n(h\x3cK\x01\x86l\x85R.", "a dict key or set element is a tuple"),
+    (_DAG + b"cbuiltins\nset\n](h\x3ce\x85R.", "a dict key or set element is a tuple"),
+    (_DAG + b"ccollections\nOrderedDict\n](h\x3cK\x01\x86e\x85R.", "a dict key or set element is a tuple"),
     (b"}" + _tensor() + b"K\x01s.", "a dict key or set element is a _TensorRef"),
-    (b"](K\x01\x90.", "ADDITEMS on a list"),
-    (b"(" + _tensor() + _tensor(storage=_storage(kind=b"IntStorage")) + b"l.", "referred to as both"),
+    (b"](K\x01\x90.", r"opcode ADDITEMS \(144\), which torch.load\(weights_only=True\) refuses too"),
+    (b"](" + _tensor() + _tensor(storage=_storage(kind=b"IntStorage")) + b"e.", "referred to as both"),
 ])
 def test_hand_made_pickles_are_checked(tmp_path, pkl, want):
     p = _pt_file(tmp_path, pkl)

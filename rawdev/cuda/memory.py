@@ -776,10 +776,9 @@ def dump_snapshot(path, device=None, script=None):
     snap["external_annotations"] = annotations()
     if script:
         snap["script"] = str(script)
-    tmp = os.fspath(path) + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(snap, f, default=str)
-    os.replace(tmp, path)
+    text = json.dumps(snap, default=str).encode()
+    from ..utils.atomic_file import write_atomically  # a unique temporary: concurrent dumps never collide
+    write_atomically(path, lambda fh: fh.write(text))
     return path
 
 

@@ -24,6 +24,8 @@ from . import sparse_coo as _sparse_coo  # noqa: E402  (after the methods: it ad
 _sparse_coo.install()
 
 globals().update(_names("torch"))
+from .overlap import guard_inplace_methods as _guard  # noqa: E402
+_guard(globals())   # in-place writes into expanded tensors raise, as PyTorch's
 
 if TYPE_CHECKING:
     # the declared ops are put in this namespace at import (rawdev.ops.registry): Any to a type checker

@@ -13,6 +13,7 @@ from ..tensor.core import Tensor
 from ..tensor.factory import zeros
 from .dispatch import backend, backend_of
 from .inplace import check_inplace_graph
+from .overlap import assert_no_internal_overlap
 from .registry import declare
 from .shape import _view_op, make_view, reshape, wrap_dim
 
@@ -172,9 +173,12 @@ def setitem(self, idx, value):
         return
     check_graph_write(self, value)
     if plan is not None:            # index tensors / lists / masks: an index_copy_ into the basic view
+        assert_no_internal_overlap(self)
         _put_advanced(self, plan, value, accumulate=False)
         return
     view = make_view(self, basic_index_meta(self, idx))
+    if isinstance(value, Tensor) or np.ndim(value) != 0:
+        assert_no_internal_overlap(view)   # copy_ into an expanded selection: PyTorch refuses (a number fills)
     if isinstance(value, Tensor):
         if value.ndim:
             value.expand(tuple(view.shape))   # PyTorch's expand error for a value that does not fit
@@ -233,6 +237,7 @@ def index_put_(input, indices, values, accumulate=False):  # noqa: A002
         _put_recorded(input, plan, values, accumulate)
         return input
     check_graph_write(input, values)
+    assert_no_internal_overlap(input)
     if plan is None:
         setitem(input, tuple(indices), values)
         return input

@@ -43,6 +43,8 @@ def check_inplace_graph(x, others=()):
 def apply_inplace(x, fn, name, args, kwargs):
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    from .overlap import assert_no_internal_overlap
+    assert_no_internal_overlap(x)   # F.relu(x, inplace=True) and friends come here, not through x.relu_()
     if check_inplace_graph(x, args):
         out = fn(x.clone(), *args, **kwargs)
         if not _can_cast(out.dtype, x.dtype):

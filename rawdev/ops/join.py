@@ -281,9 +281,10 @@ def repeat(input, *sizes):  # noqa: A002
     big = []
     for r, s in zip(reps, shape):
         big += [r, s]
-    y = reshape(expand(reshape(x, inter), big), tuple(r * s for r, s in zip(reps, shape)))
-    if y._base is not None and y.is_contiguous() and y.numel() and y.data_ptr() == input.data_ptr():
-        y = y.clone()   # all repeats 1: still a new tensor, as PyTorch's
+    # always a new tensor, as PyTorch's: the expanded view is copied (a reshape of it can stay a stride-0 view
+    # when the repeated dims have size 1, which would share memory with input)
+    from .shape import clone
+    y = reshape(clone(expand(reshape(x, inter), big)), tuple(r * s for r, s in zip(reps, shape)))
     if y.grad_fn is not None:
         y.grad_fn.rename("RepeatBackward0")
     return y

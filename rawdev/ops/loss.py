@@ -123,6 +123,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if input.ndim == 1 and target.ndim == 0 and target.dtype.is_floating_point:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype._legacy[:-6]}")
     if input.ndim == 1:
+        target = _class_indices(input, target)
         out = _CrossEntropy.apply(reshape(input, (1, -1)), reshape(target, (1,)), weight, ignore_index,
                                   reduction, float(label_smoothing))
         return reshape(out, ()) if reduction == "none" else out
@@ -135,7 +136,22 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype._legacy[:-6]}")
+    target = _class_indices(input, target)
     return _CrossEntropy.apply(input, target, weight, ignore_index, reduction, float(label_smoothing))
+
+
+def _class_indices(input, target):  # noqa: A002
+    """Class-index targets as int64: Long as is, Byte widened (PyTorch reads both); any other integer dtype is
+    refused with PyTorch's error for the device (its cpu kernel reads the targets as int64, its cuda kernels are
+    dispatched on Long and Byte only)."""
+    if target.dtype is _dt.int64:
+        return target
+    if target.dtype is _dt.uint8:
+        return target.to(_dt.int64)
+    name = target.dtype._legacy[:-6]
+    if input.is_cuda:
+        raise RuntimeError(f'"nll_loss_forward_reduce_cuda_kernel_2d_index" not implemented for \'{name}\'')
+    raise RuntimeError(f"expected scalar type Long but found {name}")
 
 
 def _check_reduction(reduction):
@@ -262,8 +278,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         expected = [input.shape[0]] + list(input.shape[2:])
         if list(target.shape) != expected:
             raise RuntimeError(f"Expected target size {expected}, got {list(target.shape)}")
-    if target.dtype is not _dt.int64:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype._legacy[:-6]}")
+    target = _class_indices(input, target)
     c = input.shape[0] if input.ndim == 1 else input.shape[1]
     if weight is not None and (weight.ndim != 1 or weight.numel() != c):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "

@@ -424,6 +424,20 @@ def narrow_copy(input, dim, start, length):  # noqa: A002
     return input.narrow(dim, start, length).clone()
 
 
+def _view_copy(view_name):
+    """torch.<view>_copy: the view's values as a new tensor (its own memory), as PyTorch's *_copy ops."""
+    def copy(input, *args, **kwargs):  # noqa: A002
+        return getattr(input, view_name)(*args, **kwargs).clone()
+    copy.__name__ = f"{view_name}_copy"
+    copy.__doc__ = f"A copy of input.{view_name}(...): a new tensor that shares no memory with input."
+    return copy
+
+
+def expand_copy(input, size, *, implicit=False):  # noqa: A002
+    """A copy of input.expand(size): every repeated element is its own memory location (writable)."""
+    return input.expand(size).clone()
+
+
 def conj(input):  # noqa: A002
     """The complex conjugate: input itself (rawdev's tensors are real)."""
     return input
@@ -463,6 +477,11 @@ for _name, _fn in (("positive", positive), ("fmax", fmax), ("fmin", fmin),
                    ("narrow_copy", narrow_copy), ("conj", conj), ("resolve_conj", resolve_conj),
                    ("resolve_neg", resolve_neg), ("is_complex", is_complex), ("is_conj", is_conj)):
     declare(_name, _fn, family="misc2")
+declare("expand_copy", expand_copy, family="misc2", method=False)
+for _name in ("permute", "view", "transpose", "t", "squeeze", "unsqueeze", "diagonal", "select", "as_strided",
+              "unfold", "detach", "alias", "unbind", "split", "split_with_sizes"):
+    if _name not in ("alias", "unbind", "split", "split_with_sizes"):
+        declare(f"{_name}_copy", _view_copy(_name), family="misc2", method=False)
 declare("sgn", sgn, family="misc2", inplace=True)
 declare("ldexp", ldexp, family="misc2", inplace=True)
 declare("real", real, family="misc2", method=False)        # Tensor.real is a property (rawdev/ops/methods.py)

@@ -172,15 +172,61 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         with no_grad():
+            work = []
             for group in self.param_groups:
                 by_dev: dict[Any, list[Tensor]] = {}
                 for p in group["params"]:
                     if p.grad is not None:
                         by_dev.setdefault(p.device, []).append(p)
                 for params in by_dev.values():
-                    self._check_dtypes(params)
+                    self._check_dtypes(params)   # every group checked before any is stepped
+                    work.append((group, params))
+            undo = self._snapshot([p for _, params in work for p in params])
+            try:
+                for group, params in work:
                     self._step_group(group, backend_of(params[0]), params)
+            except BaseException:
+                try:
+                    self._roll_back(undo)
+                except Exception:   # noqa: BLE001 - a lost device cannot be written back; the step's error is the news
+                    pass
+                raise
         return loss
+
+    def _snapshot(self, params):
+        """What a step is about to change, so a step that fails part way (a failed launch after others ran) can be
+        undone and retried with the same result as a step that never failed: for each cuda parameter a copy of it
+        and of its state tensors (one device copy each, freed after the step), and every state dict's entries.
+        Not taken while a CUDA graph captures the step (nothing runs then)."""
+        if not any(p.is_cuda for p in params) or self._capturing():
+            return None
+        undo = []
+        for p in params:
+            st = self.state.get(p) if p in self.state else None
+            entries = dict(st) if st is not None else None
+            copies = {}
+            if entries is not None:
+                for k, v in entries.items():
+                    if isinstance(v, Tensor):
+                        copies[k] = v.clone()
+            undo.append((p, p.clone() if p.is_cuda else None, entries, copies))
+        return undo
+
+    def _roll_back(self, undo):
+        """Put parameters and state back as _snapshot saw them (a parameter with no state before gets none)."""
+        if undo is None:
+            return
+        for p, pcopy, entries, copies in undo:
+            if pcopy is not None:
+                p._write(pcopy)
+            if entries is None:
+                self.state.pop(p, None)
+                continue
+            st = self.state[p]
+            st.clear()
+            st.update(entries)
+            for k, c in copies.items():
+                entries[k]._write(c)
 
     def _check_dtypes(self, params):
         """The fused update kernels are float32 (float16 and float64 also step on the cpu, in numpy)."""

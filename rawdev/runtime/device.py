@@ -198,12 +198,18 @@ class Device:
         from .memory import Allocator
         index = self.index
         self.activate()
-        self.name = call("cuDeviceGetName", 256, self.handle).split(b"\0", 1)[0].decode()
+        what = f"opening cuda:{index}"
+        self.name = call("cuDeviceGetName", 256, self.handle,
+                         ctx=f"{what}: reading the device's name").split(b"\0", 1)[0].decode()
         A = CUdevice_attribute
-        self.capability = (call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.handle),
-                           call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle))
-        self.multiprocessors = call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.handle)
-        self.total_memory = call("cuDeviceTotalMem", self.handle)
+        cap = f"{what}: reading its compute capability"
+        self.capability = (call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.handle,
+                                ctx=cap),
+                           call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle,
+                                ctx=cap))
+        self.multiprocessors = call("cuDeviceGetAttribute", A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, self.handle,
+                                    ctx=f"{what}: reading its multiprocessor count")
+        self.total_memory = call("cuDeviceTotalMem", self.handle, ctx=f"{what}: reading its total memory")
         self.pool = self._create_pool()
         self.compute_stream = Stream(self, f"cuda:{index} compute")
         self.copy_stream = Stream(self, f"cuda:{index} copy")
@@ -256,7 +262,8 @@ class Device:
         """A pool attribute by short name: 'used', 'used_high', 'reserved', 'reserved_high'."""
         attr = {"used": "USED_MEM_CURRENT", "used_high": "USED_MEM_HIGH",
                 "reserved": "RESERVED_MEM_CURRENT", "reserved_high": "RESERVED_MEM_HIGH"}[name]
-        return int(call("cuMemPoolGetAttribute", self.pool, getattr(CUmemPool_attribute, "CU_MEMPOOL_ATTR_" + attr)))
+        return int(call("cuMemPoolGetAttribute", self.pool, getattr(CUmemPool_attribute, "CU_MEMPOOL_ATTR_" + attr),
+                        ctx=f"reading the {name} bytes of cuda:{self.index}'s memory pool"))
 
     def __repr__(self):
         return f"cuda:{self.index}"

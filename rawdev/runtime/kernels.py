@@ -160,7 +160,8 @@ class Kernel:
 
     def attribute(self, name):
         """e.g. attribute('NUM_REGS'), attribute('MAX_THREADS_PER_BLOCK')."""
-        return call("cuFuncGetAttribute", getattr(CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name), self.handle)
+        return call("cuFuncGetAttribute", getattr(CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name), self.handle,
+                    ctx=lambda: f"reading {name} of kernel {getattr(self, 'name', '?')}")
 
     def _bad_args(self, args, why):
         return TypeError(f"{why}\n  kernel signature: {self.signature}\n  got {len(args)} argument(s): "

@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from .. import random as _random
 from ..device import CPU, as_device
 from .core import Tensor
+from .host_alloc import check_host_request, host_empty
 from .size import Size, parse_size
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full", "randn", "rand",
@@ -133,7 +134,7 @@ def empty(*size: Any, out=None, dtype: _dt.dtype | None = None, layout=None, dev
         from . import cuda_io
         t = cuda_io.empty(shape, dt, dev)
     else:
-        t = Tensor._make_cpu(np.empty(shape, dtype=dt.storage), dt)
+        t = Tensor._make_cpu(host_empty(shape, dt.storage), dt)
     return _finish(t, None, requires_grad)
 
 
@@ -240,6 +241,7 @@ def arange(start, end=None, step=1, *, out=None, dtype: _dt.dtype | None = None,
         if not dt.is_floating_point and not is_int:
             return _finish(_device_cast(_ramp(n, _dt.float32, dev, start, end, step, n), dt), None, requires_grad)
         return _finish(_ramp(n, dt, dev, start, end, step, n), None, requires_grad)
+    check_host_request((max(n, 0),), dt.itemsize)
     if is_int or not dt.is_floating_point:
         vals = np.arange(start, end, step, dtype=np.float64 if not is_int else np.int64)
     else:
@@ -319,6 +321,7 @@ def randn(*size: Any, generator=None, out=None, dtype: _dt.dtype | None = None, 
     if _on_cuda(dev):
         t = _device_floats(shape, dt, dev, _random.fill_normal, 0.0, 1.0, g)
     else:
+        check_host_request(shape, dt.itemsize)
         vals = g.np.standard_normal(tuple(shape), dtype=np.float64 if dt is _dt.float64 else np.float32)
         t = Tensor._make_cpu(_dt.to_storage(vals, dt), dt)
     return _finish(t, None, requires_grad)
@@ -335,6 +338,7 @@ def rand(*size: Any, generator=None, out=None, dtype: _dt.dtype | None = None, l
     if _on_cuda(dev):
         t = _device_floats(shape, dt, dev, _random.fill_uniform, 0.0, 1.0, g)
     else:
+        check_host_request(shape, dt.itemsize)
         vals = g.np.random(tuple(shape), dtype=np.float64 if dt is _dt.float64 else np.float32)
         t = Tensor._make_cpu(_dt.to_storage(vals, dt), dt)
     return _finish(t, None, requires_grad)
@@ -367,6 +371,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype: _dt
     if _on_cuda(dev):
         t = _device_integers(shape, dt, dev, low, high, g)
     else:
+        check_host_request(shape, dt.itemsize)
         vals = g.np.integers(low, high, size=tuple(shape))
         t = Tensor._make_cpu(_dt.to_storage(vals, dt), dt)
     return _finish(t, None, requires_grad)

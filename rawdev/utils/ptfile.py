@@ -6,11 +6,13 @@ object), `<name>/data/<key>` (the raw bytes of each storage), `<name>/byteorder`
 `('storage', torch.FloatStorage, key, location, numel)` and rebuilds tensors with
 `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)`.
 
-`read_pt` unpickles data.pkl with a restricted unpickler (pickle's Python implementation, with the opcodes
-that store into containers or set attributes checked): `find_class` returns rawdev's own stand-ins for
-a short allowlist of globals (the tensor/parameter rebuild functions, the typed storage classes, dtypes,
-torch.Size, torch.device, collections.OrderedDict and builtins set/frozenset/complex/slice) and refuses
-every other global by name, so nothing from the file is ever imported or called. Rebuilt tensors are
+`read_pt` unpickles data.pkl with a restricted unpickler (pickle's Python implementation, limited to the
+opcodes `torch.load(weights_only=True)` accepts, each operand checked): `find_class` returns rawdev's own
+stand-ins for a short allowlist of globals (the tensor/parameter rebuild functions, the typed storage classes,
+dtypes, torch.Size, torch.device, collections.OrderedDict and builtins set/complex) and refuses every other
+global by name, so nothing from the file is ever imported or called. Its work is linear in the pickle's size:
+every container is walked once however often it is shared, dict keys and set elements are small plain values
+(their hash is bounded), and `_Ctx.work` counts the steps so the tests can hold it to that. Rebuilt tensors are
 placeholder objects without a __dict__ until the pickle is done; then the whole result is walked (only
 containers, scalars, strings, dtypes and devices may appear), each storage is read once, checked against
 its entry's size, and the tensors are built as views of it (tensors that share a storage share memory on
@@ -30,7 +32,7 @@ from .. import dtypes as _dt
 from ..device import device as _device
 from ..safe_globals import WeightsOnlyError
 from ..tensor.core import Tensor
-from .ptobjects import ObjRef
+from .ptobjects import ClassRef, ObjRef
 from .ptobjects import build as build_object
 from .ptobjects import find as find_object_class
 
@@ -103,6 +105,7 @@ class _TensorRef:
 class _Ctx:
     def __init__(self, name):
         self.name = name
+        self.work = 0   # steps taken on this file's pickle (opcodes, container items, key nodes, walk visits)
 
     def bad(self, why):
         return _err(f"rawdev.load: '{self.name}' is not a readable PyTorch checkpoint: {why}")
@@ -167,28 +170,31 @@ def _make_functions(ctx):
         if not args:
             return OrderedDict()
         src = args[0]
-        pairs = list(src.items()) if isinstance(src, dict) else [tuple(p) for p in src]
+        if type(src) not in (dict, OrderedDict, list, tuple):
+            raise ctx.bad(f"OrderedDict() got {_short(src)}, not a dict or a list of pairs")
+        ctx.work += len(src)
+        pairs = list(src.items()) if isinstance(src, dict) else [p for p in src]
         for p in pairs:
+            if type(p) not in (tuple, list):
+                raise ctx.bad(f"OrderedDict() got an item that is {_short(p)}, not a (key, value) pair")
             if len(p) != 2:
                 raise ctx.bad(f"OrderedDict() got an item of {len(p)} values, not a (key, value) pair")
             _check_key(ctx, p[0])
         return OrderedDict(pairs)
 
-    def make_set(kind):
-        def build(items=()):
-            items = list(items)
-            for x in items:
-                _check_key(ctx, x)
-            return kind(items)
-        return build
+    def make_set(items=()):
+        if type(items) not in (list, tuple):
+            raise ctx.bad(f"set() got {_short(items)}, not a list")
+        for x in items:
+            _check_key(ctx, x)
+        return set(items)
 
     return {("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
             ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
             ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
             ("torch", "Size"): size, ("torch", "device"): device,
             ("collections", "OrderedDict"): odict,
-            ("builtins", "set"): make_set(set), ("builtins", "frozenset"): make_set(frozenset),
-            ("builtins", "complex"): complex, ("builtins", "slice"): slice}
+            ("builtins", "set"): make_set, ("builtins", "complex"): complex}
 
 
 def _check_key(ctx, x):
@@ -198,6 +204,7 @@ def _check_key(ctx, x):
 
     def plain(v, depth):
         budget[0] -= 1
+        ctx.work += 1
         if budget[0] < 0 or depth > 4:
             return False
         if v is None or type(v) in (bool, int, float, complex, str, bytes) or isinstance(v, (_dt.dtype, _device)):
@@ -210,49 +217,94 @@ def _check_key(ctx, x):
 
 _Base = pickle._Unpickler   # the Python implementation: its opcodes can be overridden one by one
 
+# The opcodes torch.load(weights_only=True) accepts (torch/_weights_only_unpickler.py); every other one (DICT,
+# LIST, FROZENSET, ADDITEMS, MEMOIZE, STACK_GLOBAL, the text and protocol 4/5 forms...) is refused as it is.
+_ALLOWED_OPS = ("PROTO", "STOP", "GLOBAL", "REDUCE", "NEWOBJ", "BUILD", "MARK", "APPEND", "APPENDS", "SETITEM",
+                "SETITEMS", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "NONE", "NEWFALSE", "NEWTRUE", "EMPTY_TUPLE",
+                "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "BININT", "BININT1", "BININT2", "BINFLOAT", "BINUNICODE",
+                "SHORT_BINSTRING", "LONG1", "BINPERSID", "BINGET", "LONG_BINGET", "BINPUT", "LONG_BINPUT")
+_OP_NAMES = {op.code.encode("latin-1")[0]: op.name for op in __import__("pickletools").opcodes}
+
+
+def _refuse_op(code):
+    def refuse(self):
+        raise self.ctx.bad(f"its pickle uses opcode {_OP_NAMES.get(code, hex(code))} ({code}), which "
+                           f"torch.load(weights_only=True) refuses too (Unsupported operand {code})")
+    return refuse
+
+
+def _counted(fn):
+    def step(self):
+        self.ctx.work += 1
+        fn(self)
+    return step
+
 
 class _Unpickler(_Base):
-    """pickle's reader with find_class/persistent_load restricted, and the opcodes that store into containers
-    (SETITEM(S), ADDITEMS, FROZENSET) and set attributes (BUILD) checked."""
-    dispatch: typing.ClassVar[dict] = dict(_Base.dispatch)
+    """pickle's reader limited to PyTorch's weights_only opcodes, with find_class/persistent_load restricted, calls
+    (REDUCE) only of the allowlist's functions, and the opcodes that store into containers (SETITEM(S),
+    APPEND(S)) and set attributes (BUILD) checked. Every opcode and every container item counts as work."""
+    dispatch: typing.ClassVar[dict] = {}
 
     def __init__(self, data, ctx, weights_only=None):
         super().__init__(io.BytesIO(data), encoding="utf-8")
         self.ctx = ctx
         self.weights_only = weights_only
         self.allowed = _make_functions(ctx)
+        self.callable = {id(f) for f in self.allowed.values()}
+
+    def pop_mark(self):
+        items = super().pop_mark()
+        self.ctx.work += len(items)
+        return items
+
+    def load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if id(func) not in self.callable:
+            raise self.ctx.bad(f"REDUCE (a call) of {_short(func)}, which is not an allowlisted function")
+        if type(args) is not tuple:
+            raise self.ctx.bad(f"REDUCE (a call) with arguments {_short(args)}, not a tuple")
+        self.stack[-1] = func(*args)
+
+    def load_newobj(self):
+        args = self.stack.pop()
+        cls = self.stack[-1]
+        if isinstance(cls, ClassRef) and type(args) is tuple:   # a whole module: a placeholder until BUILD
+            self.stack[-1] = ObjRef(cls, args)
+            return
+        raise self.ctx.bad(f"NEWOBJ (creating an object) of {_short(cls)}, which rawdev does not do")
+
+    def load_append(self):
+        value = self.stack.pop()
+        if type(self.stack[-1]) is not list:
+            raise self.ctx.bad(f"APPEND on {_short(self.stack[-1])}, not a list")
+        self.stack[-1].append(value)
+
+    def load_appends(self):
+        items = self.pop_mark()
+        if type(self.stack[-1]) is not list:
+            raise self.ctx.bad(f"APPENDS on {_short(self.stack[-1])}, not a list")
+        self.stack[-1].extend(items)
+
+    def _dict_target(self, op):
+        target = self.stack[-1]
+        if type(target) not in (dict, OrderedDict):
+            raise self.ctx.bad(f"{op} on {_short(target)}, not a dict")
+        return target
 
     def load_setitem(self):
         value = self.stack.pop()
         key = self.stack.pop()
         _check_key(self.ctx, key)
-        self.stack[-1][key] = value
-    dispatch[pickle.SETITEM[0]] = load_setitem
+        self._dict_target("SETITEM")[key] = value
 
     def load_setitems(self):
         items = self.pop_mark()
-        target = self.stack[-1]
+        target = self._dict_target("SETITEMS")
         for i in range(0, len(items) - 1, 2):
             _check_key(self.ctx, items[i])
             target[items[i]] = items[i + 1]
-    dispatch[pickle.SETITEMS[0]] = load_setitems
-
-    def load_additems(self):
-        items = self.pop_mark()
-        target = self.stack[-1]
-        if not isinstance(target, set):
-            raise self.ctx.bad(f"ADDITEMS on {_short(target)}, not a set")
-        for x in items:
-            _check_key(self.ctx, x)
-        target.update(items)
-    dispatch[pickle.ADDITEMS[0]] = load_additems
-
-    def load_frozenset(self):
-        items = self.pop_mark()
-        for x in items:
-            _check_key(self.ctx, x)
-        self.append(frozenset(items))
-    dispatch[pickle.FROZENSET[0]] = load_frozenset
 
     def load_build(self):
         state = self.stack.pop()
@@ -262,7 +314,6 @@ class _Unpickler(_Base):
         if type(self.stack[-1]) not in (dict, OrderedDict):   # a state_dict's _metadata: dropped
             raise self.ctx.bad(f"BUILD (setting attributes) on {_short(self.stack[-1])}, which rawdev does not do")
         del state
-    dispatch[pickle.BUILD[0]] = load_build
 
     def find_class(self, module, name):
         if module == "__builtin__":   # protocol 2 names builtins as Python 2 did
@@ -301,6 +352,15 @@ class _Unpickler(_Base):
         return _StorageRef(key, st.dtype, location, numel, st.name)
 
 
+for _code in range(256):
+    _name = _OP_NAMES.get(_code)
+    if _name in _ALLOWED_OPS:
+        _fn = _Unpickler.__dict__.get("load_" + _name.lower()) or _Base.dispatch[_code]
+        _Unpickler.dispatch[_code] = _counted(_fn)
+    else:
+        _Unpickler.dispatch[_code] = _refuse_op(_code)
+
+
 def _archive(zf, ctx):
     names = zf.namelist()
     pkl = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
@@ -314,9 +374,11 @@ def _archive(zf, ctx):
 
 
 def _walk(x, fn, depth=0, ctx=None, memo=None):
-    """Rebuild x with every _TensorRef replaced by fn(ref); refuse anything that is not plain data."""
+    """Rebuild x with every _TensorRef replaced by fn(ref); refuse anything that is not plain data. Each container
+    is rebuilt once (memo by id) however many times it is shared, so the walk is linear in the pickle's size."""
     if depth > MAX_DEPTH:
         raise ctx.bad(f"its object is nested more than {MAX_DEPTH} levels deep")
+    ctx.work += 1
     if isinstance(x, _TensorRef):
         return fn(x)
     if x is None or type(x) in (bool, int, float, complex, str, bytes) or isinstance(x, (_dt.dtype, _device)):
@@ -328,6 +390,7 @@ def _walk(x, fn, depth=0, ctx=None, memo=None):
         out = t()
         memo[id(x)] = out
         for k, v in x.items():
+            _check_key(ctx, k)   # re-hashing the key below costs what checking it does
             out[_walk(k, fn, depth + 1, ctx, memo)] = _walk(v, fn, depth + 1, ctx, memo)
         # attributes BUILD set on an OrderedDict (a state_dict's _metadata) are dropped: fresh containers come back
         return out
@@ -336,12 +399,12 @@ def _walk(x, fn, depth=0, ctx=None, memo=None):
         memo[id(x)] = out
         out.extend(_walk(v, fn, depth + 1, ctx, memo) for v in x)
         return out
-    if t in (tuple, set, frozenset):
+    if t in (tuple, set):
         out = t(_walk(v, fn, depth + 1, ctx, memo) for v in x)
         memo[id(x)] = out
+        for v in x if t is set else ():
+            _check_key(ctx, v)   # the set's elements are hashed again
         return out
-    if t is slice:
-        return slice(*(_walk(v, fn, depth + 1, ctx, memo) for v in (x.start, x.stop, x.step)))
     if isinstance(x, ObjRef):   # a whole module (or allowed object): built once its state is walked
         out = build_object(x, _walk(x.state, fn, depth + 1, ctx, memo), ctx.bad)
         memo[id(x)] = out
