@@ -76,6 +76,18 @@ def _slots(cls) -> list[str]:
     return names
 
 
+
+def check_text(s: str, what: str) -> None:
+    """A string that goes into the file's UTF-8 JSON header must be encodable: a lone surrogate ("\\ud800", from
+    os.fsdecode of a bad file name, say) cannot be, and is refused naming where it is."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"rawdev.save: {what} {s[:80]!r} is not valid Unicode text (a lone surrogate "
+                         f"U+{ord(s[e.start]):04X} at index {e.start}); a safetensors header is UTF-8 JSON and cannot "
+                         "hold it, so nothing was written") from None
+
+
 class _Encoder:
     def __init__(self):
         self.items: list[tuple[str, Tensor]] = []
@@ -128,6 +140,7 @@ class _Encoder:
         if t is float:
             return {"float": repr(x)}
         if t is str:
+            check_text(x, where)
             return {"str": x}
         if t is bytes:
             return {"bytes": base64.b64encode(x).decode("ascii")}

@@ -34,6 +34,7 @@ from safetensors import safe_open
 
 from . import dtypes as _dt
 from .device import as_device
+from .object_graph import check_text as _check_text
 from .safe_globals import WeightsOnlyError, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from .tensor.core import Tensor
 
@@ -144,17 +145,6 @@ def _write(items, f, meta, metadata):
     # a unique temporary beside the target, fsynced, renamed over it (see rawdev/utils/atomic_file.py)
     from .utils.atomic_file import write_atomically
     write_atomically(f, emit)
-
-
-def _check_text(s, what):
-    """A string that goes into the file's UTF-8 JSON header must be encodable: a lone surrogate ("\\ud800", from
-    os.fsdecode of a bad file name, say) cannot be, and is refused naming where it is."""
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"rawdev.save: {what} {s[:80]!r} is not valid Unicode text (a lone surrogate "
-                         f"U+{ord(s[e.start]):04X} at index {e.start}); a safetensors header is UTF-8 JSON and cannot "
-                         "hold it, so nothing was written") from None
 
 
 class _Entry:

@@ -189,9 +189,9 @@ def test_a_save_killed_at_random_moments_leaves_the_old_or_the_new_file(tmp_path
 
 @pytest.mark.parametrize("obj,what", [
     ({"bad\ud800": rawdev.ones(1)}, "the state_dict key 'bad\\\\ud800'"),
-    ({"model": {"bad\udcff": rawdev.ones(1)}}, "a key of the object\\['model'\\] 'bad\\\\udcff'"),
+    ({"model": {"bad\udcff": rawdev.ones(1)}}, "the object\\['model'\\] \\(a key\\) 'bad\\\\udcff'"),
     ({"name": "bad\ud800", "w": rawdev.ones(1), "epoch": 1}, "the object\\['name'\\] 'bad\\\\ud800'"),
-    ([{"ok": 1, "x\ud800": 2}], "a key of the object\\[0\\] 'x\\\\ud800'"),
+    ([{"ok": 1, "x\ud800": 2}], "the object\\[0\\] \\(a key\\) 'x\\\\ud800'"),
 ])
 def test_strings_a_utf8_header_cannot_hold_are_refused_by_name(tmp_path, obj, what):
     p = tmp_path / "s.pt"

@@ -261,6 +261,9 @@ class _Unpickler(_Base):
     def load_reduce(self):
         args = self.stack.pop()
         func = self.stack[-1]
+        if isinstance(func, ClassRef):
+            raise self.ctx.bad(f"the pickle calls the class {func.name} (REDUCE), which rawdev never does; "
+                               "torch.save builds objects with NEWOBJ and BUILD")
         if id(func) not in self.callable:
             raise self.ctx.bad(f"REDUCE (a call) of {_short(func)}, which is not an allowlisted function")
         if type(args) is not tuple:
