@@ -54,10 +54,18 @@ class ObjRef:
         self.ref, self.args, self.state = ref, args, None
 
 
-def _rawdev_module_class(name: str) -> type | None:
+def _rawdev_module_class(name: str, module: str = "torch.nn") -> type | None:
+    import importlib
+
     from .. import nn
     from ..nn.module import Module
     cls = getattr(nn, name, None)
+    if cls is None and module.startswith("torch.nn.modules."):
+        # a class PyTorch keeps out of torch.nn (linear.NonDynamicallyQuantizableLinear): rawdev's mirror file
+        try:
+            cls = getattr(importlib.import_module("rawdev" + module[len("torch"):]), name, None)
+        except ImportError:
+            cls = None
     return cls if isinstance(cls, type) and issubclass(cls, Module) else None
 
 
@@ -67,7 +75,7 @@ def find(module: str, name: str, weights_only: bool | None) -> ClassRef | None:
     from ..safe_globals import resolve
     full = f"{module}.{name}"
     if module == "torch.nn" or module.startswith("torch.nn.modules."):
-        cls = _rawdev_module_class(name)
+        cls = _rawdev_module_class(name, module)
         return ClassRef(cls, full) if cls is not None else None
     if module.startswith("torch") or not all(p.isidentifier() for p in (*module.split("."), *name.split("."))):
         return None

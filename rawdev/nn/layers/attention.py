@@ -5,7 +5,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 
 __all__ = ["MultiheadAttention"]
 
@@ -46,7 +46,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = False
         self._reset_parameters()

@@ -42,6 +42,16 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's torch.nn.modules.linear.NonDynamicallyQuantizableLinear: a Linear that PyTorch's dynamic
+    quantization leaves alone (MultiheadAttention's out_proj is one). rawdev has no quantization, so it is a Linear
+    under PyTorch's name, for programs and whole-module checkpoints that name it.
+
+    Example:
+        >>> proj = NonDynamicallyQuantizableLinear(8, 8)
+    """
+
+
 class LazyLinear(Linear):
     """A Linear whose in_features is taken from the first input: until then it holds no parameters; the first
     forward creates weight and bias (PyTorch's init, on the input's device and dtype) and the module becomes a
@@ -81,4 +91,4 @@ class LazyLinear(Linear):
         return f"in_features=0, out_features={self.out_features}, bias={self._lazy_bias}"
 
 
-__all__ += ["LazyLinear"]
+__all__ += ["LazyLinear", "NonDynamicallyQuantizableLinear"]
