@@ -7,7 +7,8 @@ False. Saving or loading a TorchScript archive is refused (it is a program, not 
 import warnings
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
-           "Final", "Attribute", "annotate", "save", "load", "ScriptModule", "ScriptFunction", "fork", "wait"]
+           "script_method", "Final", "Attribute", "annotate", "save", "load", "ScriptModule", "ScriptFunction",
+           "fork", "wait"]
 
 _told = False
 
@@ -49,6 +50,12 @@ def unused(fn):
 
 
 def export(fn):
+    return fn
+
+
+def script_method(fn):
+    """@torch.jit.script_method (on a ScriptModule subclass's methods): the method unchanged. The class can be
+    defined; making one raises, as rawdev has no ScriptModule (subclass nn.Module instead)."""
     return fn
 
 

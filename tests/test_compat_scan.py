@@ -53,6 +53,14 @@ def test_judgements_against_rawdev(scanner, monkeypatch):
     assert state == "refused" and "one process" in why
 
 
+def test_from_import_of_a_module_shadowed_by_a_function(scanner, monkeypatch):
+    # `from torch.autograd.gradcheck import gradcheck`: the module, though torch.autograd.gradcheck is the function
+    monkeypatch.setenv("RAWDEV_DRIVER", "none")
+    assert scanner.check("import", "torch.autograd.gradcheck.gradcheck") == ("ok", "")
+    assert scanner.check("kwarg", "torch.autograd.gradcheck.gradcheck(eps=)") == ("ok", "")
+    assert scanner.check("import", "torch.autograd.gradcheck.no_such_name")[0] == "missing"
+
+
 def test_the_report(scanner, tmp_path):
     programs, skipped = scanner.scan([str(SAMPLES)])
     assert sorted(programs) == ["shadowed.py", "train_small.py"] and skipped == []

@@ -60,27 +60,20 @@ PROBES = {
     "x[...] = v": "x[..., 1] = 2.0",
 }
 
-# Known gaps: name -> (status, reason). "refused" names raise NotImplementedError naming the feature.
-_OTHER_BRANCH = "built on the `surroundings` branch (merge pending): "
+# Known gaps: name -> (status, reason). "refused" names raise NotImplementedError naming the feature; "missing"
+# ones carry why they stay missing.
+_TORCH_OPS = ("torch.ops is PyTorch's registry of ATen and C++ operators; rawdev has no dispatcher "
+              "(rawdev.ops is rawdev's own op package)")
+_NOT_IN_PYTORCH = "not in PyTorch's torch.functional either (it is in torch.nn.functional): the program's own slip"
 STATUS = {
-    "torch.FloatTensor": ("planned", _OTHER_BRANCH + "the legacy typed constructors"),
-    "torch.LongTensor": ("planned", _OTHER_BRANCH + "the legacy typed constructors"),
-    "torch.distributed.destroy_process_group": ("planned", _OTHER_BRANCH + "destroy_process_group"),
-    "torch.onnx": ("planned", _OTHER_BRANCH + "rawdev.onnx with export"),
-    "torch.onnx.export": ("planned", _OTHER_BRANCH + "rawdev.onnx with export"),
-    "torch.onnx._export": ("planned", _OTHER_BRANCH + "rawdev.onnx (the private alias may stay missing)"),
-    "torch.onnx._export(opset_version=)": ("planned", _OTHER_BRANCH + "rawdev.onnx"),
-    "torch.ops.profiler._record_function_enter": ("missing", "torch.ops is PyTorch's registry of C++ operators; "
-                                                  "rawdev.ops is rawdev's own op package (use record_function)"),
-    "torch.ops.profiler._record_function_exit": ("missing", "as _record_function_enter"),
-    "x[range(...)]": ("planned", _OTHER_BRANCH + "range and other sequences as indices"),
-    "x[range(...)] = v": ("planned", _OTHER_BRANCH + "range and other sequences as indices"),
+    "torch.ops.profiler._record_function_enter": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
+    "torch.ops.profiler._record_function_exit": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
+    "torch.ops.load_library": ("missing", _TORCH_OPS + "; C++ operator libraries cannot load"),
+    "torch.functional.relu": ("missing", _NOT_IN_PYTORCH),
+    "torch.functional.log_softmax": ("missing", _NOT_IN_PYTORCH),
+    "torch.functional.log_softmax(dim=)": ("missing", _NOT_IN_PYTORCH),
+    "torch.functional.max_pool2d": ("missing", _NOT_IN_PYTORCH),
 }
-for _n in ("activation.MultiheadAttention", "container.ModuleList", "dropout.Dropout", "linear.Linear",
-           "linear.NonDynamicallyQuantizableLinear", "normalization.LayerNorm", "rnn.GRU", "rnn.LSTM", "rnn.RNN",
-           "sparse.Embedding", "transformer.TransformerEncoder", "transformer.TransformerEncoderLayer",
-           "activation.ReLU", "conv.Conv2d", "pixelshuffle.PixelShuffle"):
-    STATUS["torch.nn.modules." + _n] = ("planned", _OTHER_BRANCH + "rawdev.nn.modules.<file> mirroring PyTorch's")
 
 
 def tensor_methods():
@@ -218,6 +211,16 @@ def _lookup(path):
     return obj
 
 
+def _imported_from(path):
+    """`from a.b import c` as Python runs it: module a.b (from sys.modules, even where a's attribute b is another
+    object, as torch.autograd.gradcheck is the function) and its attribute c; None when that fails."""
+    mod, _, attr = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
 def check(kind, name):
     """'ok', 'refused' (NotImplementedError: the reason) or 'missing' for one reference."""
     import rawdev
@@ -228,7 +231,7 @@ def check(kind, name):
                 try:
                     obj = importlib.import_module(_rawdev_path(name))
                 except ImportError:
-                    obj = None
+                    obj = _imported_from(_rawdev_path(name))
             if obj is None:
                 obj = _lookup(_rawdev_path(name))
             refused = getattr(obj, "__rawdev_refused__", None) if not isinstance(obj, type) else None
@@ -248,7 +251,9 @@ def check(kind, name):
             return "ok", ""
         if kind == "kwarg":
             fn_name, kw = name[:-2].split("(")
-            fn = _lookup(_rawdev_path(fn_name))
+            fn = _imported_from(_rawdev_path(fn_name))
+            if fn is None:
+                fn = _lookup(_rawdev_path(fn_name))
             refused = getattr(fn, "__rawdev_refused__", None) if not isinstance(fn, type) else None
             if isinstance(refused, str):
                 return "refused", refused
@@ -328,16 +333,18 @@ def markdown(summary, rows, sources):
              "docs/COMPAT_SCAN.md` (the method and its heuristics are in the tool's docstring). The corpus: "
              f"{summary['programs']} programs from {len(sources)} public repositories, listed with their commits "
              "in tools/compat_corpus.txt (" + ", ".join(f"{r}: {n}" for r, n in sorted(sources.items())) + ").",
-             "", "pytorch/tutorials is not in the corpus: its repository snapshot (5.3 GB) is over the fetch "
-             "tool's 0.5 GB limit; rasbt/LLMs-from-scratch and the other book and course repositories stand in.", "",
+             "", "The pytorch/tutorials scripts are those of its commit e7563f6 (November 2023) that import torch: the "
+             "whole repository's snapshot (5.3 GB) is over the fetch tool's 0.5 GB limit, so they were read from "
+             "a fork whose head is that commit.", "",
              f"**{summary['resolved']} of {summary['references']} references resolve: {pct:.2f} %**; "
              f"{summary['refused']} more are refused by design (they import, and using them raises "
              f"NotImplementedError naming the feature and why), so **{pct_known:.2f} % resolve or are refused**; "
              f"{summary['missing']} ({100 - pct_known:.2f} %) are missing. "
-             f"({summary['distinct']} distinct references; each counted once per program.)", "",
-             f"Of the missing, {planned} are built on another branch whose merge is pending (status "
-             f"`planned` below); with them: {pct_merged:.2f} % resolve or are refused.", "",
-             "| kind | resolved | references |", "|---|---|---|"]
+             f"({summary['distinct']} distinct references; each counted once per program.)", ""]
+    if planned:
+        lines += [f"Of the missing, {planned} are built on another branch whose merge is pending (status "
+                  f"`planned` below); with them: {pct_merged:.2f} % resolve or are refused.", ""]
+    lines += ["| kind | resolved | references |", "|---|---|---|"]
     for k, (ok, n) in summary["kinds"].items():
         lines.append(f"| {k} | {ok} | {n} |")
     lines += ["", "## Not resolved", "",

@@ -3,12 +3,13 @@
 one attention path, the math one, so the flags choose nothing); `cufft_plan_cache` answers as an empty cache
 (rawdev's FFTs keep no plans)."""
 import contextlib
+import enum
 
 from .. import flags as _flags
 
 __all__ = ["matmul", "is_built", "cufft_plan_cache", "enable_flash_sdp", "flash_sdp_enabled",
            "enable_mem_efficient_sdp", "mem_efficient_sdp_enabled", "enable_math_sdp", "math_sdp_enabled",
-           "enable_cudnn_sdp", "cudnn_sdp_enabled", "sdp_kernel", "preferred_linalg_library"]
+           "enable_cudnn_sdp", "cudnn_sdp_enabled", "sdp_kernel", "preferred_linalg_library", "SDPBackend"]
 
 matmul = _flags.matmul
 
@@ -84,3 +85,20 @@ def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True, e
 def preferred_linalg_library(backend=None):
     """rawdev has one linear-algebra path; answers 'default' (PyTorch's _LinalgBackend.Default) for any choice."""
     return "default"
+
+
+class SDPBackend(enum.IntEnum):
+    """PyTorch's torch.backends.cuda.SDPBackend (torch.nn.attention.SDPBackend): the attention kernels by name, with
+    PyTorch's values. Programs use them as keys for sdp_kernel's switches; rawdev runs the math path whichever
+    is chosen.
+
+    Example:
+        >>> with sdp_kernel(enable_math=True, enable_flash=False):   # e.g. chosen through SDPBackend.MATH
+        ...     pass
+    """
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4

@@ -1039,3 +1039,28 @@ def _from_env():
 
 
 _from_env()
+
+
+# PyTorch's private spellings of the above, which its memory-visualization tutorials call
+def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None):
+    """torch.cuda.memory._record_memory_history: record_history under PyTorch's arguments. enabled: "all" or
+    "state" records, None stops; stacks: "python"/"all" keep the Python stack, None does not; context is
+    accepted (rawdev records every event with its time); device: the history covers every device.
+
+    Example:
+        >>> rawdev.cuda.memory._record_memory_history(enabled="all")
+    """
+    if enabled not in (None, False, True, "all", "state"):
+        raise ValueError(f"Invalid enabled value: {enabled!r}; expected None, 'state' or 'all'")
+    record_history(enabled=enabled not in (None, False), stacks=stacks not in (None, False),
+                   max_entries=max_entries)
+
+
+def _snapshot(device=None):
+    """torch.cuda.memory._snapshot: memory_snapshot() (segments, blocks and, with history on, device_traces).
+
+    Example:
+        >>> s = rawdev.cuda.memory._snapshot()
+    """
+    return memory_snapshot(device)
+

@@ -184,3 +184,17 @@ def _version():
         return metadata.version("rawdev")
     except metadata.PackageNotFoundError:
         return "0"
+
+
+# torch.onnx._export: PyTorch's private alias of export that older tutorials call
+_export = export
+
+# The TorchDynamo-based exporter (torch.onnx.dynamo_export and its options) needs an FX graph of the program,
+# which rawdev does not record: refused, pointing at export, which traces rawdev's forward.
+from ..refusals import Refused as _Refused  # noqa: E402
+
+_DYNAMO_WHY = ("rawdev records no FX graph of a program (no TorchDynamo); rawdev.onnx.export traces the forward "
+               "into ONNX instead")
+dynamo_export = _Refused("torch.onnx.dynamo_export", "the TorchDynamo-based ONNX exporter", _DYNAMO_WHY)
+ExportOptions = _Refused("torch.onnx.ExportOptions", "the TorchDynamo-based ONNX exporter", _DYNAMO_WHY)
+OnnxRegistry = _Refused("torch.onnx.OnnxRegistry", "the TorchDynamo-based ONNX exporter", _DYNAMO_WHY)

@@ -23,3 +23,16 @@ class DistributedDataParallel:
     def __init__(self, module, *args, **kwargs):
         raise RuntimeError("DistributedDataParallel needs torch.distributed process groups, which rawdev does not "
                            "have (rawdev.distributed.is_available() is False); run as one process without it")
+
+
+# PyTorch's multi-GPU building blocks of DataParallel: they split work across several devices, which rawdev
+# (one process, one GPU) does not have; data_parallel and DataParallel above run on the one device.
+from ...refusals import Refused as _Refused  # noqa: E402
+
+_ONE_GPU = ("rawdev drives one GPU from one process, so there is nothing to split across devices; "
+            "call the module directly, or use nn.DataParallel / data_parallel, which run on the one device")
+replicate = _Refused("torch.nn.parallel.replicate", "multi-GPU replication (nn.parallel.replicate)", _ONE_GPU)
+scatter = _Refused("torch.nn.parallel.scatter", "multi-GPU scatter (nn.parallel.scatter)", _ONE_GPU)
+gather = _Refused("torch.nn.parallel.gather", "multi-GPU gather (nn.parallel.gather)", _ONE_GPU)
+parallel_apply = _Refused("torch.nn.parallel.parallel_apply", "multi-GPU parallel_apply (nn.parallel.parallel_apply)",
+                          _ONE_GPU)

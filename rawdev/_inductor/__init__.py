@@ -1,0 +1,8 @@
+"""`torch._inductor`: the Inductor code generator behind torch.compile, which rawdev refuses (rawdev.compile returns
+what it is given and runs it eagerly). Importing works; using any name raises NotImplementedError saying so."""
+from ..refusals import refusing_getattr
+
+WHY = ("rawdev runs Python eagerly and has no graph compiler (no TorchDynamo, no Inductor); "
+       "rawdev.compile returns the module or function unchanged")
+__getattr__ = refusing_getattr("torch._inductor", "TorchInductor (torch._inductor)", WHY)
+__rawdev_refused__ = __getattr__("_").__rawdev_refused__
