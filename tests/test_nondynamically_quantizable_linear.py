@@ -39,3 +39,12 @@ def test_a_pytorch_file_naming_it_loads(tmp_path):
             zout.writestr(info, data)
     m = rawdev.load(out)
     assert [type(c) for c in m] == [NonDynamicallyQuantizableLinear, nn.ReLU, NonDynamicallyQuantizableLinear]
+
+
+def test_a_whole_transformer_layer_saved_by_rawdev_keeps_it(tmp_path):
+    m = nn.TransformerEncoderLayer(8, 2, 16).eval()
+    rawdev.save(m, tmp_path / "layer.pt")
+    m2 = rawdev.load(tmp_path / "layer.pt").eval()
+    assert type(m2.self_attn.out_proj) is NonDynamicallyQuantizableLinear
+    x = rawdev.randn(3, 2, 8)
+    assert np.array_equal(m(x).detach().numpy(), m2(x).detach().numpy())
