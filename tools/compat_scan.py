@@ -69,8 +69,6 @@ STATUS = {
     "torch.ops.profiler._record_function_enter": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
     "torch.ops.profiler._record_function_exit": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
     "torch.ops.load_library": ("missing", _TORCH_OPS + "; C++ operator libraries cannot load"),
-    "torch.matmul(out=)": ("missing", "out= is not taken by rawdev's matmul and mul yet (planned)"),
-    "torch.mul(out=)": ("missing", "out= is not taken by rawdev's matmul and mul yet (planned)"),
     "torch.functional.relu": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax(dim=)": ("missing", _NOT_IN_PYTORCH),

@@ -282,7 +282,10 @@ def sub(input, other, *, alpha=1):  # noqa: A002
     raise TypeError(f"sub(): unsupported operand types {type(input).__name__} and {type(other).__name__}")
 
 
-def mul(input, other):  # noqa: A002
+def mul(input, other, *, out=None):  # noqa: A002
+    if out is not None:
+        from .out_arg import write_out
+        return write_out("mul", mul(input, other), out, input, other)
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         input, other = _same_device(input, other)
         return _Mul.apply(input, other)

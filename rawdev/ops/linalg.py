@@ -170,7 +170,10 @@ def _sparse_operand(a, b):
     return getattr(a, "is_sparse", False) is True or getattr(b, "is_sparse", False) is True
 
 
-def matmul(input, other):  # noqa: A002
+def matmul(input, other, *, out=None):  # noqa: A002
+    if out is not None:
+        from .out_arg import write_out
+        return write_out("matmul", matmul(input, other), out, input, other)
     a, b = input, other
     if _sparse_operand(a, b):
         from .sparse_coo import spmm
