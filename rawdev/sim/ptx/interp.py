@@ -761,11 +761,22 @@ class PtxModule:
             merged.sort(kind="stable")
             pending[b] = None if merged.shape[0] == n else merged
 
+        retired = []   # lanes that exited, counted into `alive` only when a barrier needs the counts
+
+        def settle():
+            if retired:
+                alive[:] -= np.bincount(np.concatenate(retired) // T, minlength=nb)
+                retired.clear()
+
         def retire(lanes, blk):
             arr = X.all_lanes if lanes is None else lanes
+            if not parked:   # no thread waits at a barrier: nothing to check now
+                retired.append(arr)
+                return
+            settle()
             ctas = arr // T
             cnt = np.bincount(ctas, minlength=nb)
-            if waiting.any() and (waiting & (cnt > 0)).any():
+            if (waiting & (cnt > 0)).any():
                 c = int(np.flatnonzero(waiting & (cnt > 0))[0])
                 bar = next(bb for bb, ls in parked.items() if (ls // T == c).any())
                 arrived = int(((parked[bar] // T) == c).sum())
@@ -777,6 +788,7 @@ class PtxModule:
 
         while pending or parked:
             if not pending:
+                settle()
                 self._release(code, X, parked, pending, waiting, alive, b0, grid, block)
                 continue
             b = min(pending)
@@ -816,12 +828,13 @@ class PtxModule:
                 if p.ndim == 0:
                     p = np.full(cnt, bool(p))
                 other = blk.target if term == "cbra" else None
-                if p.all():
+                k = np.count_nonzero(p)
+                if k == cnt:
                     if term == "cbra":
                         add(other, lanes)
                     else:
                         retire(lanes, blk)
-                elif not p.any():
+                elif k == 0:
                     add(blk.nxt, lanes)
                 else:
                     arr = X.all_lanes if lanes is None else lanes
