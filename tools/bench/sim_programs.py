@@ -5,6 +5,7 @@
     python tools/bench/sim_programs.py --skip-demo         # the programs only
     python tools/bench/sim_programs.py --only pca --only demo-mlp
     python tools/bench/sim_programs.py --json              # one JSON line per program, then the summary
+    python tools/bench/sim_programs.py --quick             # a tiny built-in program only (a smoke test)
 
 Each program runs twice in a fresh process, exactly as a user runs it: once with ``RAWDEV_DRIVER=none``
 (the cpu path) and once with ``RAWDEV_DRIVER=sim`` (the demo: ``--device cpu`` / ``--device sim``).
@@ -33,6 +34,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "programs"
 DEMOS = ("mlp", "cnn", "gpt")
 
+# --quick: a few elementwise ops and a reduction, so the script itself is proven in seconds (tools/gpu_check)
+TINY = r"""
+import rawdev as torch
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+x = torch.arange(64, dtype=torch.float32, device=dev)
+y = (x * 1.5 + x).relu()
+assert abs(float(y.sum().item()) - 2.5 * 63 * 64 / 2) < 1e-3
+"""
+
 # Run a program (a path, or "-m rawdev.cli ...") and, at exit, write the simulated driver's launch count to the
 # file named by argv[1]: the count comes from the driver itself, not from parsing the program's output.
 WRAPPER = r"""
@@ -54,7 +64,9 @@ else:
 """
 
 
-def targets(skip_demo):
+def targets(skip_demo, quick=False):
+    if quick:
+        return [("tiny", ["<tiny>"], ["<tiny>"])]
     out = [(p.stem, [str(p)], [str(p)]) for p in sorted(PROGRAMS.glob("*.py"))]
     if not skip_demo:
         for m in DEMOS:
@@ -71,6 +83,9 @@ def run_one(argv, driver, timeout):
     env["RAWDEV_DRIVER"] = driver
     with tempfile.TemporaryDirectory(prefix="rawdev-simbench-") as tmp:
         stats = Path(tmp) / "stats.json"
+        if argv == ["<tiny>"]:
+            (Path(tmp) / "tiny.py").write_text(TINY)
+            argv = [str(Path(tmp) / "tiny.py")]
         t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             p = subprocess.run([sys.executable, "-c", WRAPPER, str(stats)] + argv, cwd=tmp, env=env,
@@ -93,8 +108,9 @@ def main(argv=None):
     ap.add_argument("--skip-demo", action="store_true", help="leave out `rawdev demo` mlp/cnn/gpt")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per process before it counts as failed")
     ap.add_argument("--json", action="store_true", help="one JSON line per program and one for the summary")
+    ap.add_argument("--quick", action="store_true", help="a tiny built-in program only (a smoke test of the script)")
     args = ap.parse_args(argv)
-    todo = targets(args.skip_demo)
+    todo = targets(args.skip_demo, args.quick)
     if args.only:
         known = {t[0] for t in targets(False)}
         unknown = sorted(set(args.only) - known)
