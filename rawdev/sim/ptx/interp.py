@@ -11,6 +11,7 @@ at a barrier is a :class:`BarrierError` too.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import threading
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_sequential
-from .decoder import LBASE, SBASE, DecodeError, Decoder, _ModuleSyms
+from . import module_cache
+from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -100,17 +102,58 @@ class LaunchStats:
         return self.thread_instructions / self.seconds if self.seconds else 0.0
 
 
-@dataclass
 class Entry:
+    """One .entry of a module: its parameter layout and sizes, and its decoded code.
+
+    ``code`` (an :class:`~rawdev.sim.ptx.decoder.EntryCode`) is decoded at load, or, for a module loaded
+    from the disk index (:mod:`rawdev.sim.ptx.module_cache`), from the entry's own lines the first time it
+    is asked for; either way once, shared by every PtxModule of the same text.
+    """
+
+    def __init__(self, name, params, param_size, shared_static, local_size, code=None, decode=None):
+        self.name, self.params, self.param_size = name, params, param_size
+        self.shared_static, self.local_size = shared_static, local_size
+        self._code, self._decode = code, decode
+        self._lock = threading.Lock()
+
+    @property
+    def code(self):
+        if self._code is None:
+            with self._lock:
+                if self._code is None:
+                    self._code = self._decode()
+        return self._code
+
+    def __repr__(self):
+        return (f"Entry(name={self.name!r}, param_size={self.param_size}, shared_static={self.shared_static}, "
+                f"local_size={self.local_size}, decoded={self._code is not None})")
+
+
+@dataclass
+class _GlobalVar:
+    """A module-scope .global variable: what allocating and initialising it needs."""
     name: str
-    params: list
-    param_size: int
-    shared_static: int
-    local_size: int
-    code: object = None
+    size: int
+    align: int
+    init: bytes
 
 
 # ============================================================================== launch context
+_LANE_RANGES: dict = {}
+
+
+def _lane_range(n):
+    """np.arange(n) as int64, shared read-only between launches (lane indices never change)."""
+    r = _LANE_RANGES.get(n)
+    if r is None:
+        if len(_LANE_RANGES) > 256:
+            _LANE_RANGES.clear()
+        r = np.arange(n, dtype=np.int64)
+        r.flags.writeable = False
+        _LANE_RANGES[n] = r
+    return r
+
+
 class _Ctx:
     SHWIN, LCWIN, CWIN, PWIN = SHWIN, LCWIN, CWIN, PWIN
 
@@ -123,11 +166,11 @@ class _Ctx:
         self.nb = nb
         self.n = T * nb
         self.gaddr = gaddr
-        self.cbank = np.frombuffer(module._const_bank, np.uint8) if module._const_bank else np.zeros(16, np.uint8)
-        self.pbank = np.frombuffer(bytes(params) + b"\0" * 16, np.uint8)
+        self.cbank = module._cbank
+        self.pbank = np.frombuffer(params + b"\0" * 16, np.uint8)
         self.S = np.zeros(self.shstride * nb, np.uint8)
         self.L = np.zeros(max(self.lsize, 16) * self.n, np.uint8) if self.lsize else None
-        self.all_lanes = np.arange(self.n, dtype=np.int64)
+        self.all_lanes = _lane_range(self.n)
         self._wsize = None
         self._warp = None
         self._cp_open, self._cp_groups = [], []   # cp.async copies in flight: not yet committed / committed
@@ -470,6 +513,17 @@ _MISSING = object()
 _CACHE_LOCK = threading.Lock()
 
 
+def _decode_entry(text, spans, name, want):
+    """Decode one entry of an indexed module from its own lines (every other body blanked)."""
+    ast = parse(module_cache.only_entry(text, spans, name))
+    code = Decoder(ast, _ModuleSyms(ast), ast.functions[name]).decode()
+    got = (code.params, code.param_size, code.shared_static, code.local_size)
+    if got != want:   # the index does not describe this text: never run a kernel laid out differently
+        raise DecodeError(f"{name}: the simulator's module index disagrees with the PTX ({got} != {want}); "
+                          f"delete {module_cache.cache_dir()}")
+    return code
+
+
 class PtxModule:
     """A parsed and decoded PTX module (decoding happens once, here)."""
 
@@ -480,14 +534,19 @@ class PtxModule:
         with _CACHE_LOCK:
             cached = _CACHE.get(key)
         if cached is None:
-            cached = self._decode(text)
+            cached = self._from_index(text, key)
+            if cached is None:
+                cached = self._decode(text)
+                self._write_index(text, key, cached)
             with _CACHE_LOCK:
-                _CACHE[key] = cached
+                cached = _CACHE.setdefault(key, cached)
         self.version, self.target, self.entries, self._const_bank, self._globals, self.opcodes = cached
+        self._cbank = np.frombuffer(self._const_bank, np.uint8) if self._const_bank else np.zeros(16, np.uint8)
         self._global_addrs = {}   # id(memory) -> (memory, [addresses])
 
     @staticmethod
     def _decode(text):
+        """Parse and decode the whole module now (the first load of a text: every error is raised here)."""
         ast = parse(text)
         msyms = _ModuleSyms(ast)
         entries = {}
@@ -500,7 +559,43 @@ class PtxModule:
             code = dec.decode()
             opcodes |= code.opcodes
             entries[name] = Entry(name, code.params, code.param_size, code.shared_static, code.local_size, code)
-        return ast.version, ast.target, entries, msyms.const_bank, msyms.global_vars, opcodes
+        globals_ = [_GlobalVar(v.name, v.size, v.align, _init_bytes(v)) for v in msyms.global_vars]
+        return ast.version, ast.target, entries, msyms.const_bank, globals_, opcodes
+
+    @staticmethod
+    def _write_index(text, key, cached):
+        """Record what this load learned (module_cache), when every entry's body could be located."""
+        version, target, entries, const_bank, globals_, opcodes = cached
+        if module_cache.cache_dir() is None:
+            return
+        spans = module_cache.body_spans(text)
+        if set(spans) != set(entries):
+            return
+        module_cache.save(key, {
+            "version": list(version), "target": target, "const_bank": const_bank.hex(),
+            "globals": [[v.name, v.size, v.align, v.init.hex()] for v in globals_], "opcodes": sorted(opcodes),
+            "entries": [[e.name, [[p.name, p.type, p.size, p.align, p.offset] for p in e.params], e.param_size,
+                         e.shared_static, e.local_size, list(spans[e.name])] for e in entries.values()]})
+
+    @staticmethod
+    def _from_index(text, key):
+        """The module from its disk index (no parsing now; each entry decodes from its own lines on first use),
+        or None when there is no usable index."""
+        rec = module_cache.load(key)
+        if rec is None:
+            return None
+        try:
+            spans = {e[0]: (int(e[5][0]), int(e[5][1])) for e in rec["entries"]}
+            entries = {}
+            for name, params, param_size, shared_static, local_size, _ in rec["entries"]:
+                ps = [Param(str(a), str(b), int(c), int(d), int(o)) for a, b, c, d, o in params]
+                want = (ps, int(param_size), int(shared_static), int(local_size))
+                entries[name] = Entry(name, *want, decode=functools.partial(_decode_entry, text, spans, name, want))
+            globals_ = [_GlobalVar(str(n), int(sz), int(al), bytes.fromhex(init)) for n, sz, al, init in rec["globals"]]
+            return (tuple(int(x) for x in rec["version"]), str(rec["target"]), entries,
+                    bytes.fromhex(rec["const_bank"]), globals_, set(rec["opcodes"]))
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
 
     # -- module globals live in device memory, allocated on first launch with that memory
     def _gaddr(self, memory):
@@ -508,11 +603,10 @@ class PtxModule:
             return []
         ent = self._global_addrs.get(id(memory))
         if ent is None or ent[0] is not memory:
-            from .decoder import _init_bytes
             addrs = []
             for v in self._globals:
                 addr = memory.alloc(max(v.size, 1), align=max(v.align, 256))
-                memory.write(addr, _init_bytes(v))
+                memory.write(addr, v.init)
                 addrs.append(addr)
             ent = self._global_addrs[id(memory)] = (memory, addrs)
         return ent[1]
@@ -542,7 +636,9 @@ class PtxModule:
         stats = LaunchStats(name, grid, block)
         if T == 0 or nblocks == 0:
             return stats
-        bytes_per_lane = sum(dt.itemsize for dt in code.slot_dtypes) + 8
+        bytes_per_lane = code.__dict__.get("_bytes_per_lane")
+        if bytes_per_lane is None:
+            bytes_per_lane = code._bytes_per_lane = sum(dt.itemsize for dt in code.slot_dtypes) + 8
         cap = max_chunk_threads or CHUNK_THREADS
         lanes = max(T, min(cap, REGISTER_BUDGET // bytes_per_lane))
         bpc = max(1, lanes // T)
@@ -564,6 +660,25 @@ class PtxModule:
 
     @staticmethod
     def _registers(code, X, b0, grid, block, dyn):
+        """The register file of one chunk: special registers set, the rest zero. Built once per launch shape
+        and kept on the kernel's code; every array in it is read-only, so the generated code's writes (which
+        rebind R[s], or copy a read-only array before a partial write) never change the kept one."""
+        key = (X.n, X.T, b0, grid, block, dyn, X.shstride, X.lsize, X.shsize)
+        cache = code.__dict__.get("_register_files")
+        if cache is None:
+            cache = code._register_files = {}
+        R = cache.get(key)
+        if R is None:
+            R = PtxModule._build_registers(code, X, b0, grid, block, dyn)
+            for a in R:
+                a.flags.writeable = False
+            if len(cache) >= 32:
+                cache.clear()
+            cache[key] = R
+        return list(R)
+
+    @staticmethod
+    def _build_registers(code, X, b0, grid, block, dyn):
         n, T = X.n, X.T
         R = [None] * len(code.slot_names)
         lanes = X.all_lanes
@@ -646,11 +761,22 @@ class PtxModule:
             merged.sort(kind="stable")
             pending[b] = None if merged.shape[0] == n else merged
 
+        retired = []   # lanes that exited, counted into `alive` only when a barrier needs the counts
+
+        def settle():
+            if retired:
+                alive[:] -= np.bincount(np.concatenate(retired) // T, minlength=nb)
+                retired.clear()
+
         def retire(lanes, blk):
             arr = X.all_lanes if lanes is None else lanes
+            if not parked:   # no thread waits at a barrier: nothing to check now
+                retired.append(arr)
+                return
+            settle()
             ctas = arr // T
             cnt = np.bincount(ctas, minlength=nb)
-            if waiting.any() and (waiting & (cnt > 0)).any():
+            if (waiting & (cnt > 0)).any():
                 c = int(np.flatnonzero(waiting & (cnt > 0))[0])
                 bar = next(bb for bb, ls in parked.items() if (ls // T == c).any())
                 arrived = int(((parked[bar] // T) == c).sum())
@@ -662,6 +788,7 @@ class PtxModule:
 
         while pending or parked:
             if not pending:
+                settle()
                 self._release(code, X, parked, pending, waiting, alive, b0, grid, block)
                 continue
             b = min(pending)
@@ -701,12 +828,13 @@ class PtxModule:
                 if p.ndim == 0:
                     p = np.full(cnt, bool(p))
                 other = blk.target if term == "cbra" else None
-                if p.all():
+                k = np.count_nonzero(p)
+                if k == cnt:
                     if term == "cbra":
                         add(other, lanes)
                     else:
                         retire(lanes, blk)
-                elif not p.any():
+                elif k == 0:
                     add(blk.nxt, lanes)
                 else:
                     arr = X.all_lanes if lanes is None else lanes

@@ -239,6 +239,8 @@ def tokenize(text, fast=True):
     append = toks.append
     findall = _TOKEN.findall
     for lineno, line in enumerate(text.split("\n"), 1):
+        if not line:   # cheap: a module decoded one entry at a time has every other body blanked to newlines
+            continue
         k = line.find("//")
         if k >= 0:
             line = line[:k]
