@@ -25,7 +25,7 @@ LAYERS = [
     ("rawdev.nn", 5),
     ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6), ("rawdev.cuda", 6),
     ("rawdev.models", 6), ("rawdev.distributions", 6),
-    ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.linalg", 6),
+    ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.cpu", 6), ("rawdev.linalg", 6),
     ("rawdev.config", 6), ("rawdev.profiler", 6),
     ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7),
     ("rawdev", 7),   # the package's public API, which the user-facing tools (memtool, demo, cli) use
