@@ -206,7 +206,9 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         elif optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = self._scale.double().reciprocal().float()   # the reciprocal in float64, as PyTorch
+        # PyTorch takes the reciprocal in float64; rawdev's cuda kernels have no float64 reciprocal, and for the
+        # powers of two the scale holds unless update(new_scale) sets another value, float32's is exact too
+        inv_scale = self._scale.reciprocal()
         found_inf = full((), 0.0, dtype=_dt.float32, device=self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf, False)
         optimizer_state["stage"] = OptState.UNSCALED
