@@ -6,9 +6,8 @@ whether to run the optimizer's step.
 
 unscale_ is PyTorch's _amp_foreach_non_finite_check_and_unscale_ composed of rawdev's kernels: the optimizer's
 gradients are taken per device and dtype as the flat ranges clip_grad_norm_ uses (the gradients of parameters
-that share an arena are one range), and per range one in-place multiply by 1/scale and one reduction of x*0
-(NaN exactly when the range holds an inf or a NaN; a plain sum could overflow on large finite values) add to
-found_inf. update is _amp_update_scale_ as a few elementwise ops on the 0-dim tensors.
+that share an arena are one range), and per range one in-place multiply by 1/scale; per gradient one reduction of x*0 (NaN exactly
+when it holds an inf or a NaN; a plain sum could overflow on large finite values) adds to found_inf. update is _amp_update_scale_ as a few elementwise ops on the 0-dim tensors.
 """
 from collections import abc, defaultdict
 from enum import Enum
@@ -69,10 +68,11 @@ def non_finite_check_and_unscale_(grads, found_inf, inv_scale):
     with no_grad():
         total = None
         for parts in _flat_groups(grads).values():
-            for flat, _ in parts:
+            for flat, members in parts:
                 flat.mul_(inv_scale if flat.dtype is _dt.float32 else inv_scale.to(dtype=flat.dtype))
-                probe = flat.mul(0).sum(dtype=_dt.float32)      # NaN iff the range holds an inf or a NaN
-                total = probe if total is None else total + probe
+                for g in members:       # per gradient: an arena's alignment gaps hold no gradient (poison)
+                    probe = g.mul(0).sum(dtype=_dt.float32)     # NaN iff g holds an inf or a NaN
+                    total = probe if total is None else total + probe
         found_inf.copy_(where(total != total, 1.0, found_inf))
 
 
