@@ -33,6 +33,8 @@ CHECKS = {
     "pca.py": lambda r: r["top3"] > 0.99 and r["err"] < 0.1 and r["agree"] < 1e-3 and abs(r["overlap"] - 1) < 1e-3,
     "mixture_density.py": lambda r: r["last_loss"] < r["first_loss"] - 1.0 and r["eval_nll"] < 0
     and r["sample_ok"] == 1,
+    "amp_transformer.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["gap_bf16"] < 0.05
+    and r["gap_f16"] < 0.05 and r["f16_scale"] >= 1.0,
     "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
     and r["inside"] == 1 and r["mean_reward"] > -0.02,
 }
