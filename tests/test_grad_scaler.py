@@ -128,7 +128,7 @@ def test_misuse_errors_worded_as_pytorch():
         scaler.scale([1.0])
     half = torch.nn.Linear(2, 1).half()
     hopt = torch.optim.SGD(half.parameters(), lr=0.1)
-    s2 = torch.amp.GradScaler("cpu")
+    s2 = torch.amp.GradScaler("cpu", init_scale=2.0)
     s2.scale(half(torch.ones(1, 2, dtype=torch.float16)).sum()).backward()
     with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
         s2.unscale_(hopt)
