@@ -244,6 +244,7 @@ def test_cuda_bfloat16_low_inputs(driver):
         assert torch.cat([X(2), Y(2)]).dtype is torch.float32            # cat promotes natively on cuda
         assert torch.addcmul(X(3), X(3), Y(3)).dtype is torch.float32    # promote: float32 wins
         assert torch.addcmul(X(3), X(3), X(3)).dtype is torch.bfloat16
+        assert torch.nn.LSTM(3, 4).cuda()(Y(5, 2, 3))[0].dtype is torch.bfloat16
         with pytest.raises(RuntimeError, match="unsafe to autocast"):
             F.binary_cross_entropy(torch.sigmoid(X(4)), X(4) - 0.5)
 
@@ -392,6 +393,19 @@ def test_gradients_reach_float32_parameters_in_float32():
     ref_gw = (2 * (xr @ w.T + b) / 15).T @ xr
     err = np.linalg.norm(lin.weight.grad.numpy() - ref_gw) / np.linalg.norm(ref_gw)
     assert err < 3e-2, f"bfloat16 forward: relative error {err} (seed={SEED})"
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_run_in_the_lower_precision(cls):
+    """nn.LSTM/GRU/RNN: each layer one op under autocast (PyTorch's fused RNN ops are on its lists): outputs and
+    states in the region's dtype, float32 gradients for the float32 weights."""
+    m = getattr(torch.nn, cls)(3, 4, num_layers=2)
+    with torch.autocast("cpu", dtype=torch.float16):
+        out, h = m(factory("cpu", torch.float32)(5, 2, 3))
+    h = h[0] if isinstance(h, tuple) else h
+    assert out.dtype is torch.float16 and h.dtype is torch.float16
+    out.float().sum().backward()
+    assert m.weight_ih_l0.grad.dtype is torch.float32 and m.weight_hh_l1.grad.dtype is torch.float32
 
 
 def test_lists_are_data_and_overridable():

@@ -3,7 +3,9 @@
 The names and policies are PyTorch's (aten/src/ATen/autocast_mode.h and autocast_mode.cpp): the aten names,
 plus the name rawdev declares where its public op is one op and PyTorch's is a composite whose parts are listed
 (`cross_entropy` is log_softmax + nll_loss on cuda: float32; `interpolate` / `upsample*` are the upsample_* ops;
-`softmin` is softmax of the negation). An op in no list runs on the dtypes it is given (PyTorch's fallthrough:
+`softmin` is softmax of the negation; `rnn_layer`, one layer of nn.RNN/LSTM/GRU, is _cudnn_rnn on cuda
+(PyTorch's AutocastRNN.cpp casts it to float16) and mkldnn_rnn_layer on the cpu). An op in no list runs on
+the dtypes it is given (PyTorch's fallthrough:
 add of a float16 and a float32 tensor gives float32 by ordinary promotion).
 
 Policies:
@@ -48,7 +50,8 @@ _CUDA = {
         cudnn_convolution cudnn_convolution_transpose prelu addmm addmv addr matmul einsum mm mv linalg_vecdot
         linear addbmm baddbmm bmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
         lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell _scaled_dot_product_flash_attention
-        scaled_dot_product_attention"""),
+        scaled_dot_product_attention _cudnn_rnn
+        rnn_layer"""),
     "fp32": _names("""
         acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow softplus layer_norm
         native_layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity poisson_nll_loss
@@ -74,7 +77,8 @@ _CPU = {
     "lower_precision_fp": _names("""
         conv1d conv2d conv3d bmm mm linalg_vecdot baddbmm addmm _addmm_activation addbmm linear _convolution matmul
         conv_tbc mkldnn_rnn_layer conv_transpose1d conv_transpose2d conv_transpose3d prelu
-        scaled_dot_product_attention _native_multi_head_attention"""),
+        scaled_dot_product_attention _native_multi_head_attention
+        rnn_layer"""),
     "fp32": _names("""
         avg_pool3d binary_cross_entropy grid_sampler polar prod quantile nanquantile stft cdist grid_sampler_2d
         _grid_sampler_2d_cpu_fallback grid_sampler_3d trace view_as_complex cholesky cholesky_inverse
