@@ -56,6 +56,12 @@ from . import multiprocessing, testing  # noqa: E402
 from .func import vmap  # noqa: E402
 from .rawkernel import RawKernel, RawModule  # noqa: E402
 from .amp import autocast  # noqa: E402
+from . import cpu  # noqa: E402  (rawdev.cpu.amp, as torch.cpu.amp)
+from .amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402
+                                clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+                                is_autocast_enabled, set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
 from .config import (are_deterministic_algorithms_enabled, compile, e, get_default_device,  # noqa: E402,A004
                      get_float32_matmul_precision, get_num_interop_threads, get_num_threads, inf, nan, newaxis, pi,
                      set_default_device, set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
@@ -71,7 +77,11 @@ __all__ = ["cuda", "errors", "nn", "autograd", "ops", "optim", "utils", "device"
            "linalg", "special", "testing", "func", "vmap",
            "are_deterministic_algorithms_enabled", "compile", "get_default_device", "get_float32_matmul_precision",
            "set_default_device", "set_float32_matmul_precision", "use_deterministic_algorithms", "set_printoptions",
-           "autocast", "distributed", "multiprocessing", "profiler", "onnx", "e", "pi", "inf", "nan", "newaxis",
+           "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+           "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
+           "autocast_increment_nesting", "autocast_decrement_nesting", "get_autocast_gpu_dtype",
+           "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "cpu",
+           "distributed", "multiprocessing", "profiler", "onnx", "e", "pi", "inf", "nan", "newaxis",
            "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "typename",
            "layout", "strided", "sparse_coo", "RawKernel", "RawModule"]
 __all__ += ops.__all__   # every op declared for the rawdev namespace (rawdev.ops.registry)

@@ -141,3 +141,18 @@ def cond(A, p=None):  # noqa: N803
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def _autocast_boundary():
+    """rawdev.linalg's public functions behind the autocast hook, under their aten names (linalg_vector_norm, ...)
+    as autocast's lists spell them; the module's own calls to each other keep the plain functions."""
+    from .ops.autocast_mode import hook
+    g = globals()
+    for name in ("vector_norm", "matrix_norm", "vecdot", "multi_dot", "inv", "inv_ex", "solve", "cholesky",
+                 "cholesky_ex", "qr", "lstsq", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "cond",
+                 "tensorinv", "tensorsolve"):
+        if callable(g.get(name)):
+            g[name] = hook("linalg_" + name, g[name])
+
+
+_autocast_boundary()

@@ -25,7 +25,7 @@ LAYERS = [
     ("rawdev.nn", 5),
     ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6), ("rawdev.cuda", 6),
     ("rawdev.models", 6), ("rawdev.distributions", 6),
-    ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.linalg", 6),
+    ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.cpu", 6), ("rawdev.linalg", 6),
     ("rawdev.config", 6), ("rawdev.profiler", 6), ("rawdev.rawkernel", 6), ("rawdev.onnx", 6),
     ("rawdev.safe_globals", 0), ("rawdev.refusals", 0), ("rawdev.object_graph", 6), ("rawdev.sparse", 6),
     ("rawdev.autograd.profiler", 6),

@@ -41,20 +41,21 @@ def test_compile_returns_the_model_and_works_as_a_decorator():
     assert f(torch.ones(2)).tolist() == [2.0, 2.0]
 
 
-def test_amp_runs_in_float32(driver):
+def test_amp_autocasts_and_scales(driver):
     m = torch.nn.Linear(4, 2).cuda()
-    scaler = torch.cuda.amp.GradScaler()
-    opt = torch.optim.SGD(m.parameters(), lr=0.1)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with torch.autocast(device_type="cuda", dtype=torch.float16):
-            y = m(torch.ones(3, 4, device="cuda"))
-    assert y.dtype is torch.float32
+        warnings.simplefilter("ignore")   # torch.cuda.amp.GradScaler is deprecated, as in PyTorch
+        scaler = torch.cuda.amp.GradScaler()
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    with torch.autocast(device_type="cuda", dtype=torch.float16):
+        y = m(torch.ones(3, 4, device="cuda"))
+    assert y.dtype is torch.float16
     before = m.weight.detach().cpu().numpy().copy()
-    scaler.scale(y.sum()).backward()
+    scaler.scale(y.float().mean()).backward()   # sum: 65536 in the float16 gradient is inf (skipped step)
+    assert m.weight.grad.dtype is torch.float32
     scaler.step(opt)
     scaler.update()
-    assert (m.weight.detach().cpu().numpy() != before).any() and scaler.get_scale() == 1.0
+    assert (m.weight.detach().cpu().numpy() != before).any() and scaler.get_scale() == 65536.0
 
 
 def test_print_options():

@@ -39,6 +39,8 @@ CHECKS = {
     "gcn_sparse.py": lambda r: r["last_loss"] < r["first_loss"] - 0.3 and r["test_acc"] > 0.6,
     "seq2seq_export.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["accuracy"] > 0.3
     and r["onnx_err"] < 1e-4,
+    "amp_transformer.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["gap_bf16"] < 0.05
+    and r["gap_f16"] < 0.05 and r["f16_scale"] >= 1.0,
     "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
     and r["inside"] == 1 and r["mean_reward"] > -0.02,
 }

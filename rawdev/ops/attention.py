@@ -284,10 +284,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  is_causal=False):
     """nn.MultiheadAttention's computation: in-projection (one Linear per q/k/v from in_proj_weight's row
     blocks), the fused attention per head, out-projection. Inputs (L, B, E) or unbatched (L, E)."""
+    from .autocast_mode import hook
     from .binary import add
-    from .linalg import linear
     from .reduce import mean
+    from .registry import public
     from .shape import narrow, permute, squeeze, unsqueeze
+    linear = public("linear")             # a composite in PyTorch too: under autocast its parts cast (float16
+    sdpa = hook("scaled_dot_product_attention", _sdpa)   # projections and attention), the whole does not
     if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: add_bias_kv, add_zero_attn and static_k/static_v "
                                   "are not supported in rawdev")
@@ -353,7 +356,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = reshape(_float_mask(key_padding_mask, dt, "key_padding_mask"), (B, 1, 1, S))
         mask = kpm if mask is None else add(mask, kpm)
     p = dropout_p if training else 0.0
-    res = _sdpa(q, k, v, mask, p, causal, None, None, need_weights)
+    res = sdpa(q, k, v, mask, p, causal, None, None, need_weights)
     o, w = res if need_weights else (res, None)
     o = reshape(permute(o, (2, 0, 1, 3)), (L, B, E))
     out = linear(o, out_proj_weight, out_proj_bias)

@@ -499,7 +499,8 @@ def mv(input, vec):  # noqa: A002
     """Matrix [n, m] times vector [m]."""
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
-    return input @ vec
+    from .linalg import matmul
+    return matmul(input, vec)   # the plain function: mv is an op of its own under autocast, not a matmul
 
 
 def bmm(input, mat2):  # noqa: A002

@@ -10,7 +10,7 @@ from ..device import as_device
 from ..tensor import memfmt as _mf
 from ..tensor.core import Tensor, _parse_to
 from . import binary as F
-from . import convert, index, linalg, registry, shape, unary
+from . import convert, index, registry, shape, unary
 from .dispatch import backend, backend_of
 from .inplace import apply_inplace, check_inplace_graph
 
@@ -208,7 +208,7 @@ def _rtruediv(self, other):
 
 
 def _rmatmul(self, other):
-    return linalg.matmul(other, self)
+    return registry.public("matmul")(other, self)
 
 
 def _install_comparisons(T):
@@ -268,9 +268,10 @@ def install():
     T.__rtruediv__ = _rtruediv
     T.__neg__ = lambda s: F.neg(s)
     T.__pos__ = lambda s: s
-    T.__pow__ = lambda s, e: F.pow(s, e)
+    pow_ = registry.public("pow")             # pow and matmul are on autocast's lists: their public forms
+    T.__pow__ = lambda s, e: pow_(s, e)
     from . import math2 as M
-    T.__rpow__ = lambda s, b: M.pow(b, s)
+    T.__rpow__ = lambda s, b: pow_(b, s)
     T.__mod__ = lambda s, o: M.remainder(s, o)
     T.__rmod__ = lambda s, o: M.remainder(o, s)
     T.__floordiv__ = lambda s, o: M.floor_divide(s, o)
@@ -286,7 +287,8 @@ def install():
     T.__or__ = T.__ror__ = lambda s, o: M.bitwise_or(s, o)
     T.__xor__ = T.__rxor__ = lambda s, o: M.bitwise_xor(s, o)
     T.__invert__ = lambda s: M.bitwise_not(s)
-    T.__matmul__ = lambda s, o: linalg.matmul(s, o)
+    matmul = registry.public("matmul")
+    T.__matmul__ = lambda s, o: matmul(s, o)
     T.__rmatmul__ = _rmatmul
     T.__abs__ = lambda s: unary.abs(s)
     T.__iadd__, T.__isub__, T.__imul__, T.__itruediv__ = _add_, _sub_, _mul_, _div_

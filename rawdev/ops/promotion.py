@@ -26,7 +26,10 @@ def _result_dt(a, b):
         return db
     if fa and fb and b.ndim == 0 and a.ndim > 0:
         return da
-    return _dt.from_numpy_dtype(np.result_type(da.storage, db.storage)) if da is not _dt.bfloat16 else da
+    if fa and fb and _dt.bfloat16 in (da, db):   # numpy has no bfloat16: PyTorch's table for it
+        other = db if da is _dt.bfloat16 else da
+        return _dt.float32 if other is _dt.float16 else other
+    return _dt.from_numpy_dtype(np.result_type(da.storage, db.storage))
 
 
 def _scalar_dt(x, s):

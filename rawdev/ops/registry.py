@@ -5,10 +5,14 @@ A family file (unary.py, binary.py, reduce.py, shape.py, index.py, linalg.py, lo
 declares each op once with `declare(...)`: the public function, and which public names it gets.
 `install()` puts the methods on Tensor; `rawdev`, `rawdev.ops` and `rawdev.nn.functional` take their
 names from `names(...)`. Nothing else lists ops.
+
+Those public callables are the op boundary autocast acts at: each is the declared function behind
+`autocast_mode.hook` (one global check outside autocast regions). The in-place forms and the ops' own calls to
+each other use the plain functions, as PyTorch's autocast covers out-of-place ops only.
 """
 import dataclasses
 
-__all__ = ["Decl", "declare", "names", "get", "install", "inplace_form"]
+__all__ = ["Decl", "declare", "names", "get", "install", "inplace_form", "public"]
 
 
 @dataclasses.dataclass
@@ -44,6 +48,17 @@ def decls():
     return list(_DECLS.values())
 
 
+def public(d):
+    """The op's public callable: its function behind the autocast hook (one per declaration, cached)."""
+    if isinstance(d, str):
+        d = _DECLS[d]
+    cached = d.__dict__.get("_public")
+    if cached is None:
+        from .autocast_mode import hook
+        cached = d.__dict__["_public"] = hook(d.name, d.fn)
+    return cached
+
+
 def names(where):
     """{public name: callable} for where in ("torch", "functional")."""
     out = {}
@@ -51,7 +66,7 @@ def names(where):
         if not getattr(d, where):
             continue
         for n in (d.name,) + d.aliases:
-            out[n] = d.fn
+            out[n] = public(d)
         if d.inplace:
             for n in (d.name,) + d.aliases:       # arccos_ as acos_, as PyTorch
                 out[n + "_"] = inplace_form(d)
@@ -77,7 +92,13 @@ def install(tensor_cls):
     for d in _DECLS.values():
         if d.method is False:
             continue
-        meth = d.fn if d.method is True else d.method
+        if d.method is True:
+            meth = public(d)
+        elif callable(d.method):
+            from .autocast_mode import hook
+            meth = hook(d.name, d.method)
+        else:
+            meth = d.method                       # a property (T, mT)
         for n in (d.name,) + d.aliases:
             setattr(tensor_cls, n, meth)
         if d.inplace:

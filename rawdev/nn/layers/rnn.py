@@ -6,6 +6,7 @@ import numbers
 import warnings
 
 from ...ops import rnn as _rnn
+from ...ops.autocast_mode import hook as _autocast_hook
 from ...ops.join import cat, stack
 from ...ops.shape import squeeze, unsqueeze
 from ...tensor.factory import empty, zeros
@@ -14,6 +15,10 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, _unpack_sorted
+
+# a layer's recurrence is one op under autocast, as PyTorch's fused RNN ops are (_cudnn_rnn on cuda,
+# mkldnn_rnn_layer on the cpu): its input, state and weights cast to the region's dtype
+_run_layer = _autocast_hook("rnn_layer", _rnn.run_layer)
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -131,7 +136,7 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-                o, h, c = _rnn.run_layer(self.mode, x, h0[k], c0[k] if lstm else None, w_ih, w_hh, b_ih, b_hh,
+                o, h, c = _run_layer(self.mode, x, h0[k], c0[k] if lstm else None, w_ih, w_hh, b_ih, b_hh,
                                          reverse=d == 1, batch_sizes=sizes)
                 outs.append(o)
                 hn.append(h)
@@ -190,7 +195,7 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, d)
-                o, h, c = _rnn.run_layer(self.mode, x, h0[k], c0[k] if lstm else None, w_ih, w_hh, b_ih, b_hh,
+                o, h, c = _run_layer(self.mode, x, h0[k], c0[k] if lstm else None, w_ih, w_hh, b_ih, b_hh,
                                          reverse=d == 1)
                 outs.append(o)
                 hn.append(h)
