@@ -6,8 +6,9 @@ whether to run the optimizer's step.
 
 unscale_ is PyTorch's _amp_foreach_non_finite_check_and_unscale_ composed of rawdev's kernels: the optimizer's
 gradients are taken per device and dtype as the flat ranges clip_grad_norm_ uses (the gradients of parameters
-that share an arena are one range), and per range one in-place multiply by 1/scale; per gradient one reduction of x*0 (NaN exactly
-when it holds an inf or a NaN; a plain sum could overflow on large finite values) adds to found_inf. update is _amp_update_scale_ as a few elementwise ops on the 0-dim tensors.
+that share an arena are one range), and per range one in-place multiply by 1/scale; per gradient one reduction
+of x*0 (NaN exactly when it holds an inf or a NaN; a plain sum could overflow on large finite values) adds to
+found_inf. update is _amp_update_scale_ as a few elementwise ops on the 0-dim tensors.
 """
 from collections import abc, defaultdict
 from enum import Enum
