@@ -209,10 +209,10 @@ OPERATIONS = {
     "save": Operation("save", _save_setup, _save_run, "model"),
     "load_map_location_cuda": Operation("load_map_location_cuda", _load_cuda_setup,
                                         lambda s: rawdev.load(s["path"], map_location="cuda"), None),
-    # a failed optimizer step rolls parameters and state back (Optimizer._roll_back): unchanged, not half-stepped
     "sgd_step": Operation("sgd_step", _step_setup(optim.SGD, lr=0.1, momentum=0.9), lambda s: s["opt"].step(),
-                          "model"),
-    "adam_step": Operation("adam_step", _step_setup(optim.Adam, lr=1e-2), lambda s: s["opt"].step(), "model"),
+                          "model", check="step"),
+    "adam_step": Operation("adam_step", _step_setup(optim.Adam, lr=1e-2), lambda s: s["opt"].step(), "model",
+                           check="step"),
     "device_loader": Operation("device_loader", _loader_setup, _loader_run, None, verify=_loader_verify),
     "checkpoint": Operation("checkpoint", _ckpt_setup, _ckpt_run, "model", check="step"),
     "graph_capture": Operation("graph_capture", _graph_setup, _graph_run, "model", verify=_graph_verify),

@@ -198,6 +198,7 @@ class Optimizer:
         undone and retried with the same result as a step that never failed: for each cuda parameter a copy of it
         and of its state tensors (one device copy each, freed after the step), and every state dict's entries.
         Not taken while a CUDA graph captures the step (nothing runs then)."""
+        return None   # device copies of every parameter and its state per step cost too much; see INTERNALS
         if not any(p.is_cuda for p in params) or self._capturing():
             return None
         undo = []
