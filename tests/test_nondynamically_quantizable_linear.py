@@ -1,11 +1,10 @@
-import pytest
-
 """torch.nn.modules.linear.NonDynamicallyQuantizableLinear: PyTorch's Linear subclass that MultiheadAttention's
 out_proj is, reachable at PyTorch's path, in MHA, and in a PyTorch-written whole-module .pt file that names it."""
 import zipfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import rawdev
 import rawdev.nn as nn
 from rawdev.nn.modules.linear import NonDynamicallyQuantizableLinear
