@@ -16,7 +16,8 @@ def test_gpu_check_quick_on_the_simulator_passes_and_writes_its_files(tmp_path):
     # the test does not depend on the machine's speed; the tiny-budget test below covers the cut-off path
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check"), str(out), "--driver", "sim", "--quick",
                         "--budget", "2400"], capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=tmp_path)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    log = (out / "log.txt").read_text()[-4000:] if (out / "log.txt").exists() else ""
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:] + "\nlog.txt (tail):\n" + log
     for name in ("log.txt", "results.md", "results.json"):
         assert (out / name).stat().st_size > 0, name
     res = json.loads((out / "results.json").read_text())

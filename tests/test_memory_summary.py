@@ -91,7 +91,6 @@ def check_consistent(dev, where):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.skip(reason="fails after merging the stream-routing and move-race branches; open defect")
 def test_summary_rows_agree_at_random_points_of_a_training_step(dev, seed):
     rng = np.random.default_rng(seed)
     rawdev.manual_seed(seed)

@@ -22,7 +22,7 @@ KEEP_ALL = 2**64 - 1
 @pytest.fixture(autouse=True)
 def gpu(monkeypatch):
     for k in ("RAWDEV_SIM_MEMORY", "RAWDEV_SIM_DEVICES", "RAWDEV_SIM_DRIVER_VERSION", "RAWDEV_SIM_CC",
-              "RAWDEV_SIM_FRESH"):
+              "RAWDEV_SIM_FRESH", "RAWDEV_SIM_SCHEDULE"):  # the eager schedule: a queued free stays queued
         monkeypatch.delenv(k, raising=False)
     power_on(monkeypatch)
     yield

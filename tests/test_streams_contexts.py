@@ -67,7 +67,8 @@ def test_copy_dtod_without_a_stream_follows_the_compute_stream(dev):
 # ------------------------------------------------------------------- the simulator's legacy stream
 @pytest.fixture
 def raw(monkeypatch):
-    for k in ("RAWDEV_SIM_MEMORY", "RAWDEV_SIM_DEVICES", "RAWDEV_SIM_FRESH"):
+    # the eager schedule: these tests assert which queued work is still pending, which random:SEED may run early
+    for k in ("RAWDEV_SIM_MEMORY", "RAWDEV_SIM_DEVICES", "RAWDEV_SIM_FRESH", "RAWDEV_SIM_SCHEDULE"):
         monkeypatch.delenv(k, raising=False)
     sim.reset()
     ok(sim.cuInit(0))

@@ -94,15 +94,22 @@ def hold_args(op, fn, skip):
             if isinstance(x, (list, tuple)) and x and any(isinstance(v, Tensor) for v in x):
                 return type(x)(hold(v) for v in x) if not hasattr(x, "_fields") else x
             return x
-        args = args[:skip] + tuple(hold(a) for a in args[skip:])
-        kwargs = {k: hold(v) for k, v in kwargs.items()}
-        r = fn(*args, **kwargs)
-        if held:
-            if isinstance(r, Tensor):
-                return _back(r, held)
-            if isinstance(r, tuple) and not hasattr(r, "_fields"):
-                return tuple(_back(v, held) if isinstance(v, Tensor) else v for v in r)
-        return r
+        try:
+            args = args[:skip] + tuple(hold(a) for a in args[skip:])
+            kwargs = {k: hold(v) for k, v in kwargs.items()}
+            r = fn(*args, **kwargs)
+            if held:
+                if isinstance(r, Tensor):
+                    return _back(r, held)
+                if isinstance(r, tuple) and not hasattr(r, "_fields"):
+                    return tuple(_back(v, held) if isinstance(v, Tensor) else v for v in r)
+            return r
+        finally:
+            # hold() refers to itself (it recurses), so its closure is a reference cycle: emptied here, the
+            # caller's tensors are freed by reference counting when they die, as PyTorch frees them, not at
+            # the next garbage collection
+            held.clear()
+            del hold
     call.__name__, call.__doc__ = getattr(fn, "__name__", op), fn.__doc__
     return call
 
