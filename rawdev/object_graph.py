@@ -63,7 +63,19 @@ def _named(obj) -> str | None:
     target: Any = sys.modules.get(mod)
     for p in qual.split("."):
         target = getattr(target, p, None)
-    return global_name(obj) if target is obj else None
+    if target is obj:
+        return global_name(obj)
+    if target is not None and getattr(obj, "__wrapped__", None) is target:
+        # an op behind the autocast hook: the wrapper keeps the implementation's __module__, and is reachable
+        # under its own name from the public module that exports it (F.relu is rawdev.nn.functional:relu)
+        for public in _PUBLIC_OP_MODULES:
+            m = sys.modules.get(public)
+            if m is not None and getattr(m, qual, None) is obj:
+                return f"{public}:{qual}"
+    return None
+
+
+_PUBLIC_OP_MODULES = ("rawdev.nn.functional", "rawdev", "rawdev.special", "rawdev.linalg", "rawdev.fft")
 
 
 def _slots(cls) -> list[str]:

@@ -42,7 +42,6 @@ def test_a_pytorch_file_naming_it_loads(tmp_path):
     assert [type(c) for c in m] == [NonDynamicallyQuantizableLinear, nn.ReLU, NonDynamicallyQuantizableLinear]
 
 
-@pytest.mark.skip(reason="autocast's op wrapper hides F.relu's import path from the object graph (to fix)")
 def test_a_whole_transformer_layer_saved_by_rawdev_keeps_it(tmp_path):
     m = nn.TransformerEncoderLayer(8, 2, 16).eval()
     rawdev.save(m, tmp_path / "layer.pt")
