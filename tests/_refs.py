@@ -7,7 +7,8 @@ HANG_GUARD_S = 3600
 
 
 def rng():
-    """A generator with a fresh seed: every run draws new inputs."""
+    """A generator seeded from the running test's seed (tests/conftest.py: a fresh base seed per run, printed in
+    the header and on each failure; `pytest --rawdev-seed=N` or RAWDEV_TEST_SEED=N replays a run)."""
     return np.random.default_rng()
 
 

@@ -190,3 +190,21 @@ def test_threads_running_forward_while_the_main_thread_moves_the_model(dev, fast
     assert results, f"seed {seed}: no forward completed"
     for y in results:
         assert rel_err(y.cpu().numpy(), want) < 1e-5, f"seed {seed}"
+
+
+def test_a_cuda_op_leaves_no_reference_cycle_holding_its_arguments(driver):
+    """The frozen aliases an op reads through are dropped when it returns: a tensor's memory goes back when its
+    last reference dies (reference counting, as in PyTorch), not at the next garbage collection."""
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        x = rawdev.ones(4096, device="cuda")
+        ys = [x + 1, rawdev.cat([x, x]), rawdev.stack((x, x * 2))]
+        rawdev.cuda.synchronize()
+        base = rawdev.cuda.memory_allocated() - 6 * 4096 * 4   # x, x + 1, the cat and the stack
+        del x, ys
+        _ = rawdev.empty(1, device="cuda")   # an allocation is a safe point: it issues the queued frees
+        assert rawdev.cuda.memory_allocated() - base <= 512
+    finally:
+        gc.enable()

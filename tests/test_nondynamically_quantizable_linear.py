@@ -4,7 +4,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 import rawdev
 import rawdev.nn as nn
 from rawdev.nn.modules.linear import NonDynamicallyQuantizableLinear

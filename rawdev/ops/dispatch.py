@@ -73,43 +73,40 @@ def _held(op, t, first):
     return a
 
 
+def _hold(op, x, held, first):
+    """x with its cuda tensors (also inside lists/tuples) replaced by _held aliases, recorded in `held` (and
+    the way back, alias id -> caller's tensor). A module-level function: a closure that recursed into itself
+    would be a reference cycle keeping the caller's tensors alive until the next garbage collection."""
+    if isinstance(x, Tensor):
+        if not first:
+            first.append(x.device)
+        h = held.get(id(x))
+        if h is None:
+            h = _held(op, x, first[0])
+            held[id(x)] = h
+            held[id(h)] = x   # the way back for results
+        return h
+    if isinstance(x, (list, tuple)) and x and any(isinstance(v, Tensor) for v in x):
+        return type(x)(_hold(op, v, held, first) for v in x) if not hasattr(x, "_fields") else x
+    return x
+
+
 def hold_args(op, fn, skip):
     """fn with its cuda tensor arguments (after the first `skip`; also inside lists/tuples and keyword
     arguments) replaced by _held aliases for the duration of the call; a result that is one of the aliases is
     given back as the caller's tensor."""
     def call(*args, **kwargs):
-        held = {}
-        first = []
-
-        def hold(x):
-            if isinstance(x, Tensor):
-                if not first:
-                    first.append(x.device)
-                h = held.get(id(x))
-                if h is None:
-                    h = _held(op, x, first[0])
-                    held[id(x)] = h
-                    held[id(h)] = x   # the way back for results
-                return h
-            if isinstance(x, (list, tuple)) and x and any(isinstance(v, Tensor) for v in x):
-                return type(x)(hold(v) for v in x) if not hasattr(x, "_fields") else x
-            return x
-        try:
-            args = args[:skip] + tuple(hold(a) for a in args[skip:])
-            kwargs = {k: hold(v) for k, v in kwargs.items()}
-            r = fn(*args, **kwargs)
-            if held:
-                if isinstance(r, Tensor):
-                    return _back(r, held)
-                if isinstance(r, tuple) and not hasattr(r, "_fields"):
-                    return tuple(_back(v, held) if isinstance(v, Tensor) else v for v in r)
-            return r
-        finally:
-            # hold() refers to itself (it recurses), so its closure is a reference cycle: emptied here, the
-            # caller's tensors are freed by reference counting when they die, as PyTorch frees them, not at
-            # the next garbage collection
-            held.clear()
-            del hold
+        held: dict = {}
+        first: list = []
+        args = args[:skip] + tuple(_hold(op, a, held, first) for a in args[skip:])
+        kwargs = {k: _hold(op, v, held, first) for k, v in kwargs.items()}
+        r = fn(*args, **kwargs)
+        if held:
+            if isinstance(r, Tensor):
+                return _back(r, held)
+            if isinstance(r, tuple) and not hasattr(r, "_fields"):
+                return tuple(_back(v, held) if isinstance(v, Tensor) else v for v in r)
+        return r
     call.__name__, call.__doc__ = getattr(fn, "__name__", op), fn.__doc__
     return call
 
