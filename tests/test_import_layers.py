@@ -54,6 +54,12 @@ def module_name(path):
     return ".".join(parts)
 
 
+def _dynamic_import(func):
+    if isinstance(func, ast.Name):
+        return func.id in ("__import__", "import_module")
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
+
+
 def imports(path):
     """(line, absolute module) for every import in the file, nested ones included."""
     mod = module_name(path)
@@ -63,6 +69,9 @@ def imports(path):
         if isinstance(node, ast.Import):
             for a in node.names:
                 yield node.lineno, a.name
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str) and _dynamic_import(node.func)):
+            yield node.lineno, node.args[0].value   # __import__("rawdev.x") / importlib.import_module("rawdev.x")
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -117,6 +126,13 @@ def test_the_checker_finds_an_upward_import(tmp_path):
     finally:
         fake.unlink()
     assert (2, "rawdev.nn.Module") in found or (2, "rawdev.nn") in found
+    fake.write_text('def f():\n    __import__("rawdev.cuda.memory")\n'
+                    'def g():\n    import importlib\n    importlib.import_module("rawdev.nn")\n')
+    try:
+        found = list(imports(fake))
+    finally:
+        fake.unlink()
+    assert (2, "rawdev.cuda.memory") in found and (5, "rawdev.nn") in found
     assert layer("rawdev.nn") > layer("rawdev.runtime.device")
 
 

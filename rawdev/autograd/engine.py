@@ -4,6 +4,7 @@ Gradients that meet at a node are summed (out of place) before the node runs; a 
 added into `.grad` (rawdev.ops.dispatch.accumulate_leaf_grad). Unless retain_graph, each node frees
 its saved tensors right after it ran, so activations are released during the backward pass.
 """
+from ..runtime import phases as _phases
 from . import anomaly_mode as _anomaly
 from .function import AccumulateGrad, BackwardNode
 from .grad_mode import no_grad, set_grad_enabled
@@ -200,7 +201,7 @@ def _accumulate_graph(node, g):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """rawdev.autograd.backward: accumulate d(tensors)/d(leaf) into every leaf's .grad."""
-    __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("backward")  # a mark on the memory timeline
+    _phases.emit("backward")   # an event the memory tool may record on its timeline
     if retain_graph is None:
         retain_graph = create_graph
     if inputs is not None:

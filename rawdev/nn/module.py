@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..autograd.hooks import RemovableHandle
+from ..runtime import phases as _phases
 from ..tensor.core import Tensor
 from .parameter import Buffer, Parameter
 
@@ -141,7 +142,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("forward")  # a mark on the memory timeline
+        _phases.emit("forward")   # an event the memory tool may record on its timeline
         d = self.__dict__
         if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
                 or d.get("_backward_pre_hooks") or _global_forward_pre_hooks or _global_forward_hooks

@@ -14,6 +14,7 @@ from typing import Any
 from ..autograd.engine import zero_grads
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.dispatch import backend_of
+from ..runtime import phases as _phases
 from ..tensor.core import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -161,7 +162,7 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient: per group and per device, one call of the
         subclass's _step_group (on cuda, a group whose parameters share an arena is one launch)."""
-        __import__("rawdev.cuda.memory", fromlist=["_phase"])._phase("optimizer step")  # a memory timeline mark
+        _phases.emit("optimizer step")   # an event the memory tool may record on its timeline
         if self._step_count_on_host and self._capturing():
             raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__} "
                                f"but param_groups' capturable is False. rawdev keeps the step count on the host, "
