@@ -24,116 +24,12 @@ import numpy as np
 from .. import dtypes as _dt
 from ..runtime import kernels as _kernels
 from ..runtime import memory
-from ..tensor import cuda_io
 from ..tensor.core import Tensor
-from ..tensor.size import Size
+from .cuda_cast import _CAST_NAMES, _cast_kernel, _cast_path, can_cast, cast  # noqa: F401
+from .cuda_launch import (_GEMM_TILES, _bcast, _ew, _f32, _kernel, _rdev, _rows, _tile, clone,  # noqa: F401
+                          copy_into, dense, empty, full, has_kernel, set_poison)
 
 NAME = "cuda"
-
-
-# ------------------------------------------------------------------ plumbing
-def _rdev(t_or_dev):
-    dev = t_or_dev.device if isinstance(t_or_dev, Tensor) else t_or_dev
-    return cuda_io.runtime_device(dev)
-
-
-def _kernel(rdev, name, op=None):
-    try:
-        return _kernels.get_kernel(rdev, name)
-    except KeyError:
-        raise NotImplementedError(
-            f"the cuda path of {op or name} needs the PTX kernel {name!r}, which is not shipped in this build "
-            f"(`rawdev kernels` lists what is). rawdev never computes cuda tensors on the host; run this op on "
-            f"the cpu instead.") from None
-
-
-def has_kernel(name):
-    return name in _kernels.manifest()
-
-
-def _f32(op, *ts):
-    for t in ts:
-        if t is not None and t.dtype is not _dt.float32:
-            raise TypeError(f"{op} on cuda supports float32 tensors (the shipped kernels are f32), got {t.dtype}")
-
-
-_poison = False
-
-
-def set_poison(flag):
-    """Tests: fill every new op output with NaN before the kernel writes it (unwritten elements show)."""
-    global _poison
-    _poison = bool(flag)
-
-
-def empty(shape, dt, dev, owner=None, scoped=True):
-    from .dispatch import current_owner
-    owner = owner or "output"
-    t = cuda_io.empty(Size(tuple(shape)), dt, dev, current_owner(owner) if scoped else owner)
-    if _poison and t.nbytes:   # NaN for 32-bit floats, 0xFF bytes for the rest (bool 255, int -1)
-        if dt.itemsize == 4:
-            memory.memset_d32(t.data_ptr(), 0x7FC00000, t.numel(), _rdev(dev).compute_stream)
-        else:
-            memory.memset_d8(t.data_ptr(), 0xFF, t.nbytes, _rdev(dev).compute_stream)
-    return t
-
-
-def full(shape, value, dt, dev, owner=None, scoped=True):
-    """A constant tensor: memset for zeros and 32-bit patterns, else an upload from the host."""
-    shape = Size(tuple(shape))
-    t = empty(shape, dt, dev, owner, scoped)
-    if t.nbytes:
-        rdev = _rdev(dev)
-        if dt.itemsize == 4:
-            word = np.array([value], dt.storage).view(np.uint32)[0]
-            memory.memset_d32(t.data_ptr(), int(word), t.numel(), rdev.compute_stream)
-        elif value == 0:
-            memory.memset_d8(t.data_ptr(), 0, t.nbytes, rdev.compute_stream)
-        else:
-            if dt is _dt.bfloat16:   # bfloat16 is stored as uint16 bits: round the value to them
-                src = np.full(tuple(shape), _dt.f32_to_bf16_bits(np.float32(value)), np.uint16)
-            else:
-                src = np.full(tuple(shape), value, dt.storage)
-            memory.copy_htod(t.data_ptr(), src, src.nbytes, stream=rdev.compute_stream)
-            memory.keep_alive(rdev.compute_stream, src)
-    return t
-
-
-def clone(x, owner=None, scoped=True):
-    from .dispatch import current_owner
-    owner = owner or "clone"
-    return x._contiguous_copy(current_owner(owner) if scoped else owner)
-
-
-def copy_into(dst, src):
-    """dst[...] = src (same device; dst may be a strided view: its base is written)."""
-    dst._write(src)
-
-
-def dense(t):
-    """t itself when contiguous, else a contiguous copy (kernels read contiguous operands)."""
-    return t if t is None or t.is_contiguous() else t._contiguous_copy("contiguous copy")
-
-
-def _bcast(t, shape):
-    """t broadcast to shape as a contiguous operand: expand (stride 0) + one strided copy when needed."""
-    shape = tuple(shape)
-    if tuple(t.shape) == shape:
-        return dense(t)
-    from .shape import expand_meta, make_view
-    return make_view(t, expand_meta(t, shape))._contiguous_copy("broadcast operand")
-
-
-_GEMM_TILES = ((128, 256), (64, 256), (32, 64))   # (tile, threads per block)
-
-
-def _tile(M, N, sms):
-    """The largest tile whose grid still gives every SM a block (a 256x1024 layer output is 16 tiles of
-    128x128 but 64 of 64x64 and 256 of 32x32: on a 132-SM H100/H200 only the 32x32 tile fills it)."""
-    for tile, threads in _GEMM_TILES[:2]:
-        if -(-M // tile) * -(-N // tile) >= sms:
-            return tile, threads
-    return _GEMM_TILES[2]
 
 
 _SPLITK_MIN_SLICE = 256   # K per split: 16 BK steps of the 32x32 tile, so each block's loop stays long
@@ -249,19 +145,6 @@ def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
 
 def matmul(a, b):
     raise NotImplementedError("batched matmul (both operands batched) is cpu-only")
-
-
-# ------------------------------------------------------------------ launch helpers
-def _ew(rdev, name, args, n, op=None):
-    """An elementwise (grid-stride) kernel over n elements: block 256, grid min(ceil(n/256), 65535)."""
-    if n:
-        _kernel(rdev, name, op).launch(min((n + 255) // 256, 65535), 256, args)
-
-
-def _rows(rdev, name, args, rows, op=None):
-    """A one-warp-per-row kernel: block 256 (8 warps), grid ceil(rows/8)."""
-    if rows:
-        _kernel(rdev, name, op).launch((rows + 7) // 8, 256, args)
 
 
 # ------------------------------------------------------------------ reductions (reduce.ptx)
@@ -565,60 +448,6 @@ def compare(a, b, op):
     a, b = _bcast(a, shape), _bcast(b, shape)
     y = empty(shape, _dt.bool, a.device, f"{op} output")
     _ew(rdev, f"compare_{suffix}", [y.data_ptr(), a.data_ptr(), b.data_ptr(), code, y.numel()], y.numel(), op)
-    return y
-
-
-_CAST_NAMES = {_dt.bool: "bool", _dt.uint8: "u8", _dt.int32: "i32", _dt.int64: "i64", _dt.float16: "f16",
-               _dt.bfloat16: "bf16", _dt.float32: "f32"}
-
-
-def _cast_kernel(src, dst):
-    """The shipped kernel converting src to dst (one side is always float32), or None."""
-    if src is dst or _dt.float32 not in (src, dst) or src not in _CAST_NAMES or dst not in _CAST_NAMES:
-        return None
-    name = f"cast_{_CAST_NAMES[src]}_{_CAST_NAMES[dst]}"
-    return name if has_kernel(name) else None
-
-
-def _cast_path(src, dst):
-    """The dtypes a conversion goes through on the device: [src, dst] for one kernel, [src, mid, dst] for two
-    (16-bit floats to each other and to integers go through float32; int8/int16 to floats through int64,
-    exact), or None where none applies."""
-    from .cuda_int import INT_CODES
-    if src is dst or _cast_kernel(src, dst) or (src in INT_CODES and dst in INT_CODES):
-        return [src, dst]
-    for mid in (_dt.float32, _dt.int64):
-        if mid not in (src, dst) and _cast_path_1(src, mid) and _cast_path_1(mid, dst):
-            return [src, mid, dst]
-    return None
-
-
-def _cast_path_1(src, dst):
-    from .cuda_int import INT_CODES
-    return src is dst or _cast_kernel(src, dst) is not None or (src in INT_CODES and dst in INT_CODES)
-
-
-def can_cast(src, dst):
-    return _cast_path(src, dst) is not None
-
-
-def cast(x, dt):
-    """x converted to dt on the device: one kernel (two through float32 or int64 where no direct one is shipped;
-    can_cast(x.dtype, dt) must hold)."""
-    x = dense(x)
-    path = _cast_path(x.dtype, dt)
-    if path is None:
-        raise NotImplementedError(f"no cast kernel from {x.dtype} to {dt} is shipped")
-    if len(path) == 3:
-        return cast(cast(x, path[1]), dt)
-    if x.dtype is dt:
-        return clone(x, "cast output")
-    name = _cast_kernel(x.dtype, dt)
-    if name is None:
-        from .cuda_int import int_cast
-        return int_cast(x, dt)
-    y = empty(x.shape, dt, x.device, "cast output")
-    _ew(_rdev(x), name, [y.data_ptr(), x.data_ptr(), x.numel()], x.numel(), f"to({dt})")
     return y
 
 

@@ -1,7 +1,7 @@
 """cuda launchers of the fused attention kernels (ptx/attention.ptx): forward (online softmax, saves the
 row logsumexp), the probabilities for need_weights, and the two recompute backward kernels."""
 from .. import dtypes as _dt
-from .cuda import _f32, _kernel, _rdev, dense, empty
+from .cuda_launch import _f32, _kernel, _rdev, dense, empty
 
 __all__ = ["sdpa_fwd", "sdpa_bwd", "sdpa_probs"]
 
@@ -78,6 +78,6 @@ def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=Fal
     _launch(q, "sdpa_bwd_dkv", S, [dk.data_ptr(), dv.data_ptr(), g.data_ptr(), rowdot.data_ptr(), lse.data_ptr(),
                                    q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
     if L == 0:   # no query rows: the key side still owes zeros
-        from .cuda import full
+        from .cuda_launch import full
         dk, dv = full((N, S, E), 0.0, _dt.float32, q.device), full((N, S, Ev), 0.0, _dt.float32, q.device)
     return dq, dk, dv, ds

@@ -3,7 +3,7 @@ blockIdx.z = the batch index, a batch stride per operand) over contiguous [batch
 operands, transposes read through the GEMM's layouts. Batches beyond the grid's z limit (65,535) take one
 launch per 65,535 matrices."""
 from .. import dtypes as _dt
-from .cuda import _f32, _kernel, _rdev, _tile, empty
+from .cuda_launch import _f32, _kernel, _rdev, _tile, empty
 
 _Z_MAX = 65535
 
@@ -19,7 +19,7 @@ def bmm(a, b, ta=False, tb=False):
     N = b.shape[1] if tb else b.shape[2]
     y = empty((batch, M, N), _dt.float32, a.device, "bmm output")
     if K == 0:
-        from .cuda import memory
+        from ..runtime import memory
         memory.memset_d8(y.data_ptr(), 0, y.nbytes, _rdev(a).compute_stream)
         return y
     layout = ("t" if ta else "n") + ("t" if tb else "n")

@@ -3,7 +3,8 @@ adaptive-average pooling with their backward. Geometry travels as one struct arg
 import numpy as np
 
 from .. import dtypes as _dt
-from .cuda import _ew, _f32, _kernel, _rdev, empty, memory
+from ..runtime import memory
+from .cuda_launch import _ew, _f32, _kernel, _rdev, empty
 
 __all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd",
            "bn_stats", "bn_apply", "bn_bwd"]

@@ -1,7 +1,7 @@
 """The cuda path of gather / scatter / scatter_add / scatter_reduce (gather.ptx): the operand indexed along a
 dim seen as [outer, size, inner], the index (and gathered output / scattered source) as [outer, nidx, inner];
 an index entry outside [0, size) trips the kernels' device-side assert."""
-from .cuda import _ew, _f32, _rdev, dense, empty
+from .cuda_launch import _ew, _f32, _rdev, dense, empty
 
 __all__ = ["gather_dim", "scatter_dim_", "linear_index"]
 

@@ -2,7 +2,7 @@
 statistics and the affine apply fused, one block per row for the input's gradient, one per channel for the
 weight's and bias's gradients."""
 from .. import dtypes as _dt
-from .cuda import _f32, _kernel, _rdev, empty
+from .cuda_launch import _f32, _kernel, _rdev, empty
 
 __all__ = ["group_norm_fwd", "group_norm_bwd"]
 

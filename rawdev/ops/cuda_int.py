@@ -4,7 +4,7 @@ cast back)."""
 import numpy as np
 
 from .. import dtypes as _dt
-from .cuda import _ew, _kernel, _rdev, dense, empty
+from .cuda_launch import _ew, _kernel, _rdev, dense, empty
 
 __all__ = ["INT_CODES", "int_cast", "int_unary", "reduce_i64", "sum_dims_i64", "I64_MIN", "I64_MAX"]
 
@@ -58,7 +58,7 @@ def sum_dims_i64(x, dims, keepdim):
     red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
     if red == 0 or rows == 0:
-        from .cuda import full
+        from .cuda_launch import full
         return full(out_shape, 0, _dt.int64, x.device, "sum output")
     moved = x.permute(*keep, *dims) if dims != list(range(len(shape)))[-len(dims):] else x
     vals, _ = reduce_i64(moved, rows, red, 1, "sum")

@@ -1,7 +1,7 @@
 """The cuda path of interpolate (interp.ptx) and embedding_bag (embbag.ptx): one thread per output element;
 the backwards add into a zeroed gradient with atomics (scatter-add on the device)."""
 from .. import dtypes as _dt
-from .cuda import _ew, _f32, _rdev, empty, full
+from .cuda_launch import _ew, _f32, _rdev, empty, full
 
 __all__ = ["interp_fwd", "interp_bwd", "embedding_bag_fwd", "embedding_bag_bwd"]
 

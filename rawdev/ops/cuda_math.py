@@ -3,7 +3,7 @@ logical/bitwise ops on bytes, float classification and nan_to_num."""
 import numpy as np
 
 from .. import dtypes as _dt
-from .cuda import _bcast, _ew, _f32, _rdev, empty
+from .cuda_launch import _bcast, _ew, _f32, _rdev, empty
 
 __all__ = ["binary_i64", "scalar_i64", "binary_math", "logical", "logical_not", "classify", "nan_to_num",
            "BINARY_MATH", "LOGICAL", "CLASSIFY"]

@@ -1,7 +1,7 @@
 """The cuda path of the row normalizations (norm.ptx): LayerNorm and RMSNorm forward and backward over the
 last D elements of each row, one warp per row, Welford statistics."""
 from .. import dtypes as _dt
-from .cuda import _f32, _rdev, _rows, empty
+from .cuda_launch import _f32, _rdev, _rows, empty
 
 __all__ = ["row_norm", "row_norm_bwd"]
 

@@ -1,7 +1,7 @@
 """The cuda path of the row scans (scan_sort.ptx): cumsum / cumprod along the last dim of a contiguous
 float32 tensor, one 256-thread block per row (rows longer than 256 are walked in chunks with a carry)."""
 from .. import dtypes as _dt
-from .cuda import _f32, _kernel, _rdev, empty
+from .cuda_launch import _f32, _kernel, _rdev, empty
 
 __all__ = ["scan_rows", "sort_rows", "SORT_MAX"]
 

@@ -1,6 +1,6 @@
 """cuda launchers of the fused recurrent cells (ptx/rnn.ptx)."""
 from .. import dtypes as _dt
-from .cuda import _ew, _f32, _rdev, dense, empty
+from .cuda_launch import _ew, _f32, _rdev, dense, empty
 
 __all__ = ["lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_cell_fwd", "rnn_cell_bwd"]
 

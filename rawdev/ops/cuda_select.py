@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from .cuda import _bcast, _ew, _f32, _rdev, empty
+from .cuda_launch import _bcast, _ew, _f32, _rdev, empty
 
 __all__ = ["where", "fill_where", "clamp", "clamp_bwd", "max_min", "max_min_bwd", "value_bits"]
 

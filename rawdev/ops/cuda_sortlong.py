@@ -2,7 +2,8 @@
 passes. Returns the sorting permutation; the values are gathered through it by the caller (rawdev/ops/scan_sort.py),
 so their gradient is gather's."""
 from .. import dtypes as _dt
-from .cuda import _ew, _kernel, _rdev, cast, dense, empty
+from .cuda_cast import cast
+from .cuda_launch import _ew, _kernel, _rdev, dense, empty
 
 __all__ = ["sort_indices", "CHUNK"]
 

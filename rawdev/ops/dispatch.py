@@ -7,30 +7,7 @@ from . import cpu as _cpu_module
 
 __all__ = ["backend", "check_same_device", "owner_scope", "current_owner"]
 
-import threading as _threading
-
-_scope = _threading.local()
-
-
-class owner_scope:
-    """Name the device memory that ops allocate inside: `with owner_scope("Linear 0"):` tags the layer's
-    output "Linear 0 output" (what it saves for backward is its input: the previous layer's output)."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        self.prev = getattr(_scope, "name", None)
-        _scope.name = self.name
-
-    def __exit__(self, *exc):
-        _scope.name = self.prev
-        return False
-
-
-def current_owner(role):
-    name = getattr(_scope, "name", None)
-    return f"{name} {role}" if name else role
+from .owners import current_owner, owner_scope  # noqa: E402,F401  (re-exported: the layers' import path)
 
 
 def check_same_device(op, *tensors):
