@@ -693,6 +693,13 @@ def _group_span(params, *lists):
     return start, end
 
 
+def one_launch(params, grads, states):
+    """Whether an optimizer step of params is one launch: params, grads and each state list laid out alike in
+    one arena each (what _groups fuses). The optimizer steps parameters one by one otherwise, so that a failed
+    launch leaves each parameter either updated or untouched."""
+    return _group_span(params, grads, *states) is not None
+
+
 def _groups(params, *lists):
     """Yield (pointer lists, n) per launch: one launch for the whole group when params, grads and each
     state list are laid out alike in one arena each (the span between them is only theirs), else one per param."""

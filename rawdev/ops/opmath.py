@@ -33,7 +33,7 @@ _PASSTHROUGH = frozenset({
     "cast", "can_cast", "copy_into", "dense", "clone", "empty", "full", "expand", "index_select", "index_copy_",
     "gather_dim", "linear_index", "where", "fill_where", "value_bits", "new_grad", "zeros_state", "alloc_states",
     "sgd_group", "adam_group", "rmsprop_group", "adagrad_group", "adadelta_group", "adamax_group",
-    "nadam_group", "radam_group", "has_kernel", "set_poison", "cross_device_note", "int_cast",
+    "nadam_group", "radam_group", "one_launch", "has_kernel", "set_poison", "cross_device_note", "int_cast",
 })
 
 # Functions that write their first argument in place: the destination is widened into a temporary,

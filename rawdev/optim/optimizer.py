@@ -181,54 +181,71 @@ class Optimizer:
                         by_dev.setdefault(p.device, []).append(p)
                 for params in by_dev.values():
                     self._check_dtypes(params)   # every group checked before any is stepped
-                    work.append((group, params))
-            undo = self._snapshot([p for _, params in work for p in params])
-            try:
-                for group, params in work:
-                    self._step_group(group, backend_of(params[0]), params)
-            except BaseException:
+                    B = backend_of(params[0])
+                    work += [(group, B, unit) for unit in self._units(B, params)]
+            # an unfinished step (a launch failed after earlier units ran) resumes where it stopped when step()
+            # is called again with the same gradients, so the retry gives what a step that never failed gives
+            sig = tuple((id(p), id(p.grad), p.grad._version) for _, _, unit in work for p in unit)
+            unfinished, self.__dict__["_unfinished_step"] = self.__dict__.get("_unfinished_step"), None
+            start = unfinished[1] if unfinished is not None and unfinished[0] == sig else 0
+            for i in range(start, len(work)):
+                group, B, unit = work[i]
+                host = self._save_unit_host_state(unit)
                 try:
-                    self._roll_back(undo)
-                except Exception:   # noqa: BLE001 - a lost device cannot be written back; the step's error is the news
-                    pass
-                raise
+                    self._step_group(group, B, unit)
+                except BaseException as e:
+                    self._restore_unit_host_state(host)
+                    if i:
+                        self.__dict__["_unfinished_step"] = (sig, i)
+                        e.add_note(f"{type(self).__name__}.step(): {i} of {len(work)} parameter updates ran before "
+                                   f"this failure; calling step() again with the same gradients completes this step "
+                                   f"(the updates that ran are not repeated)")
+                    raise
         return loss
 
-    def _snapshot(self, params):
-        """What a step is about to change, so a step that fails part way (a failed launch after others ran) can be
-        undone and retried with the same result as a step that never failed: for each cuda parameter a copy of it
-        and of its state tensors (one device copy each, freed after the step), and every state dict's entries.
-        Not taken while a CUDA graph captures the step (nothing runs then)."""
-        return None   # device copies of every parameter and its state per step cost too much; see INTERNALS
-        if not any(p.is_cuda for p in params) or self._capturing():
-            return None
-        undo = []
-        for p in params:
-            st = self.state.get(p) if p in self.state else None
-            entries = dict(st) if st is not None else None
-            copies = {}
-            if entries is not None:
-                for k, v in entries.items():
-                    if isinstance(v, Tensor):
-                        copies[k] = v.clone()
-            undo.append((p, p.clone() if p.is_cuda else None, entries, copies))
-        return undo
+    def _units(self, B, params):
+        """The step's units of work for one group's parameters on one device: all of them when the backend
+        updates them in one launch (parameters, gradients and state laid out alike in one arena each, same step
+        count), else one parameter each, so that every unit either runs entirely or not at all."""
+        if len(params) == 1 or not hasattr(B, "one_launch"):
+            return [params]
+        states = [self.state[p] if p in self.state else {} for p in params]
+        keys = set(states[0])
+        if any(set(st) != keys for st in states):
+            return [[p] for p in params]
+        lists = []
+        for k in sorted(keys):
+            vals = [st[k] for st in states]
+            if all(isinstance(v, Tensor) and v.is_cuda for v in vals):
+                lists.append(vals)
+            elif len({float(v.item()) if isinstance(v, Tensor) else v for v in vals}) > 1:
+                return [[p] for p in params]   # host scalars (step counts) differ: one launch per parameter
+        return [params] if B.one_launch(params, [p.grad for p in params], lists) else [[p] for p in params]
 
-    def _roll_back(self, undo):
-        """Put parameters and state back as _snapshot saw them (a parameter with no state before gets none)."""
-        if undo is None:
-            return
-        for p, pcopy, entries, copies in undo:
-            if pcopy is not None:
-                p._write(pcopy)
+    def _save_unit_host_state(self, params):
+        """What a unit's step changes on the host: each parameter's state entries and the values of its host
+        scalar tensors (step counts). Device tensors are written only by the unit's one launch."""
+        out = []
+        for p in params:
+            st = self.state[p] if p in self.state else None
+            entries = dict(st) if st else None
+            scalars = {k: v.item() for k, v in (entries or {}).items()
+                       if isinstance(v, Tensor) and not v.is_cuda and v.numel() == 1}
+            out.append((p, entries, scalars))
+        return out
+
+    def _restore_unit_host_state(self, saved):
+        """Undo a unit's host changes after its launch failed: step counts back, state the failed unit created
+        dropped (its device memory freed)."""
+        for p, entries, scalars in saved:
             if entries is None:
                 self.state.pop(p, None)
                 continue
             st = self.state[p]
             st.clear()
             st.update(entries)
-            for k, c in copies.items():
-                entries[k]._write(c)
+            for k, v in scalars.items():
+                entries[k].fill_(v)
 
     def _check_dtypes(self, params):
         """The fused update kernels are float32 (float16 and float64 also step on the cpu, in numpy)."""
