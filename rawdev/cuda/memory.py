@@ -270,9 +270,12 @@ class _Accounting:
         self.peak = 0
         self.freed = 0            # requested bytes of the blocks freed since the start or the last reset
         self.base = 0             # requested bytes live at the last reset_accumulated_memory_stats
-        # (_Freed, nbytes) freed by rawdev, oldest first, perhaps not yet run by their stream (bounded: past the
-        # bound the oldest go, and the count of queued frees is then marked as approximate)
-        self.queued = collections.deque(maxlen=_QUEUED_MAX)
+        # address -> (_Freed, nbytes) freed by rawdev, oldest first, perhaps not yet run by their stream (bounded:
+        # past the bound the oldest go, and the count of queued frees is then marked as approximate). Keyed by
+        # address: a freed address is in it at most once (it must be allocated again before it is freed again),
+        # and an allocation drops its address in O(1), which the pool's same-stream reuse makes happen at most
+        # allocations
+        self.queued: dict[int, tuple[Any, int]] = {}
         for b in list(alloc.live.values()):   # blocks made before accounting started
             self.counted[b.ptr] = (b, requested_bytes(b))
             self.running += requested_bytes(b)
@@ -296,11 +299,9 @@ class _Accounting:
     def on_event(self, kind, block):
         if kind == "alloc":
             self.settle()
-            if any(f.ptr == block.ptr for f, _ in self.queued):
-                # a free at this address has run, or the pool handed its block to this allocation (same-stream
-                # reuse in stream order): either way the pool no longer counts it
-                self.queued = collections.deque((q for q in self.queued if q[0].ptr != block.ptr),
-                                                maxlen=_QUEUED_MAX)
+            # a free at this address has run, or the pool handed its block to this allocation (same-stream
+            # reuse in stream order): either way the pool no longer counts it
+            self.queued.pop(block.ptr, None)
             self.counted[block.ptr] = (block, block.nbytes)
             self.running += block.nbytes
         elif kind == "free":
@@ -311,7 +312,10 @@ class _Accounting:
                 counted = self.counted.pop(block.ptr, (None, r))[1]
             self.running -= counted
             self.freed += r
-            self.queued.append((_Freed(block.ptr, block.nbytes), block.nbytes))
+            self.queued.pop(block.ptr, None)
+            self.queued[block.ptr] = (_Freed(block.ptr, block.nbytes), block.nbytes)
+            if len(self.queued) > _QUEUED_MAX:
+                del self.queued[next(iter(self.queued))]
 
     @_locked
     def figures(self, live):
@@ -338,13 +342,13 @@ class _Accounting:
         is False when no run of newest frees adds up to that difference (a pool that rounds sizes)."""
         pending = max(0, pool_used - allocated)
         keep, total = [], 0
-        for b, n in reversed(self.queued):
+        for b, n in reversed(self.queued.values()):
             if total + n > pending:
                 break
             keep.append((b, n))
             total += n
         keep.reverse()
-        self.queued = collections.deque(keep, maxlen=_QUEUED_MAX)
+        self.queued = {b.ptr: (b, n) for b, n in keep}
         return keep, total == pending
 
 

@@ -1699,7 +1699,7 @@ def _block_source(blk):
     part += ["    " + ln for ln in body]
     part += [f"    _wb(R, {s}, idx, v{s})" for s in wb]
     part.append(ret)
-    return "\n".join(full) + "\n\n" + "\n".join(part) + "\n"
+    return "\n".join(full) + "\n", "\n".join(part) + "\n"
 
 
 def _wb(R, s, idx, v):
@@ -1710,24 +1710,41 @@ def _wb(R, s, idx, v):
 
 
 def _make_lazy(dec, blk, code):
-    """The block's functions are compiled from its decoded form the first time it runs."""
+    """The block's functions are compiled from its decoded form the first time each runs: `full` (every lane
+    of the chunk) when the block first runs, `part` (a subset of lanes) only if a branch ever diverges there,
+    since compiling Python source is most of a kernel's first-launch cost."""
     ns = dec.ns
     ns["_wb"] = _wb
+    texts = []
+
+    def source():
+        if not texts:
+            texts.extend(_block_source(blk))
+            blk.source = texts[0] + "\n" + texts[1]
+        return texts
+
+    def build_full():
+        exec(compile(source()[0], f"<ptx {code.name} block {blk.index} line {blk.line}>", "exec"), ns)
+        blk.full = ns[f"full_{blk.index}"]
+
+    def build_part():
+        exec(compile(source()[1], f"<ptx {code.name} block {blk.index} line {blk.line}>", "exec"), ns)
+        blk.part = ns[f"part_{blk.index}"]
 
     def build():
-        if blk.source:
-            return
-        src = _block_source(blk)
-        exec(compile(src, f"<ptx {code.name} block {blk.index} line {blk.line}>", "exec"), ns)
-        blk.full, blk.part = ns[f"full_{blk.index}"], ns[f"part_{blk.index}"]
-        blk.source = src
+        if blk.full is lazy_full:
+            build_full()
+        if blk.part is lazy_part:
+            build_part()
 
     def lazy_full(R, X):
-        build()
+        if blk.full is lazy_full:
+            build_full()
         return blk.full(R, X)
 
     def lazy_part(R, X, idx):
-        build()
+        if blk.part is lazy_part:
+            build_part()
         return blk.part(R, X, idx)
     blk.full, blk.part, blk.build = lazy_full, lazy_part, build
 
