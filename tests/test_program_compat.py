@@ -202,7 +202,7 @@ def test_distributed_answers_as_before_init_process_group():
     assert rawdev.distributed.is_available() is True and rawdev.distributed.is_initialized() is False
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         rawdev.distributed.get_rank()
-    with pytest.raises(RuntimeError, match="DistributedDataParallel"):
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
         nn.parallel.DistributedDataParallel(Net())
 
 
