@@ -93,7 +93,8 @@ class DistributedDataParallel(Module):
         self._params = [p for _, p in named]
         self._buckets = self._make_buckets()
         self._bucket_of = {i: b for b, idxs in enumerate(self._buckets) for i in idxs}
-        self._pending = False
+        self._prepared = False       # a forward set up a reduction
+        self._started = False        # ... and backward has made at least one gradient ready
         self._sync_params_and_buffers()
         self._handles = [p.register_post_accumulate_grad_hook(lambda _p, i=i: self._on_grad(i))
                          for i, p in enumerate(self._params)]
@@ -138,7 +139,7 @@ class DistributedDataParallel(Module):
             f"{', '.join(self._names[i] for i in missing)}")
 
     def forward(self, *inputs, **kwargs):
-        if self._pending:
+        if self._started:
             raise self._unfinished_error()
         if self.broadcast_buffers and self.world_size > 1:
             self._sync_buffers()
@@ -148,7 +149,9 @@ class DistributedDataParallel(Module):
         return out
 
     def _prepare(self, out):
-        self._pending = True
+        # as PyTorch's reducer: only a reduction that backward has started must finish before the next forward
+        # (a forward whose output is never backpropagated, e.g. evaluation with grad enabled, is dropped)
+        self._prepared = True
         self._ready = set()
         self._next_bucket = 0
         self._works = []
@@ -157,11 +160,11 @@ class DistributedDataParallel(Module):
             used = _used_parameters(out)
             self._locally_used = [id(p) in used for p in self._params]
             self._ready = {i for i, u in enumerate(self._locally_used) if not u}
-            self._launch_ready()
 
     def _on_grad(self, i):
-        if not self._pending or not self.require_backward_grad_sync:
+        if not self._prepared or not self.require_backward_grad_sync:
             return
+        self._started = True
         self._ready.add(i)
         self._launch_ready()
 
@@ -198,7 +201,7 @@ class DistributedDataParallel(Module):
                     elif globally_used is None or globally_used[i]:
                         p.grad = avg.clone()
         self._works = []
-        self._pending = False
+        self._prepared = self._started = False
 
     @contextlib.contextmanager
     def no_sync(self):
