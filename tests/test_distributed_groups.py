@@ -1,7 +1,6 @@
 """Subgroups (new_group), async Works, DDP's buffer broadcast, and the object wire form (tagged JSON, no pickle)."""
 import numpy as np
 import pytest
-
 import rawdev
 from rawdev.distributed import objects
 
