@@ -4,7 +4,6 @@ id and a failing ncclCommInitRank."""
 import ctypes.util
 
 import pytest
-
 from rawdev.distributed import nccl
 
 
