@@ -162,3 +162,20 @@ else:
     for rk in ranks[:2]:
         assert "all_reduce(shape=(2,), dtype=float32, op=SUM) (call #0 of group world) timed out after 1.5 s" in rk.out
         assert "rank(s) [2] never made this call" in rk.out, rk
+
+
+def test_when_the_master_rank_dies_the_others_get_a_clear_error(tmp_path):
+    body = """
+import time
+if RANK == 0:
+    time.sleep(1.0)       # rank 1 is waiting in all_reduce by then
+    os._exit(7)           # rank 0 serves the store: its death cuts the others off (os._exit skips its atexit)
+try:
+    dist.all_reduce(rawdev.ones(2))
+except RuntimeError as e:
+    print("ERROR", e, flush=True)
+"""
+    ranks = run_ranks(tmp_path, body, 2)
+    assert ranks[0].rc == 7
+    assert "ERROR TCPStore: lost the connection to the master at 127.0.0.1:" in ranks[1].out, ranks[1]
+    assert "the master process (rank 0) has ended" in ranks[1].out

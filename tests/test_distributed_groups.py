@@ -30,6 +30,8 @@ model(x)
 report("running_mean_after_1", bn.running_mean)   # each rank's own batch statistics
 model(x)                                          # rank 0's buffers were broadcast first
 report("running_mean_after_2", bn.running_mean)
+from rawdev.utils.data import DistributedSampler
+report("sampler", list(DistributedSampler(range(10), shuffle=False)))   # num_replicas and rank from the group
 dist.destroy_process_group()
 """
 
@@ -41,6 +43,7 @@ def test_subgroups_async_work_and_buffer_broadcast(tmp_path):
     assert [rk.results.get("odd_rank") for rk in ranks] == [None, 0, None, 1]
     assert [rk.results["t"][0] for rk in ranks] == [1.0, 6.0, 3.0, 6.0]
     assert ranks[1].results["odd_bcast"] == [3.0]
+    assert [rk.results["sampler"] for rk in ranks] == [[0, 4, 8], [1, 5, 9], [2, 6, 0], [3, 7, 1]]
     first = [np.asarray(rk.results["running_mean_after_1"]) for rk in ranks]
     second = [np.asarray(rk.results["running_mean_after_2"]) for rk in ranks]
     assert np.abs(first[0] - first[1]).max() > 1e-4                   # different batches
