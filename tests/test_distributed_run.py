@@ -86,3 +86,19 @@ def test_bad_sizes_are_refused():
     res = subprocess.run([sys.executable, "-m", "rawdev.cli", "run", "--nproc-per-node", "0", "x.py"], env=env,
                          capture_output=True, text=True, timeout=GUARD_S)
     assert res.returncode == 2 and "need nproc >= 1" in res.stderr
+
+
+def test_two_nodes_on_one_machine(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), RAWDEV_DRIVER="sim")
+    port = str(free_port())
+    nodes = [subprocess.Popen([sys.executable, "-m", "rawdev.cli", "run", "--nnodes", "2", "--node-rank", str(node),
+                               "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", port,
+                               str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for node in (0, 1)]
+    outs = [p.communicate(timeout=GUARD_S) for p in nodes]
+    for node, (p, (out, err)) in enumerate(zip(nodes, outs)):
+        assert p.returncode == 0, err
+        # global rank = node_rank * nproc + local rank; each node's local rank 0 uses its cuda:0
+        assert f"rank {node} device 0 sum [3.0, 3.0] env ['{node}', '2', '0', '1'" in out, out + err
