@@ -24,15 +24,18 @@ def batch(step, r):
 
 TRAIN = MODEL + """
 from rawdev import nn, optim
+dev = os.environ.get("TEST_DEVICE", "cpu")
 for cap in (None, 1e-4):            # one bucket; one bucket per parameter
-    model = nn.parallel.DistributedDataParallel(make(RANK), bucket_cap_mb=cap)
+    net = make(RANK).cuda() if dev == "cuda" else make(RANK)    # .cuda(): the rank's current device
+    model = nn.parallel.DistributedDataParallel(net, bucket_cap_mb=cap)
     opt = optim.SGD(model.parameters(), lr=0.1)
     for step in range(3):
         x, y = batch(step, RANK)
         opt.zero_grad()
-        nn.functional.mse_loss(model(rawdev.tensor(x)), rawdev.tensor(y)).backward()
+        nn.functional.mse_loss(model(rawdev.tensor(x, device=dev)), rawdev.tensor(y, device=dev)).backward()
         opt.step()
-    report(f"params_{cap}", np.concatenate([p.detach().numpy().ravel() for p in model.module.parameters()]))
+    assert str(next(net.parameters()).device) == ("cpu" if dev == "cpu" else f"cuda:{RANK}")
+    report(f"params_{cap}", np.concatenate([p.detach().cpu().numpy().ravel() for p in model.module.parameters()]))
     assert list(model.state_dict())[0] == "module.0.weight"
 """
 
@@ -51,8 +54,14 @@ def flat(model):
     return np.concatenate([p.detach().numpy().ravel() for p in model.parameters()]).astype(np.float64)
 
 
-def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path):
-    ranks = run_ranks(tmp_path, TRAIN, 2, env={"TEST_SEED": str(SEED)})
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path, device):
+    env = {"TEST_SEED": str(SEED), "TEST_DEVICE": device}
+    if device == "cuda":
+        env.update(RAWDEV_DRIVER="sim", RAWDEV_SIM_DEVICES="2")     # each rank on its own simulated GPU
+        ranks = run_ranks(tmp_path, TRAIN, 2, env=env, init="dist.init_process_group('nccl', timeout=20)\n")
+    else:
+        ranks = run_ranks(tmp_path, TRAIN, 2, env=env)
     make, batch = reference_model()
     model = make(0)                   # DDP starts every rank from rank 0's parameters
     opt = rawdev.optim.SGD(model.parameters(), lr=0.1)
@@ -69,6 +78,7 @@ def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path):
             got = np.asarray(rk.results[f"params_{cap}"], np.float64)
             assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-5, f"rank {rk.rank} cap {cap} seed {SEED}"
     np.testing.assert_array_equal(ranks[0].results["params_None"], ranks[1].results["params_None"])
+    np.testing.assert_array_equal(ranks[0].results["params_0.0001"], ranks[1].results["params_0.0001"])
 
 
 NO_SYNC = MODEL + """
