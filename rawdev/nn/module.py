@@ -680,7 +680,10 @@ class Module:
         if not moves.cuda_available():
             warnings.warn(moves.NO_GPU_HINT, RuntimeWarning, stacklevel=2)
             return self
-        dev = _dev("cuda", current_cuda_index()) if device is None else (_dev("cuda", device) if isinstance(device, int) else _dev(device))
+        if device is None:
+            dev = _dev("cuda", current_cuda_index())
+        else:
+            dev = _dev("cuda", device) if isinstance(device, int) else _dev(device)
         return self.to(dev)
 
     def cpu(self: _M) -> _M:
