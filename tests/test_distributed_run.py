@@ -102,3 +102,15 @@ def test_two_nodes_on_one_machine(tmp_path):
         assert p.returncode == 0, err
         # global rank = node_rank * nproc + local rank; each node's local rank 0 uses its cuda:0
         assert f"rank {node} device 0 sum [3.0, 3.0] env ['{node}', '2', '0', '1'" in out, out + err
+
+
+def test_the_ddp_example_trains_and_keeps_the_replicas_identical():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-m", "rawdev.cli", "run", "--nproc-per-node", "2", "--master-port",
+                          str(free_port()), "examples/ddp_digits.py", "--epochs", "2", "--device", "cpu"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=GUARD_S)
+    assert res.returncode == 0, res.stdout + res.stderr
+    losses = [float(line.split("mean loss ")[1].split()[0]) for line in res.stdout.splitlines() if "mean loss" in line]
+    assert len(losses) == 2 and losses[1] < 0.8 * losses[0], res.stdout
+    assert "over 1798 samples on 2 ranks" in res.stdout          # 1797 digits, padded to a multiple of 2
+    assert "replicas identical: True" in res.stdout
