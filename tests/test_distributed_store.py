@@ -74,6 +74,7 @@ def test_a_rank_that_never_joins_times_out_naming_it():
                                            r"never joined"):
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=3, timeout=0.5)
     assert not dist.is_initialized()
+    TCPStore("127.0.0.1", port, 1, is_master=True, timeout=1).close()     # the failed attempt freed its port
 
 
 def test_env_init_reads_torchruns_variables(monkeypatch):

@@ -100,7 +100,10 @@ class _Worker:
 
     def _run(self):
         while True:
-            fn, fut = self.q.get()
+            item = self.q.get()
+            if item is None:
+                return
+            fn, fut = item
             try:
                 fut.set_result(fn())
             except BaseException as e:  # the caller sees it from Work.wait
@@ -110,6 +113,10 @@ class _Worker:
         fut = Future()
         self.q.put((fn, fut))
         return fut
+
+    def stop(self):
+        """End the thread once the calls already submitted have run."""
+        self.q.put(None)
 
 
 def _describe(op, sig):
@@ -152,6 +159,9 @@ class ProcessGroup:
 
     def rank(self):
         return self._rank
+
+    def close(self):
+        self._worker.stop()
 
     def size(self):
         return len(self.ranks)
@@ -297,9 +307,15 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in [0, {world_size}) (world_size={world_size})")
         store = TCPStore(host, port, world_size, is_master=rank == 0, timeout=seconds)
+        try:
+            _rendezvous(store, rank, world_size, seconds)
+        except BaseException:
+            store.close()            # free the port for a retry
+            raise
         if rank == 0:
             atexit.register(_master_exit, store, seconds)
-    _rendezvous(store, rank, world_size, seconds)
+    else:
+        _rendezvous(store, rank, world_size, seconds)
     _State.store = store
     _State.world = ProcessGroup(store, rank, range(world_size), "world", seconds, backend)
     GroupMember.WORLD = group.WORLD = _State.world
@@ -367,6 +383,8 @@ def destroy_process_group(group=None):
         store = _State.store
         _State.world = _State.store = None
         GroupMember.WORLD = globals()["group"].WORLD = None
+        for pg in _State.groups:
+            pg.close()
         _State.groups = []
         _State.n_groups = 0
         if store is not None:
@@ -374,6 +392,7 @@ def destroy_process_group(group=None):
             store.close()
     elif group in _State.groups:
         _State.groups.remove(group)
+        group.close()
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
