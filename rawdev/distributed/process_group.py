@@ -286,6 +286,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             raise ValueError("Cannot specify both init_method and store.")
         if rank < 0 or world_size <= 0:
             raise ValueError("world_size and rank must be specified when store is given")
+        _rendezvous(store, rank, world_size, seconds)
     else:
         init_method = init_method or "env://"
         if init_method.startswith("env://"):
@@ -314,8 +315,6 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             raise
         if rank == 0:
             atexit.register(_master_exit, store, seconds)
-    else:
-        _rendezvous(store, rank, world_size, seconds)
     _State.store = store
     _State.world = ProcessGroup(store, rank, range(world_size), "world", seconds, backend)
     GroupMember.WORLD = group.WORLD = _State.world
