@@ -69,6 +69,9 @@ class _Server:
         self.data = {}
         self.cond = threading.Condition()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # a port whose last job's connections linger in TIME_WAIT can be listened on again (Linux still refuses a
+        # second listener on a live one, which is the "port taken" error below)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.sock.bind((host, port))
         except OSError as e:
@@ -158,6 +161,10 @@ class _Server:
 
     def close(self):
         self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)     # wakes the accept thread: close() alone leaves it listening
+        except OSError:
+            pass
         self.sock.close()
 
 
