@@ -67,3 +67,14 @@ def test_objects_refuse_what_is_not_data():
         objects.encode({"w": rawdev.ones(2)})
     with pytest.raises(TypeError, match=r"obj\[1\] of type builtins.function"):
         objects.encode([1, lambda: 0])
+
+
+def test_torchrun_scripts_record_decorator_runs_main():
+    from rawdev.distributed.elastic.multiprocessing.errors import record
+
+    @record
+    def main(x):
+        return x + 1
+    assert main(1) == 2 and main.__name__ == "main"
+    with pytest.raises(ValueError, match="boom"):
+        record(lambda: (_ for _ in ()).throw(ValueError("boom")))()
