@@ -424,7 +424,20 @@ def isend(tensor, dst, group=None, tag=0, group_dst=None):
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
-    """torch.distributed.irecv: receive into `tensor` from rank `src`; returns a Work (src must be given)."""
+    """torch.distributed.irecv: receive into `tensor` from rank `src` without waiting.
+
+    Args:
+        tensor: the output; its shape and dtype must be the sender's (else the recv raises naming both).
+        src: the global rank that sends (required: receiving from any rank is not supported).
+        group: the process group (None: the default).
+        tag: matches sends with recvs of the same tag.
+
+    Returns:
+        A Work; its result() is the sender's rank.
+
+    Example:
+        >>> dist.irecv(t, src=0).wait()
+    """
     pg = resolve_group(group)
     if pg is None:
         return _skip(True)
@@ -435,12 +448,39 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 def send(tensor, dst, group=None, tag=0, group_dst=None):
-    """torch.distributed.send: isend(...).wait()."""
+    """torch.distributed.send: isend(...).wait() (buffered: returns without waiting for the recv).
+
+    Args:
+        tensor: the data.
+        dst: the global rank that receives.
+        group: the process group (None: the default).
+        tag: matches sends with recvs of the same tag.
+
+    Returns:
+        None.
+
+    Example:
+        >>> dist.send(t, dst=1)
+    """
     isend(tensor, dst, group, tag, group_dst).wait()
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
-    """torch.distributed.recv: irecv(...) waited; returns the sender's rank."""
+    """torch.distributed.recv: irecv(...) waited.
+
+    Args:
+        tensor: the output, shaped and typed like the sent tensor.
+        src: the global rank that sends.
+        group: the process group (None: the default).
+        tag: matches sends with recvs of the same tag.
+
+    Returns:
+        The sender's rank.
+
+    Example:
+        >>> dist.recv(t, src=0)
+        0
+    """
     work = irecv(tensor, src, group, tag, group_src)
     work.wait()
     return work.result()
@@ -476,6 +516,14 @@ def all_gather_object(object_list, obj, group=None):
     """torch.distributed.all_gather_object: object_list[i] becomes rank i's `obj` (plain data and numpy arrays,
     no pickle: see rawdev.distributed.objects).
 
+    Args:
+        object_list: a list of world_size items, filled in place.
+        obj: this rank's object.
+        group: the process group (None: the default).
+
+    Returns:
+        None.
+
     Example:
         >>> out = [None] * dist.get_world_size(); dist.all_gather_object(out, {"rank": dist.get_rank()})
     """
@@ -487,7 +535,22 @@ def all_gather_object(object_list, obj, group=None):
 
 
 def gather_object(obj, object_gather_list=None, dst=0, group=None, group_dst=None):
-    """torch.distributed.gather_object: on `dst`, object_gather_list[i] becomes rank i's `obj`."""
+    """torch.distributed.gather_object: on `dst`, object_gather_list[i] becomes rank i's `obj` (plain data, see
+    rawdev.distributed.objects).
+
+    Args:
+        obj: this rank's object.
+        object_gather_list: a list of world_size items on `dst`, filled in place; None elsewhere.
+        dst: the global rank that receives.
+        group: the process group (None: the default).
+
+    Returns:
+        None.
+
+    Example:
+        >>> out = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+        >>> dist.gather_object({"loss": 0.5}, out, dst=0)
+    """
     pg = resolve_group(group)
     if pg is None:
         return
@@ -500,7 +563,21 @@ def gather_object(obj, object_gather_list=None, dst=0, group=None, group_dst=Non
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=0, group=None,
                         group_src=None):
     """torch.distributed.scatter_object_list: scatter_object_output_list[0] on rank i becomes item i of `src`'s
-    scatter_object_input_list."""
+    scatter_object_input_list (plain data, see rawdev.distributed.objects).
+
+    Args:
+        scatter_object_output_list: a list whose first item is set.
+        scatter_object_input_list: world_size objects on `src`; None elsewhere.
+        src: the global rank that sends.
+        group: the process group (None: the default).
+
+    Returns:
+        None.
+
+    Example:
+        >>> out = [None]
+        >>> dist.scatter_object_list(out, [{"shard": i} for i in range(2)] if dist.get_rank() == 0 else None)
+    """
     pg = resolve_group(group)
     if pg is None:
         return
