@@ -98,3 +98,21 @@ def test_unknown_backend_and_before_init():
         dist.init_process_group("mpi", init_method="tcp://127.0.0.1:1", rank=0, world_size=1)
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         dist.get_rank()
+
+
+def test_device_id_becomes_the_current_device_and_node_local_rank(monkeypatch):
+    from rawdev.device import current_cuda_index, set_current_cuda_index
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert dist.get_node_local_rank(fallback_rank=3) == 3
+    with pytest.raises(RuntimeError, match="LOCAL_RANK is not in the environment"):
+        dist.get_node_local_rank()
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert dist.get_node_local_rank() == 1
+    before = current_cuda_index()
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, timeout=5,
+                            device_id=2)
+    try:
+        assert current_cuda_index() == 2                  # device_id wins over LOCAL_RANK
+    finally:
+        dist.destroy_process_group()
+        set_current_cuda_index(before)

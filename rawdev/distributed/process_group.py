@@ -26,7 +26,7 @@ from .store import StoreTimeout, TCPStore
 
 __all__ = ["ProcessGroup", "Work", "init_process_group", "destroy_process_group", "is_initialized", "new_group",
            "default_group", "resolve_group", "get_rank", "get_world_size", "get_backend", "get_global_rank",
-           "get_group_rank", "get_process_group_ranks", "is_torchelastic_launched"]
+           "get_group_rank", "get_process_group_ranks", "is_torchelastic_launched", "get_node_local_rank"]
 
 default_pg_timeout = datetime.timedelta(minutes=10)
 _BACKENDS = ("nccl", "gloo", "cpu:gloo,cuda:nccl")
@@ -267,6 +267,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         world_size: the number of processes (-1: from WORLD_SIZE).
         rank: this process's rank (-1: from RANK).
         store: a TCPStore to rendezvous through instead of init_method.
+        device_id: the cuda device this rank uses (an int or a device); it becomes the current device.
 
     Returns:
         None.
@@ -319,8 +320,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _State.world = ProcessGroup(store, rank, range(world_size), "world", seconds, backend)
     GroupMember.WORLD = group.WORLD = _State.world
     _State.groups = [_State.world]
-    if "nccl" in backend and "LOCAL_RANK" in os.environ:
-        from ..device import set_current_cuda_index
+    from ..device import set_current_cuda_index
+    if device_id is not None:
+        set_current_cuda_index(device_id if isinstance(device_id, int) else device_id.index or 0)
+    elif "nccl" in backend and "LOCAL_RANK" in os.environ:
         set_current_cuda_index(int(os.environ["LOCAL_RANK"]))
 
 
@@ -346,6 +349,27 @@ def _master_exit(store, seconds):
 def is_initialized():
     """True once init_process_group has made the default group."""
     return _State.world is not None
+
+
+def get_node_local_rank(fallback_rank=None):
+    """torch.distributed.get_node_local_rank: LOCAL_RANK as the launcher set it (else `fallback_rank`).
+
+    Args:
+        fallback_rank: returned when LOCAL_RANK is not set.
+
+    Returns:
+        The rank of this process on its node.
+
+    Example:
+        >>> rawdev.cuda.set_device(dist.get_node_local_rank(0))
+    """
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context and "
+                       "want the code to run locally instead.")
 
 
 def is_torchelastic_launched():
