@@ -114,3 +114,23 @@ def test_the_ddp_example_trains_and_keeps_the_replicas_identical():
     assert len(losses) == 2 and losses[1] < 0.8 * losses[0], res.stdout
     assert "over 1798 samples on 2 ranks" in res.stdout          # 1797 digits, padded to a multiple of 2
     assert "replicas identical: True" in res.stdout
+
+
+def test_stopping_the_launcher_stops_every_rank(tmp_path):
+    script = tmp_path / "sleepy.py"
+    script.write_text("import os, sys, time\n"
+                      "open(os.path.join(sys.argv[1], 'pid' + os.environ['RANK']), 'w').write(str(os.getpid()))\n"
+                      "time.sleep(600)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    launcher = subprocess.Popen([sys.executable, "-m", "rawdev.cli", "run", "--nproc-per-node", "2", "--master-port",
+                                 str(free_port()), str(script), str(tmp_path)], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    files = [tmp_path / "pid0", tmp_path / "pid1"]
+    deadline = time.monotonic() + GUARD_S
+    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    launcher.terminate()
+    _, err = launcher.communicate(timeout=GUARD_S)
+    assert launcher.returncode == 128 + 15 and "stopped by SIGTERM; ended all 2 ranks" in err, err
+    for f in files:
+        assert _gone(int(f.read_text()))
