@@ -228,9 +228,9 @@ class ProcessGroup:
 
 
 class _State:
-    world = None        # the default ProcessGroup
-    store = None
-    groups = []
+    world: "ProcessGroup | None" = None        # the default group
+    store: "TCPStore | None" = None
+    groups: "list[ProcessGroup]" = []
     n_groups = 0
 
 
