@@ -1,4 +1,4 @@
-"""The `rawdev` command: demo, kernels, mem, selfcheck."""
+"""The `rawdev` command: demo, kernels, mem, selfcheck, run."""
 import argparse
 import os
 import sys
@@ -101,6 +101,14 @@ def build_parser():
     c.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
                    help="auto (default: RAWDEV_DRIVER if set, else the GPU, else the simulator), cuda or sim")
     c.set_defaults(fn=selfcheck)
+    from .distributed.run import add_arguments as add_run_arguments
+    from .distributed.run import launch
+    r = sub.add_parser("run", help="start one process per rank of a distributed job (torchrun's flags)",
+                       description="Start --nproc-per-node processes of SCRIPT with torchrun's environment (RANK, "
+                                   "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); a rank that fails stops the "
+                                   "others and its status and last lines are reported.")
+    add_run_arguments(r)
+    r.set_defaults(fn=launch)
     return p
 
 

@@ -1,50 +1,31 @@
-"""`rawdev.distributed`: rawdev runs in one process and has no process groups. The query functions answer as
-PyTorch's do before init_process_group, so programs that check `dist.is_available() and dist.is_initialized()`
-take their single-process path; init_process_group says it cannot."""
+"""`rawdev.distributed`: torch.distributed on rawdev's simulated communicator — process groups with a TCPStore
+rendezvous (init_process_group, new_group), the collectives with NCCL's ordering rules, and the `rawdev run`
+launcher (rawdev.distributed.run). See docs/INTERNALS.md, "Distributed"."""
+from .collectives import *  # noqa: F401,F403
+from .collectives import __all__ as _collectives_all
+from .process_group import (  # noqa: F401
+    Work,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_node_local_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_initialized,
+    is_torchelastic_launched,
+    new_group,
+)
+from .store import Store, TCPStore  # noqa: F401
 
 __all__ = ["is_available", "is_initialized", "init_process_group", "get_rank", "get_world_size",
-           "is_torchelastic_launched", "destroy_process_group"]
+           "is_torchelastic_launched", "destroy_process_group", "new_group", "get_backend", "get_global_rank",
+           "get_group_rank", "get_process_group_ranks", "get_node_local_rank", "Store",
+           "TCPStore"] + list(_collectives_all)
 
 
 def is_available() -> bool:
-    """False: rawdev has no distributed backend (no NCCL, Gloo or MPI)."""
-    return False
-
-
-def is_initialized() -> bool:
-    return False
-
-
-def is_torchelastic_launched() -> bool:
-    return False
-
-
-def init_process_group(*args, **kwargs):
-    raise RuntimeError("rawdev has no distributed backend: init_process_group is not available "
-                       "(rawdev.distributed.is_available() is False); run the program as one process")
-
-
-def _not_initialized():
-    # PyTorch's wording when no default group exists
-    return ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
-
-
-def get_rank(group=None) -> int:
-    raise _not_initialized()
-
-
-def get_world_size(group=None) -> int:
-    raise _not_initialized()
-
-
-def destroy_process_group(group=None) -> None:
-    """PyTorch's answer without a process group: its `assert pg is not None` fails (an AssertionError), since
-    there is no default group to destroy; programs call it after their init_process_group branch."""
-    raise AssertionError("destroy_process_group(): no process group to destroy (init_process_group was not called)")
-
-
-# collectives and group queries as PyTorch answers them before init_process_group (rawdev.distributed.collectives)
-from .collectives import *  # noqa: E402,F401,F403
-from .collectives import __all__ as _collectives_all  # noqa: E402
-
-__all__ += _collectives_all
+    """True: rawdev has a communicator (simulated, across processes through a TCPStore)."""
+    return True

@@ -39,6 +39,9 @@ __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d
             "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "BatchNorm1d", "BatchNorm2d"]
 from . import modules, parallel  # noqa: E402,F401
+from .parallel import DistributedDataParallel  # noqa: E402
+
+__all__ += ["DistributedDataParallel"]
 from .layers import (GroupNorm, InstanceNorm1d, InstanceNorm2d, Transformer, TransformerDecoder,  # noqa: E402
                      TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 

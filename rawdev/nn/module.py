@@ -673,13 +673,18 @@ class Module:
         return self
 
     def cuda(self: _M, device: Any = None) -> _M:
-        """Move to the GPU; with no GPU available, warn and return the model unchanged on the cpu."""
+        """Move to the GPU (default: the current device, as Tensor.cuda); with no GPU available, warn and return
+        the model unchanged on the cpu."""
+        from ..device import current_cuda_index
         from ..device import device as _dev
         from ..tensor import moves
         if not moves.cuda_available():
             warnings.warn(moves.NO_GPU_HINT, RuntimeWarning, stacklevel=2)
             return self
-        dev = _dev("cuda", 0) if device is None else (_dev("cuda", device) if isinstance(device, int) else _dev(device))
+        if device is None:
+            dev = _dev("cuda", current_cuda_index())
+        else:
+            dev = _dev("cuda", device) if isinstance(device, int) else _dev(device)
         return self.to(dev)
 
     def cpu(self: _M) -> _M:

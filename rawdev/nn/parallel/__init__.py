@@ -1,5 +1,6 @@
 """`rawdev.nn.parallel`: PyTorch's import path for the data-parallel wrappers."""
 from ..layers.parallel import DataParallel
+from .distributed import DistributedDataParallel
 
 __all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
 
@@ -14,15 +15,6 @@ def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0, mo
     if not isinstance(inputs, tuple):
         inputs = (inputs,) if inputs is not None else ()
     return module(*inputs, **(module_kwargs or {}))
-
-
-class DistributedDataParallel:
-    """Not available: rawdev has no process groups (rawdev.distributed.is_available() is False). Run the program
-    as one process, or wrap the model in nn.DataParallel, which rawdev runs on one GPU."""
-
-    def __init__(self, module, *args, **kwargs):
-        raise RuntimeError("DistributedDataParallel needs torch.distributed process groups, which rawdev does not "
-                           "have (rawdev.distributed.is_available() is False); run as one process without it")
 
 
 # PyTorch's multi-GPU building blocks of DataParallel: they split work across several devices, which rawdev

@@ -148,7 +148,7 @@ class DistributedSampler(Sampler):
     """The indices one of num_replicas processes takes (PyTorch's DistributedSampler): every rank sees the same
     permutation (seeded with seed + epoch, so call set_epoch(epoch) each epoch) and takes every num_replicas-th
     index from position rank; the list is padded by repeating its start (or cut, drop_last=True) to a multiple
-    of num_replicas. rawdev runs one process and has no process group, so pass num_replicas and rank.
+    of num_replicas. num_replicas and rank default to the default process group's world size and rank.
 
     Example:
         >>> s = DistributedSampler(range(10), num_replicas=4, rank=1, shuffle=False)

@@ -1,6 +1,0 @@
-"""`torch.distributed.elastic`: torchelastic, which rawdev refuses (one process, no process groups): see
-rawdev.refusals."""
-from ..refusals import refusing_getattr
-
-__getattr__ = refusing_getattr("torch.distributed.elastic", "torchelastic")
-__rawdev_refused__ = __getattr__("_").__rawdev_refused__   # the scan reports this module as refused

@@ -1,0 +1,72 @@
+"""Runs a snippet as N ranks of a rawdev.distributed job (one python process each, env:// rendezvous on a free
+port) for the tests/test_distributed_*.py files. Each rank's lines starting with RESULT carry JSON back."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PREAMBLE = """\
+import json, os, sys
+import numpy as np
+import rawdev
+import rawdev.distributed as dist
+RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+SEED = int(os.environ.get("TEST_SEED", "0"))
+def inp(r, shape, dtype=np.float32):
+    return np.random.default_rng(SEED * 1000 + r).standard_normal(shape).astype(dtype)
+def report(name, value):
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    print("RESULT " + json.dumps([name, value]), flush=True)
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Rank:
+    def __init__(self, rank, proc, out, err):
+        self.rank, self.rc, self.out, self.err = rank, proc.returncode, out, err
+        self.results = {}
+        for line in out.splitlines():
+            if line.startswith("RESULT "):
+                name, value = json.loads(line[len("RESULT "):])
+                self.results[name] = value
+
+    def __repr__(self):
+        return f"rank {self.rank} rc={self.rc}\n--- stdout\n{self.out[-3000:]}\n--- stderr\n{self.err[-3000:]}"
+
+
+def run_ranks(tmp_path, body, world=2, guard=120, env=None, init="dist.init_process_group('gloo', timeout=20)\n"):
+    """Run PREAMBLE + init + body as `world` ranks; returns their Rank records (rc, out, err, results).
+    `guard` only stops a hung job (10x above the expected time)."""
+    script = tmp_path / "rank_script.py"
+    script.write_text(PREAMBLE + init + textwrap.dedent(body))
+    port = free_port()
+    procs = []
+    for r in range(world):
+        e = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                 MASTER_PORT=str(port), PYTHONPATH=str(ROOT), **(env or {}))
+        procs.append(subprocess.Popen([sys.executable, str(script)], env=e, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    ranks = []
+    for r, p in enumerate(procs):
+        try:
+            out, err = p.communicate(timeout=guard)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out, err = p.communicate()
+            raise AssertionError(f"rank {r} hung past the {guard} s guard:\n{err[-3000:]}") from None
+        ranks.append(Rank(r, p, out, err))
+    return ranks
