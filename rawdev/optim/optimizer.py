@@ -197,9 +197,11 @@ class Optimizer:
                     self._restore_unit_host_state(host)
                     if i:
                         self.__dict__["_unfinished_step"] = (sig, i)
-                        e.add_note(f"{type(self).__name__}.step(): {i} of {len(work)} parameter updates ran before "
-                                   f"this failure; calling step() again with the same gradients completes this step "
-                                   f"(the updates that ran are not repeated)")
+                        note = (f"{type(self).__name__}.step(): {i} of {len(work)} parameter updates ran before "
+                                f"this failure; calling step() again with the same gradients completes this step "
+                                f"(the updates that ran are not repeated)")
+                        # what BaseException.add_note does (Python 3.11+, which prints the notes with the traceback)
+                        e.__notes__ = [*getattr(e, "__notes__", []), note]  # type: ignore[attr-defined]
                     raise
         return loss
 
