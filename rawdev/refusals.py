@@ -4,8 +4,9 @@ raises NotImplementedError saying which feature and why. Each such name carries 
 reason), which tools/compat_scan.py reports as refused rather than resolved."""
 from typing import Any
 
-DISTRIBUTED = ("rawdev runs in one process on one GPU and has no process groups or inter-process transport "
-               "(rawdev.distributed.is_available() is False)")
+DISTRIBUTED = ("rawdev's distributed training is data parallel: process groups, the collectives, "
+               "DistributedDataParallel and the `rawdev run` launcher (rawdev.distributed); RPC, sharded tensors "
+               "(DTensor, FSDP), device meshes and pipeline schedules are not built")
 
 
 class Refused:

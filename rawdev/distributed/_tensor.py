@@ -1,4 +1,4 @@
-"""`torch.distributed._tensor`: DTensor (sharded tensors), which rawdev refuses (one process, no process groups): see
+"""`torch.distributed._tensor`: DTensor (sharded tensors), which rawdev refuses (data parallel only): see
 rawdev.refusals."""
 from ..refusals import refusing_getattr
 

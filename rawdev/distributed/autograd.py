@@ -1,4 +1,4 @@
-"""`torch.distributed.autograd`: distributed autograd (RPC), which rawdev refuses (one process, no process groups):
+"""`torch.distributed.autograd`: distributed autograd (RPC), which rawdev refuses (data parallel only):
 see rawdev.refusals."""
 from ..refusals import refusing_getattr
 

@@ -1,4 +1,4 @@
-"""`torch.distributed.device_mesh`: DeviceMesh, which rawdev refuses (one process, no process groups): see
+"""`torch.distributed.device_mesh`: DeviceMesh, which rawdev refuses (data parallel only): see
 rawdev.refusals."""
 from ..refusals import refusing_getattr
 

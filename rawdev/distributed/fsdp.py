@@ -1,5 +1,5 @@
-"""`torch.distributed.fsdp`: FullyShardedDataParallel / fully_shard, which rawdev refuses (one process, no process
-groups): see rawdev.refusals."""
+"""`torch.distributed.fsdp`: FullyShardedDataParallel / fully_shard, which rawdev refuses (its distributed
+training is data parallel only): see rawdev.refusals."""
 from ..refusals import refusing_getattr
 
 __getattr__ = refusing_getattr("torch.distributed.fsdp", "FullyShardedDataParallel / fully_shard")

@@ -1,4 +1,4 @@
-"""`torch.distributed.pipelining`: pipeline parallelism, which rawdev refuses (one process, no process groups): see
+"""`torch.distributed.pipelining`: pipeline parallelism, which rawdev refuses (data parallel only): see
 rawdev.refusals."""
 from ..refusals import refusing_getattr
 

@@ -1,4 +1,4 @@
-"""`torch.distributed.algorithms`: DDP communication hooks and wrappers, which rawdev refuses (one process)."""
+"""`torch.distributed.algorithms`: DDP communication hooks and wrappers, which rawdev refuses (data parallel only)."""
 from ...refusals import refusing_getattr
 
 __getattr__ = refusing_getattr("torch.distributed.algorithms", "distributed training algorithms")

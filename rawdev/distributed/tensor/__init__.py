@@ -1,4 +1,4 @@
-"""`torch.distributed.tensor`: DTensor, which rawdev refuses (one process, no process groups)."""
+"""`torch.distributed.tensor`: DTensor, which rawdev refuses (data parallel only)."""
 from ...refusals import refusing_getattr
 
 __getattr__ = refusing_getattr("torch.distributed.tensor", "DTensor (sharded tensors)")

@@ -1,4 +1,4 @@
-"""`torch.distributed.tensor.parallel`: tensor parallelism, which rawdev refuses (one process)."""
+"""`torch.distributed.tensor.parallel`: tensor parallelism, which rawdev refuses (data parallel only)."""
 from ...refusals import refusing_getattr
 
 __getattr__ = refusing_getattr("torch.distributed.tensor.parallel", "tensor parallelism (parallelize_module)")
