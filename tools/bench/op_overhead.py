@@ -10,7 +10,8 @@ no-op, as tools/bench/launch_overhead.py does; the time spent inside every other
 allocations and frees) is measured and subtracted, so what is left is rawdev's own Python per op, launch
 included (the kernel's argument packing and the checker are rawdev's).
 
-Each number is the median over blocks of the per-call time (time.perf_counter around a block of calls).
+BLAS runs one thread (both libraries). Each number is the median over blocks of the per-call time
+(time.perf_counter around a block of calls).
 
     python tools/bench/op_overhead.py            # 20 blocks of 25 ms of calls per case
     python tools/bench/op_overhead.py --quick    # 5 blocks of 5 ms (a smoke test of the script)
@@ -18,12 +19,17 @@ Each number is the median over blocks of the per-call time (time.perf_counter ar
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# One BLAS thread (for both libraries): a 32x128 GEMM is far below what a thread pool pays off for, and waking
+# one on a loaded machine costs milliseconds, which would drown the host cost this measures.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
 
@@ -69,6 +75,7 @@ def cases(m, device):
 def torch_or_none():
     try:
         import torch
+        torch.set_num_threads(1)
         return torch
     except Exception:
         return None
