@@ -10,7 +10,8 @@ import itertools
 import weakref
 from collections import OrderedDict
 
-from .grad_mode import is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import _state as _grad_state
+from .grad_mode import no_grad, set_grad_enabled
 
 __all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error",
            "linear_backward"]
@@ -107,13 +108,14 @@ class _Saved:
 class FunctionCtx:
     """The `ctx` a Function's forward/backward share."""
 
-    def __init__(self):
-        self._saved = ()
-        self._freed = False
-        self.needs_input_grad = ()
-        self.materialize_grads = True
-        self._non_differentiable = ()
-        self._graph_node = None    # set while a recorded (create_graph) backward runs
+    # Defaults live on the class (an instance sets its own on first write): a ctx is made per op call, and
+    # most calls (no_grad, nothing requiring grad) never write any of them.
+    _saved = ()
+    _freed = False
+    needs_input_grad = ()
+    materialize_grads = True
+    _non_differentiable = ()
+    _graph_node = None    # set while a recorded (create_graph) backward runs
 
     def save_for_backward(self, *tensors):
         self._saved = tuple(_Saved(t) for t in tensors)
@@ -284,15 +286,30 @@ class Function:
             args = bound.args[1:] if old_style else bound.args
         from ..tensor.core import Tensor
         ctx = FunctionCtx()
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        record = is_grad_enabled() and any(needs)
-        ctx.needs_input_grad = needs if record else tuple(False for _ in args)
-        with no_grad():
+        record = False
+        if getattr(_grad_state, "enabled", True):
+            for a in args:
+                if type(a) is Tensor or isinstance(a, Tensor):   # the exact type first: the common, cheap case
+                    if a._requires_grad:
+                        record = True
+                        break
+        if record:
+            needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+            ctx.needs_input_grad = needs
+        else:
+            n = len(args)
+            ctx.needs_input_grad = _NO_GRADS[n] if n < len(_NO_GRADS) else (False,) * n
+        # grad mode off while forward runs (no_grad's effect, without making a context manager per op)
+        prev = getattr(_grad_state, "enabled", True)
+        _grad_state.enabled = False
+        try:
             if cls.setup_context is not Function.setup_context:    # forward(*args) + setup_context(ctx, ...)
                 out = cls.forward(*args)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args)
+        finally:
+            _grad_state.enabled = prev
         if record:
             node = BackwardNode(cls, ctx)
             node.next_functions = tuple(_edge(a) if n else (None, 0) for a, n in zip(args, needs))
@@ -310,9 +327,15 @@ class Function:
                 if sv.producer is None and sv.source in own:
                     sv.producer = (weakref.ref(node), own[sv.source])
                     sv.own, sv.leaf = own[sv.source], None
+        elif cls.__module__.startswith("rawdev."):
+            # rawdev's own forwards keep no reference to ctx: it goes with this frame, whatever it holds
+            ctx._saved, ctx._freed = (), True
         else:
-            ctx._free()
+            ctx._free()   # a user's Function may keep ctx: drop what its forward stashed
         return out
+
+
+_NO_GRADS = tuple((False,) * n for n in range(8))
 
 
 class _NoDoubleBackward(Function):

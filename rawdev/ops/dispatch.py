@@ -149,6 +149,41 @@ class _DenseCuda:
 _cuda = cuda_backend = _DenseCuda()
 
 
+try:   # numpy >= 2: np.errstate is a context variable holding an "extobj"; see _quiet below
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+except ImportError:   # numpy 1.x: np.errstate per call
+    _extobj_contextvar = _make_extobj = None
+
+_QUIET: dict = {}   # the caller's numpy error state -> the same with every floating-point error ignored
+
+
+def _quiet_state(cur):
+    """The 'ignore all' state derived from cur (its buffer size and error callback kept), made once per state."""
+    if len(_QUIET) > 64:   # a program calling np.seterr in a loop makes a new state each time
+        _QUIET.clear()
+    q = _QUIET[cur] = _make_extobj(all="ignore")   # built from the current state, which is cur
+    return q
+
+
+def _quiet(fn):
+    """fn run as `with np.errstate(all="ignore")` would, without building a new error state per call (that
+    costs about as much as a small numpy op): the state for the caller's current one is made once and set."""
+    if _extobj_contextvar is None:
+        def call(*args, **kwargs):
+            with _np.errstate(all="ignore"):
+                return fn(*args, **kwargs)
+        return call
+
+    def call(*args, **kwargs):
+        cur = _extobj_contextvar.get()
+        token = _extobj_contextvar.set(_QUIET.get(cur) or _quiet_state(cur))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _extobj_contextvar.reset(token)
+    return call
+
+
 class _QuietCpu:
     """The numpy backend as the ops call it: IEEE results (inf for 1/0, nan for 0/0 or log(-1)) without numpy's
     RuntimeWarnings, as PyTorch and a GPU give them."""
@@ -156,9 +191,7 @@ class _QuietCpu:
     def __getattr__(self, name):
         fn = getattr(_cpu_module, name)
         if callable(fn) and not name.startswith("_") and not isinstance(fn, type):
-            def call(*args, _fn=fn, **kwargs):
-                with _np.errstate(all="ignore"):
-                    return _fn(*args, **kwargs)
+            call = _quiet(fn)
             call.__name__, call.__doc__ = name, fn.__doc__
             fn = call
         setattr(self, name, fn)
