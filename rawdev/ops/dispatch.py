@@ -41,7 +41,7 @@ def check_same_device(op, *tensors):
             continue
         if dev is None:
             dev, first = t.device, i
-        elif t.device != dev:
+        elif t.device is not dev and t.device != dev:   # devices are mostly the same object: skip __eq__
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{dev} and {t.device}! (when checking argument for {op}: argument {first} is on "
                                f"{dev}, argument {i} is on {t.device})")

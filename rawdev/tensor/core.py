@@ -116,7 +116,8 @@ class Tensor:
             found = _root_of(arr)
         self._root, self._strides = found
         self._data, self._buf, self._offset, self._pending = arr, buf, 0, pending
-        self._shape, self._dtype, self._device, self._soff = Size(arr.shape), dt, CPU, 0
+        # numpy's shape is a tuple of ints already: Size's per-element int() is not needed
+        self._shape, self._dtype, self._device, self._soff = tuple.__new__(Size, arr.shape), dt, CPU, 0
 
     def _assign(self, other):
         """Make self use other's storage and layout (shape/strides/dtype/device follow): `param.data = t`, moves."""
