@@ -10,6 +10,7 @@ import itertools
 import weakref
 from collections import OrderedDict
 
+from ..tensor.core import Tensor
 from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad, set_grad_enabled
 
@@ -242,7 +243,6 @@ _node_classes: dict = {}
 
 def _edge(t):
     """The node a gradient for input t flows to (None when t needs no gradient)."""
-    from ..tensor.core import Tensor
     if not isinstance(t, Tensor) or not t._requires_grad:
         return None, 0
     if t.grad_fn is not None:
@@ -284,7 +284,6 @@ class Function:
             bound = sig.bind(None, *args, **kwargs) if old_style else sig.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args[1:] if old_style else bound.args
-        from ..tensor.core import Tensor
         ctx = FunctionCtx()
         record = False
         if getattr(_grad_state, "enabled", True):
@@ -352,7 +351,6 @@ def delayed_error(grads, name):
     """Gradients computed by a plain-kernel backward under create_graph=True: usable values, and a grad_fn
     that raises "double backward is not supported for <name>" only if something differentiates them
     (PyTorch's DelayedError)."""
-    from ..tensor.core import Tensor
     out = []
     for g in grads:
         if isinstance(g, Tensor) and g.dtype.is_floating_point:
@@ -400,7 +398,6 @@ def once_differentiable(fn):
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
-        from ..tensor.core import Tensor
         return isinstance(other, Tensor)
 
 
