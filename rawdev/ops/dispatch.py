@@ -48,9 +48,6 @@ def check_same_device(op, *tensors):
     return dev
 
 
-_STORAGE = ("_buf", "_offset", "_shape", "_strides", "_soff", "_dtype", "_device", "_vc", "_requires_grad", "grad_fn")
-
-
 def _held(op, t, first):
     """A frozen alias of cuda tensor t for one backend call: the same storage and layout, read once.
 
@@ -61,8 +58,10 @@ def _held(op, t, first):
     the cpu after the op's device check, or caught half-switched) is PyTorch's device-mismatch error rather
     than a host address handed to a kernel."""
     a = Tensor.__new__(Tensor)
-    for f in _STORAGE:
-        setattr(a, f, getattr(t, f))
+    # the storage fields, in this order, spelled out (a getattr/setattr loop over their names cost a microsecond)
+    (a._buf, a._offset, a._shape, a._strides, a._soff, a._dtype, a._device, a._vc, a._requires_grad,
+     a.grad_fn) = (t._buf, t._offset, t._shape, t._strides, t._soff, t._dtype, t._device, t._vc, t._requires_grad,
+                   t.grad_fn)
     a._grad, a._pending, a._data, a._root = None, None, None, None
     a._base = t._base if t._base is not None else t   # a view made of the alias is a view of the caller's tensor
     # read after the fields: a switch to the cpu sets _data before _device, one to cuda sets _data (None) first
