@@ -41,6 +41,11 @@ def _contiguous_strides(shape):
 
 def is_contiguous(shape, strides):
     """PyTorch's is_contiguous(): row-major, ignoring the strides of size-1 axes; empty tensors are."""
+    try:
+        if _STRIDES.get(shape) is strides:   # the strides a new tensor was made with (the cached tuple itself)
+            return True
+    except TypeError:   # a list
+        pass
     expected = 1
     for d, s in zip(reversed(tuple(shape)), reversed(tuple(strides))):
         if d == 0:
