@@ -11,7 +11,7 @@ allocations and frees) is measured and subtracted, so what is left is rawdev's o
 included (the kernel's argument packing and the checker are rawdev's).
 
 BLAS runs one thread (both libraries). Each number is the median over blocks of the per-call time
-(time.perf_counter around a block of calls).
+(time.perf_counter around a block of calls; --clock cpu: time.process_time).
 
     python tools/bench/op_overhead.py            # 20 blocks of 25 ms of calls per case
     python tools/bench/op_overhead.py --quick    # 5 blocks of 5 ms (a smoke test of the script)
@@ -33,15 +33,17 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+_clock = time.perf_counter   # --clock cpu: time.process_time (this process's CPU time, for a loaded machine)
+
 
 def calls_per_block(fn, block_s):
     """How many calls of fn fill about block_s seconds (after a few warm-up calls, which also time it)."""
     fn()
-    n, t0 = 0, time.perf_counter()
-    while n < 5 or time.perf_counter() - t0 < block_s / 4:
+    n, t0 = 0, _clock()
+    while n < 5 or _clock() - t0 < block_s / 4:
         fn()
         n += 1
-    return max(1, round(block_s * n / (time.perf_counter() - t0)))
+    return max(1, round(block_s * n / (_clock() - t0)))
 
 
 def per_call_us(fn, blocks, block_s):
@@ -49,10 +51,10 @@ def per_call_us(fn, blocks, block_s):
     per = calls_per_block(fn, block_s)
     times = []
     for _ in range(blocks):
-        t0 = time.perf_counter()
+        t0 = _clock()
         for _ in range(per):
             fn()
-        times.append((time.perf_counter() - t0) / per)
+        times.append((_clock() - t0) / per)
     return statistics.median(times) * 1e6
 
 
@@ -102,16 +104,16 @@ class _TimedDriver:
                 return real
 
             def fn(*args, _real=real, **kwargs):
-                t0 = time.perf_counter()
+                t0 = _clock()
                 try:
                     return _real(*args, **kwargs)
                 finally:
-                    self.driver_s += time.perf_counter() - t0
+                    self.driver_s += _clock() - t0
         setattr(self, name, fn)
         return fn
 
 
-def cuda_rows(blocks, block_s):
+def cuda_rows(blocks, block_s, clock):
     """rawdev's Python per op on the cuda path (driver: the simulator, launches no-ops, driver time out)."""
     import rawdev
     from rawdev.runtime import seam
@@ -126,15 +128,15 @@ def cuda_rows(blocks, block_s):
             timed.driver_s, timed.launches = 0.0, 0
             seam._drv = timed
             try:
-                t0 = time.perf_counter()
+                t0 = _clock()
                 for _ in range(per):
                     fn()
-                dt = time.perf_counter() - t0
+                dt = _clock() - t0
             finally:
                 seam._drv = timed._drv
             times.append((dt - timed.driver_s) / per)
             launches = timed.launches / per
-        rows.append({"bench": "op_overhead", "case": name, "device": "cuda (driver: no-op launches)",
+        rows.append({"bench": "op_overhead", "case": name, "device": "cuda (driver: no-op launches)", "clock": clock,
                      "rawdev_us": round(statistics.median(times) * 1e6, 3), "launches_per_op": launches,
                      "torch_us": None, "numpy_us": None})
     rawdev.cuda.synchronize()
@@ -148,7 +150,11 @@ def main():
     ap.add_argument("--json", action="store_true", help="one JSON line per measurement")
     ap.add_argument("--quick", action="store_true", help="5 blocks of 5 ms")
     ap.add_argument("--no-cuda", action="store_true", help="the cpu path only")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: time.process_time, which leaves out time other jobs on a loaded machine take")
     a = ap.parse_args()
+    global _clock
+    _clock = time.process_time if a.clock == "cpu" else time.perf_counter
     blocks, block_s = (5, 0.005) if a.quick else (a.blocks, a.block_s)
     import rawdev
     torch = torch_or_none()
@@ -158,12 +164,12 @@ def main():
     theirs = dict(cases(torch, "cpu")) if torch is not None else {}
     rows = []
     for name, fn in cases(rawdev, "cpu"):
-        rows.append({"bench": "op_overhead", "case": name, "device": "cpu",
+        rows.append({"bench": "op_overhead", "case": name, "device": "cpu", "clock": a.clock,
                      "rawdev_us": round(per_call_us(fn, blocks, block_s), 3),
                      "torch_us": round(per_call_us(theirs[name], blocks, block_s), 3) if theirs else None,
                      "numpy_us": round(numpy_add, 3) if name == "add_1x128" else None})
     if not a.no_cuda:
-        rows += cuda_rows(blocks, block_s)
+        rows += cuda_rows(blocks, block_s, a.clock)
     for r in rows:
         if a.json:
             print(json.dumps(r), flush=True)
