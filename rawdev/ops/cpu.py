@@ -20,14 +20,15 @@ def v(t):
 
 
 def wrap(arr, dt=None):
-    arr = np.asarray(arr)
+    if type(arr) is not np.ndarray:
+        arr = np.asarray(arr)
     if dt is None:
         dt = _dt.from_numpy_dtype_fast(arr.dtype)
     if dt is _dt.bfloat16:
         return Tensor._make_cpu(_dt.to_storage(arr, dt), dt)
     if arr.dtype != dt.storage or not arr.flags.c_contiguous:
         arr = np.array(arr, dtype=dt.storage, order="C")
-    return Tensor._make_cpu(arr, dt)
+    return Tensor._make_cpu_contiguous(arr, dt)
 
 
 def _vdt(dt):

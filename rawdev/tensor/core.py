@@ -95,6 +95,19 @@ class Tensor:
         return t
 
     @classmethod
+    def _make_cpu_contiguous(cls, arr, dt):
+        """_make_cpu for a C-contiguous array already in dt's storage type (what the cpu backend returns), without
+        re-checking either: every op's result is made here."""
+        t = cls.__new__(cls)
+        shape = arr.shape
+        t._data, t._root, t._strides = arr, arr.reshape(-1), _layout.contiguous_strides(shape)
+        t._buf, t._offset, t._pending, t._soff = None, 0, None, 0
+        t._shape, t._dtype, t._device = tuple.__new__(Size, shape), dt, CPU
+        t._vc, t._base = [0], None
+        t._requires_grad, t._grad, t.grad_fn = False, None, None
+        return t
+
+    @classmethod
     def _make_cuda(cls, buf, offset, shape, dt, dev, requires_grad=False, strides=None, soff=0):
         """Wrap bytes of a runtime DeviceBuffer: first element at `buf.ptr + offset`, on device dev."""
         t = cls.__new__(cls)
