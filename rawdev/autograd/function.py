@@ -286,7 +286,8 @@ class Function:
             args = bound.args[1:] if old_style else bound.args
         ctx = FunctionCtx()
         record = False
-        if getattr(_grad_state, "enabled", True):
+        prev = getattr(_grad_state, "enabled", True)
+        if prev:
             for a in args:
                 if type(a) is Tensor or isinstance(a, Tensor):   # the exact type first: the common, cheap case
                     if a._requires_grad:
@@ -299,7 +300,6 @@ class Function:
             n = len(args)
             ctx.needs_input_grad = _NO_GRADS[n] if n < len(_NO_GRADS) else (False,) * n
         # grad mode off while forward runs (no_grad's effect, without making a context manager per op)
-        prev = getattr(_grad_state, "enabled", True)
         _grad_state.enabled = False
         try:
             if cls.setup_context is not Function.setup_context:    # forward(*args) + setup_context(ctx, ...)
@@ -326,11 +326,9 @@ class Function:
                 if sv.producer is None and sv.source in own:
                     sv.producer = (weakref.ref(node), own[sv.source])
                     sv.own, sv.leaf = own[sv.source], None
-        elif cls.__module__.startswith("rawdev."):
-            # rawdev's own forwards keep no reference to ctx: it goes with this frame, whatever it holds
-            ctx._saved, ctx._freed = (), True
-        else:
+        elif not cls.__module__.startswith("rawdev."):
             ctx._free()   # a user's Function may keep ctx: drop what its forward stashed
+        # (rawdev's own forwards keep no reference to ctx: it goes with this frame, whatever it holds)
         return out
 
 
