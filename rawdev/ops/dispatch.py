@@ -164,9 +164,35 @@ def _quiet_state(cur):
     return q
 
 
+def quietly(fn, *args):
+    """fn(*args) as `with np.errstate(all="ignore")` would run it, without building a new error state per call
+    (that costs about as much as a small numpy op): the state for the caller's current one is made once.
+
+    Args:
+        fn: a function of numpy arrays.
+        *args: its arguments.
+
+    Returns:
+        fn's result (inf/nan where numpy would warn).
+
+    Example:
+        >>> import numpy as np
+        >>> quietly(np.divide, np.ones(1), np.zeros(1))
+        array([inf])
+    """
+    if _extobj_contextvar is None:
+        with _np.errstate(all="ignore"):
+            return fn(*args)
+    cur = _extobj_contextvar.get()
+    token = _extobj_contextvar.set(_QUIET.get(cur) or _quiet_state(cur))
+    try:
+        return fn(*args)
+    finally:
+        _extobj_contextvar.reset(token)
+
+
 def _quiet(fn):
-    """fn run as `with np.errstate(all="ignore")` would, without building a new error state per call (that
-    costs about as much as a small numpy op): the state for the caller's current one is made once and set."""
+    """fn wrapped to run as quietly() runs it (keyword arguments too)."""
     if _extobj_contextvar is None:
         def call(*args, **kwargs):
             with _np.errstate(all="ignore"):
