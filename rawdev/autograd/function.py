@@ -224,7 +224,11 @@ class BackwardNode(Node):
 
     @property
     def consumes_grads(self):
-        return hasattr(self.fn_cls, "backward_consuming")
+        cls = self.fn_cls
+        c = _CONSUMES.get(cls)
+        if c is None:   # asked per node per backward: hasattr raises and catches when the answer is no
+            c = _CONSUMES[cls] = hasattr(cls, "backward_consuming")
+        return c
 
     def apply_consuming(self, grads):
         """Like apply, but the Function takes the list of grads and may empty it (to free them early)."""
@@ -239,6 +243,7 @@ class BackwardNode(Node):
 
 
 _node_classes: dict = {}
+_CONSUMES: dict = {}   # Function class -> whether it has backward_consuming
 
 
 def _edge(t):

@@ -271,13 +271,14 @@ def accumulate_leaf_grad(var, g):
     if tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient - got {list(g.shape)} but expected "
                            f"shape compatible with {list(var.shape)}")
-    if g.device != var.device:
+    if g.device is not var.device and g.device != var.device:
         raise RuntimeError(f"gradient for a tensor on {var.device} was computed on {g.device}")
     be = backend_of(var)
     if g.dtype is not var.dtype:
         g = g.to(dtype=var.dtype)
     if var._grad is None:
-        var._grad = be.new_grad(var, g) if hasattr(be, "new_grad") else be.clone(g)
+        # the cpu backend has no new_grad (and asking hasattr of it raises and catches an AttributeError)
+        var._grad = be.clone(g) if be is cpu else be.new_grad(var, g)
     else:
         cur = var._grad
         if cur.device != var.device:
