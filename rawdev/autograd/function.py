@@ -119,7 +119,7 @@ class FunctionCtx:
     _graph_node = None    # set while a recorded (create_graph) backward runs
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple(_Saved(t) for t in tensors)
+        self._saved = tuple([_Saved(t) for t in tensors])
 
     def mark_non_differentiable(self, *tensors):
         """These outputs get no grad_fn and requires_grad=False; their gradient is always None/zero."""
@@ -298,8 +298,8 @@ class Function:
                     if a._requires_grad:
                         record = True
                         break
-        if record:
-            needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        if record:   # (list comprehensions: cheaper than generator expressions on this per-op path)
+            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
             ctx.needs_input_grad = needs
         else:
             n = len(args)
@@ -316,21 +316,22 @@ class Function:
             _grad_state.enabled = prev
         if record:
             node = BackwardNode(cls, ctx)
-            node.next_functions = tuple(_edge(a) if n else (None, 0) for a, n in zip(args, needs))
+            node.next_functions = tuple([_edge(a) if n else (None, 0) for a, n in zip(args, needs)])
             outs = out if isinstance(out, tuple) else (out,)
             node.num_outputs = len(outs)
-            node.out_meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs)
+            node.out_meta = tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs])
             nondiff = ctx._non_differentiable
             for i, o in enumerate(outs):
                 if isinstance(o, Tensor) and o._dtype.is_floating_point and id(o) not in nondiff:
                     o.grad_fn, o._requires_grad = node, True
                     if i:
                         o.__dict__["_output_nr"] = i
-            own = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
-            for sv in ctx._saved:
-                if sv.producer is None and sv.source in own:
-                    sv.producer = (weakref.ref(node), own[sv.source])
-                    sv.own, sv.leaf = own[sv.source], None
+            if ctx._saved:
+                own = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+                for sv in ctx._saved:
+                    if sv.producer is None and sv.source in own:
+                        sv.producer = (weakref.ref(node), own[sv.source])
+                        sv.own, sv.leaf = own[sv.source], None
         elif not cls.__module__.startswith("rawdev."):
             ctx._free()   # a user's Function may keep ctx: drop what its forward stashed
         # (rawdev's own forwards keep no reference to ctx: it goes with this frame, whatever it holds)
