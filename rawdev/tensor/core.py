@@ -165,14 +165,18 @@ class Tensor:
         """A view with the same layout (or a contiguous reshape of a contiguous tensor)."""
         if shape is None:
             root, data = self._root, self._data
-            if root is None or data is None:
+            if root is None and data is None:   # cuda: the same buffer at the same byte offset
+                offset = self._offset
+            elif root is None or data is None:
                 return self._view(self._shape, self._strides, self._soff, cls)
-            # cpu, same layout: this tensor's own numpy view is the one _view would build (as_strided costs
-            # microseconds, and detach() runs for every tensor an op saves for backward)
+            else:
+                offset = 0
+            # same layout: the fields as they are (on the cpu this tensor's own numpy view is the one _view would
+            # build, and as_strided costs microseconds): detach() runs for every tensor an op saves for backward
             t = (cls or Tensor).__new__(cls or Tensor)
             t._shape, t._strides, t._soff, t._dtype, t._device = self._shape, self._strides, self._soff, self._dtype, \
                 self._device
-            t._buf, t._pending, t._root, t._offset, t._data = self._buf, self._pending, root, 0, data
+            t._buf, t._pending, t._root, t._offset, t._data = self._buf, self._pending, root, offset, data
             t._vc, t._base = self._vc, (self._base if self._base is not None else self)
             t._requires_grad, t._grad, t.grad_fn = False, None, None
             return t
