@@ -268,7 +268,7 @@ def add_grads(a, b):
 
 def accumulate_leaf_grad(var, g):
     """var.grad = g (a private copy) or var.grad += g, as PyTorch's AccumulateGrad."""
-    if tuple(g.shape) != tuple(var.shape):
+    if g.shape != var.shape and tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient - got {list(g.shape)} but expected "
                            f"shape compatible with {list(var.shape)}")
     if g.device is not var.device and g.device != var.device:

@@ -267,8 +267,8 @@ class Tensor:
 
     def _contiguous_copy(self, owner=None):
         """A new contiguous tensor with this one's values (no graph node; rawdev.ops records CloneBackward0)."""
-        if self._data is not None:
-            return Tensor._make_cpu(np.array(self._host_storage(), copy=True, order="C"), self._dtype)
+        if self._data is not None:   # a C-ordered copy of the storage array: in its dtype, contiguous
+            return Tensor._make_cpu_contiguous(np.array(self._host_storage(), copy=True, order="C"), self._dtype)
         from . import cuda_io
         return cuda_io.clone(self, owner)
 
