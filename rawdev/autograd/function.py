@@ -73,21 +73,28 @@ class _Saved:
     __slots__ = ("tensor", "version", "producer", "source", "leaf", "edge", "own")
 
     def __init__(self, t):
+        self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
+        self.own = None
+        if t is None:   # a slot the op left empty (its input needs no gradient)
+            self.tensor, self.version, self.producer, self.leaf, self.edge = None, 0, None, None, None
+            return
         # A detached alias (same storage and version counter, no grad_fn): saving an op's own output
         # must not make a cycle output -> grad_fn -> ctx -> output, or activations would outlive
         # their last use until the cycle collector runs.
-        self.tensor = t.detach() if t is not None else None
-        self.version = t._version if t is not None else 0
+        self.tensor = t.detach()
+        self.version = t._version
         # the op that made it, weakly (a strong reference would be the cycle above): the error names it
-        fn = t.grad_fn if t is not None else None
-        self.producer = (weakref.ref(fn), t.__dict__.get("_output_nr", 0)) if fn is not None else None
-        self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
-        # What a differentiable backward (create_graph=True) needs to give the saved tensor its place in the
-        # graph again: the leaf itself, or the (node, output_nr) that made it (an upstream node, which the
-        # recording node's next_functions hold anyway); `own` is set for the recording op's own output.
-        self.leaf = t if t is not None and t._requires_grad and fn is None else None
-        self.edge = (fn, t.__dict__.get("_output_nr", 0)) if fn is not None else None
-        self.own = None
+        fn = t.grad_fn
+        if fn is not None:
+            nr = t.__dict__.get("_output_nr", 0)
+            self.producer = (weakref.ref(fn), nr)
+            # What a differentiable backward (create_graph=True) needs to give the saved tensor its place in
+            # the graph again: the leaf itself, or the (node, output_nr) that made it (an upstream node, which
+            # the recording node's next_functions hold anyway); `own` is set for the recording op's own output.
+            self.edge, self.leaf = (fn, nr), None
+        else:
+            self.producer, self.edge = None, None
+            self.leaf = t if t._requires_grad else None
 
     def graph_tensor(self, node):
         """The saved tensor connected to the graph (for a backward that is itself recorded)."""
