@@ -126,9 +126,10 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
                             r = hook(gin[i])
                             if r is not None:
                                 gin[i] = r
-            for i, g in enumerate(gin):
-                for t in capture_map.get((node, i), ()):
-                    captured[id(t)] = g
+            if capture_map:   # autograd.grad / backward(inputs=): only then is there anything to capture
+                for i, g in enumerate(gin):
+                    for t in capture_map.get((node, i), ()):
+                        captured[id(t)] = g
             if node._retained is not None and gin[0] is not None:
                 t = node._retained()
                 if t is not None:
