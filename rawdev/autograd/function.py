@@ -273,6 +273,8 @@ class Function:
     forward argument.
     """
 
+    node_name = None   # the recorded node's class name ("AddBackward0"); None: derived from the class's name
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError
