@@ -108,6 +108,11 @@ def from_numpy_dtype(np_dtype):
             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
 
 
+def from_numpy_dtype_fast(nd):
+    """from_numpy_dtype for a numpy dtype object (an array's .dtype), with the lookup first."""
+    return _BY_NUMPY.get(nd) or from_numpy_dtype(nd)
+
+
 def as_dtype(d):
     """Accept a rawdev dtype, a numpy dtype / type, or a name; return the rawdev dtype."""
     if d is None or isinstance(d, dtype):

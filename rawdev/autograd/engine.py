@@ -4,16 +4,20 @@ Gradients that meet at a node are summed (out of place) before the node runs; a 
 added into `.grad` (rawdev.ops.dispatch.accumulate_leaf_grad). Unless retain_graph, each node frees
 its saved tensors right after it ran, so activations are released during the backward pass.
 """
+import operator
+
 from ..runtime import phases as _phases
+from ..tensor.core import Tensor
 from . import anomaly_mode as _anomaly
 from .function import AccumulateGrad, BackwardNode
 from .grad_mode import no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "run_backward"]
 
+_SEQ = operator.attrgetter("seq")
+
 
 def _as_tuple(x):
-    from ..tensor.core import Tensor
     if x is None:
         return None
     return (x,) if isinstance(x, Tensor) else tuple(x)
@@ -21,7 +25,6 @@ def _as_tuple(x):
 
 def _make_grads(outputs, grad_outputs, create_graph=False):
     from ..ops import dispatch
-    from ..tensor.core import Tensor
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if grad_outputs is not None else None
@@ -113,7 +116,7 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
     ready = list({id(n): n for n in ready}.values())
     with set_grad_enabled(create_graph):
         while ready:
-            ready.sort(key=lambda n: n.seq)
+            ready.sort(key=_SEQ)
             node = ready.pop()          # the most recently created ready node first, like PyTorch
             gin = buffers.pop(node, None) or [None] * node.num_outputs
             if node._tensor_hooks:      # Tensor.register_hook: each hook may replace the gradient
@@ -123,9 +126,10 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
                             r = hook(gin[i])
                             if r is not None:
                                 gin[i] = r
-            for i, g in enumerate(gin):
-                for t in capture_map.get((node, i), ()):
-                    captured[id(t)] = g
+            if capture_map:   # autograd.grad / backward(inputs=): only then is there anything to capture
+                for i, g in enumerate(gin):
+                    for t in capture_map.get((node, i), ()):
+                        captured[id(t)] = g
             if node._retained is not None and gin[0] is not None:
                 t = node._retained()
                 if t is not None:
@@ -230,7 +234,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """rawdev.autograd.grad: the gradients of outputs w.r.t. inputs, returned (nothing accumulated)."""
     if retain_graph is None:
         retain_graph = create_graph
-    from ..tensor.core import Tensor
     inputs = _as_tuple(inputs)
     if not inputs:
         raise RuntimeError("grad requires non-empty inputs.")

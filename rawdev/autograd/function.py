@@ -10,7 +10,9 @@ import itertools
 import weakref
 from collections import OrderedDict
 
-from .grad_mode import is_grad_enabled, no_grad, set_grad_enabled
+from ..tensor.core import Tensor
+from .grad_mode import _state as _grad_state
+from .grad_mode import no_grad, set_grad_enabled
 
 __all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error",
            "linear_backward"]
@@ -71,21 +73,28 @@ class _Saved:
     __slots__ = ("tensor", "version", "producer", "source", "leaf", "edge", "own")
 
     def __init__(self, t):
+        self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
+        self.own = None
+        if t is None:   # a slot the op left empty (its input needs no gradient)
+            self.tensor, self.version, self.producer, self.leaf, self.edge = None, 0, None, None, None
+            return
         # A detached alias (same storage and version counter, no grad_fn): saving an op's own output
         # must not make a cycle output -> grad_fn -> ctx -> output, or activations would outlive
         # their last use until the cycle collector runs.
-        self.tensor = t.detach() if t is not None else None
-        self.version = t._version if t is not None else 0
+        self.tensor = t.detach()
+        self.version = t._version
         # the op that made it, weakly (a strong reference would be the cycle above): the error names it
-        fn = t.grad_fn if t is not None else None
-        self.producer = (weakref.ref(fn), t.__dict__.get("_output_nr", 0)) if fn is not None else None
-        self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
-        # What a differentiable backward (create_graph=True) needs to give the saved tensor its place in the
-        # graph again: the leaf itself, or the (node, output_nr) that made it (an upstream node, which the
-        # recording node's next_functions hold anyway); `own` is set for the recording op's own output.
-        self.leaf = t if t is not None and t._requires_grad and fn is None else None
-        self.edge = (fn, t.__dict__.get("_output_nr", 0)) if fn is not None else None
-        self.own = None
+        fn = t.grad_fn
+        if fn is not None:
+            nr = t.__dict__.get("_output_nr", 0)
+            self.producer = (weakref.ref(fn), nr)
+            # What a differentiable backward (create_graph=True) needs to give the saved tensor its place in
+            # the graph again: the leaf itself, or the (node, output_nr) that made it (an upstream node, which
+            # the recording node's next_functions hold anyway); `own` is set for the recording op's own output.
+            self.edge, self.leaf = (fn, nr), None
+        else:
+            self.producer, self.edge = None, None
+            self.leaf = t if t._requires_grad else None
 
     def graph_tensor(self, node):
         """The saved tensor connected to the graph (for a backward that is itself recorded)."""
@@ -107,16 +116,17 @@ class _Saved:
 class FunctionCtx:
     """The `ctx` a Function's forward/backward share."""
 
-    def __init__(self):
-        self._saved = ()
-        self._freed = False
-        self.needs_input_grad = ()
-        self.materialize_grads = True
-        self._non_differentiable = ()
-        self._graph_node = None    # set while a recorded (create_graph) backward runs
+    # Defaults live on the class (an instance sets its own on first write): a ctx is made per op call, and
+    # most calls (no_grad, nothing requiring grad) never write any of them.
+    _saved = ()
+    _freed = False
+    needs_input_grad = ()
+    materialize_grads = True
+    _non_differentiable = ()
+    _graph_node = None    # set while a recorded (create_graph) backward runs
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple(_Saved(t) for t in tensors)
+        self._saved = tuple([_Saved(t) for t in tensors])
 
     def mark_non_differentiable(self, *tensors):
         """These outputs get no grad_fn and requires_grad=False; their gradient is always None/zero."""
@@ -221,7 +231,11 @@ class BackwardNode(Node):
 
     @property
     def consumes_grads(self):
-        return hasattr(self.fn_cls, "backward_consuming")
+        cls = self.fn_cls
+        c = _CONSUMES.get(cls)
+        if c is None:   # asked per node per backward: hasattr raises and catches when the answer is no
+            c = _CONSUMES[cls] = hasattr(cls, "backward_consuming")
+        return c
 
     def apply_consuming(self, grads):
         """Like apply, but the Function takes the list of grads and may empty it (to free them early)."""
@@ -236,11 +250,11 @@ class BackwardNode(Node):
 
 
 _node_classes: dict = {}
+_CONSUMES: dict = {}   # Function class -> whether it has backward_consuming
 
 
 def _edge(t):
     """The node a gradient for input t flows to (None when t needs no gradient)."""
-    from ..tensor.core import Tensor
     if not isinstance(t, Tensor) or not t._requires_grad:
         return None, 0
     if t.grad_fn is not None:
@@ -258,6 +272,8 @@ class Function:
     the output gets a grad_fn and requires_grad=True. backward returns one gradient (or None) per
     forward argument.
     """
+
+    node_name: str | None = None   # the recorded node's class name ("AddBackward0"); None: from the class name
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -282,37 +298,56 @@ class Function:
             bound = sig.bind(None, *args, **kwargs) if old_style else sig.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args[1:] if old_style else bound.args
-        from ..tensor.core import Tensor
         ctx = FunctionCtx()
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        record = is_grad_enabled() and any(needs)
-        ctx.needs_input_grad = needs if record else tuple(False for _ in args)
-        with no_grad():
+        record = False
+        prev = getattr(_grad_state, "enabled", True)
+        if prev:
+            for a in args:
+                if type(a) is Tensor or isinstance(a, Tensor):   # the exact type first: the common, cheap case
+                    if a._requires_grad:
+                        record = True
+                        break
+        if record:   # (list comprehensions: cheaper than generator expressions on this per-op path)
+            needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            ctx.needs_input_grad = needs
+        else:
+            n = len(args)
+            ctx.needs_input_grad = _NO_GRADS[n] if n < len(_NO_GRADS) else (False,) * n
+        # grad mode off while forward runs (no_grad's effect, without making a context manager per op)
+        _grad_state.enabled = False
+        try:
             if cls.setup_context is not Function.setup_context:    # forward(*args) + setup_context(ctx, ...)
                 out = cls.forward(*args)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args)
+        finally:
+            _grad_state.enabled = prev
         if record:
             node = BackwardNode(cls, ctx)
-            node.next_functions = tuple(_edge(a) if n else (None, 0) for a, n in zip(args, needs))
+            node.next_functions = tuple([_edge(a) if n else (None, 0) for a, n in zip(args, needs)])
             outs = out if isinstance(out, tuple) else (out,)
             node.num_outputs = len(outs)
-            node.out_meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs)
+            node.out_meta = tuple([(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs])
             nondiff = ctx._non_differentiable
             for i, o in enumerate(outs):
                 if isinstance(o, Tensor) and o._dtype.is_floating_point and id(o) not in nondiff:
                     o.grad_fn, o._requires_grad = node, True
                     if i:
                         o.__dict__["_output_nr"] = i
-            own = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
-            for sv in ctx._saved:
-                if sv.producer is None and sv.source in own:
-                    sv.producer = (weakref.ref(node), own[sv.source])
-                    sv.own, sv.leaf = own[sv.source], None
-        else:
-            ctx._free()
+            if ctx._saved:
+                own = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+                for sv in ctx._saved:
+                    if sv.producer is None and sv.source in own:
+                        sv.producer = (weakref.ref(node), own[sv.source])
+                        sv.own, sv.leaf = own[sv.source], None
+        elif not cls.__module__.startswith("rawdev."):
+            ctx._free()   # a user's Function may keep ctx: drop what its forward stashed
+        # (rawdev's own forwards keep no reference to ctx: it goes with this frame, whatever it holds)
         return out
+
+
+_NO_GRADS = tuple((False,) * n for n in range(8))
 
 
 class _NoDoubleBackward(Function):
@@ -329,7 +364,6 @@ def delayed_error(grads, name):
     """Gradients computed by a plain-kernel backward under create_graph=True: usable values, and a grad_fn
     that raises "double backward is not supported for <name>" only if something differentiates them
     (PyTorch's DelayedError)."""
-    from ..tensor.core import Tensor
     out = []
     for g in grads:
         if isinstance(g, Tensor) and g.dtype.is_floating_point:
@@ -377,7 +411,6 @@ def once_differentiable(fn):
 
 class _VariableMeta(type):
     def __instancecheck__(cls, other):
-        from ..tensor.core import Tensor
         return isinstance(other, Tensor)
 
 

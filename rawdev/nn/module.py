@@ -121,6 +121,9 @@ class Module:
     _version = 1  # goes into state_dict()._metadata; bump when a subclass changes its state layout
     training: bool
     call_super_init = False
+    # nn.layers.tag_modules names a layer here; the default on the class keeps the layers' per-call
+    # getattr(self, "_rawdev_tag", None) off __getattr__'s raise-and-catch path
+    _rawdev_tag: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self.call_super_init is False and bool(kwargs):

@@ -249,7 +249,7 @@ class _PowScalar(Function):
 
 def _same_device(a, b):
     """PyTorch lets a 0-dim cpu tensor join a cuda one as a scalar operand: it is moved (one 4-byte copy)."""
-    if a.device != b.device:
+    if a.device is not b.device and a.device != b.device:
         if b.ndim == 0 and b.is_cpu:
             return a, b.to(a.device)
         if a.ndim == 0 and a.is_cpu:

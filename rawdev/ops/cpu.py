@@ -16,18 +16,22 @@ NAME = "cpu"
 
 def v(t):
     """numpy values of a cpu tensor (shared when the dtype allows)."""
+    d = t._data
+    if d is not None and t._pending is None and t._dtype is not _dt.bfloat16:   # _values() without its calls
+        return d
     return t._values()
 
 
 def wrap(arr, dt=None):
-    arr = np.asarray(arr)
+    if type(arr) is not np.ndarray:
+        arr = np.asarray(arr)
     if dt is None:
-        dt = _dt.from_numpy_dtype(arr.dtype)
+        dt = _dt.from_numpy_dtype_fast(arr.dtype)
     if dt is _dt.bfloat16:
         return Tensor._make_cpu(_dt.to_storage(arr, dt), dt)
     if arr.dtype != dt.storage or not arr.flags.c_contiguous:
         arr = np.array(arr, dtype=dt.storage, order="C")
-    return Tensor._make_cpu(arr, dt)
+    return Tensor._make_cpu_contiguous(arr, dt)
 
 
 def _vdt(dt):

@@ -32,6 +32,12 @@ from .cuda_launch import (_GEMM_TILES, _bcast, _ew, _f32, _kernel, _rdev, _rows,
 NAME = "cuda"
 
 
+def _bshape(a, b):
+    """The broadcast shape of two operands (equal shapes, the common case, without numpy)."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    return sa if sa == sb else tuple(np.broadcast_shapes(sa, sb))
+
+
 _SPLITK_MIN_SLICE = 256   # K per split: 16 BK steps of the 32x32 tile, so each block's loop stays long
 _SPLITK_MAX = 32
 
@@ -330,14 +336,14 @@ def add(a, b, alpha=1.0, dt=None):
         from .cuda_math import binary_i64
         return binary_i64(a, b, "add", int(alpha))
     _f32("add", a, b)
-    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    shape = _bshape(a, b)
     rdev = _rdev(a)
     if tuple(a.shape) == shape and b.ndim == 1 and len(shape) >= 2 and b.numel() == shape[-1] and alpha == 1:
         # [.., N] + [N]: the GEMM epilogue's bias on a copy of a
         y = clone(a, "add output")
         return _epilogue_(y, bias=b, rows=a.numel() // b.numel(), cols=b.numel())
     a, b = _bcast(a, shape), _bcast(b, shape)
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
     y = empty(shape, a.dtype, a.device, "add output")
     if alpha == 1:
         _ew(rdev, "add", [y.data_ptr(), a.data_ptr(), b.data_ptr(), n], n, "add")
@@ -364,7 +370,7 @@ def add_(a, b, alpha=1.0):
 def _binary(kernel, a, b):
     """z = a (kernel) b elementwise on float32, both operands broadcast to the result's shape first."""
     _f32(kernel, a, b)
-    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    shape = _bshape(a, b)
     a, b = _bcast(a, shape), _bcast(b, shape)
     y = empty(shape, a.dtype, a.device, f"{kernel} output")
     _ew(_rdev(a), kernel, [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), kernel)
@@ -444,7 +450,7 @@ def compare(a, b, op):
         _ew(rdev, f"compare_scalar_{suffix}", [y.data_ptr(), a.data_ptr(), s, code, a.numel()], a.numel(), op)
         return y
     b = _cmp_operand(b)
-    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    shape = _bshape(a, b)
     a, b = _bcast(a, shape), _bcast(b, shape)
     y = empty(shape, _dt.bool, a.device, f"{op} output")
     _ew(rdev, f"compare_{suffix}", [y.data_ptr(), a.data_ptr(), b.data_ptr(), code, y.numel()], y.numel(), op)

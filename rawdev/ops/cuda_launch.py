@@ -11,6 +11,7 @@ from ..runtime import memory
 from ..tensor import cuda_io
 from ..tensor.core import Tensor
 from ..tensor.size import Size
+from .owners import current_owner
 
 
 # ------------------------------------------------------------------ plumbing
@@ -49,7 +50,6 @@ def set_poison(flag):
 
 
 def empty(shape, dt, dev, owner=None, scoped=True):
-    from .owners import current_owner
     owner = owner or "output"
     t = cuda_io.empty(Size(tuple(shape)), dt, dev, current_owner(owner) if scoped else owner)
     if _poison and t.nbytes:   # NaN for 32-bit floats, 0xFF bytes for the rest (bool 255, int -1)
@@ -82,7 +82,6 @@ def full(shape, value, dt, dev, owner=None, scoped=True):
 
 
 def clone(x, owner=None, scoped=True):
-    from .owners import current_owner
     owner = owner or "clone"
     return x._contiguous_copy(current_owner(owner) if scoped else owner)
 

@@ -18,14 +18,11 @@ def check_same_device(op, *tensors):
             continue
         if dev is None:
             dev, first = t.device, i
-        elif t.device != dev:
+        elif t.device is not dev and t.device != dev:   # devices are mostly the same object: skip __eq__
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{dev} and {t.device}! (when checking argument for {op}: argument {first} is on "
                                f"{dev}, argument {i} is on {t.device})")
     return dev
-
-
-_STORAGE = ("_buf", "_offset", "_shape", "_strides", "_soff", "_dtype", "_device", "_vc", "_requires_grad", "grad_fn")
 
 
 def _held(op, t, first):
@@ -38,12 +35,14 @@ def _held(op, t, first):
     the cpu after the op's device check, or caught half-switched) is PyTorch's device-mismatch error rather
     than a host address handed to a kernel."""
     a = Tensor.__new__(Tensor)
-    for f in _STORAGE:
-        setattr(a, f, getattr(t, f))
+    # the storage fields, in this order, spelled out (a getattr/setattr loop over their names cost a microsecond)
+    (a._buf, a._offset, a._shape, a._strides, a._soff, a._dtype, a._device, a._vc, a._requires_grad,
+     a.grad_fn) = (t._buf, t._offset, t._shape, t._strides, t._soff, t._dtype, t._device, t._vc, t._requires_grad,
+                   t.grad_fn)
     a._grad, a._pending, a._data, a._root = None, None, None, None
     a._base = t._base if t._base is not None else t   # a view made of the alias is a view of the caller's tensor
     # read after the fields: a switch to the cpu sets _data before _device, one to cuda sets _data (None) first
-    if t._data is not None or a._device.type != "cuda" or t._device != a._device:
+    if t._data is not None or a._device.type != "cuda" or (t._device is not a._device and t._device != a._device):
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{first} and {t.device}! (when checking argument for {op}: a tensor was moved to "
                            f"{t.device} while the op ran)")
@@ -126,6 +125,67 @@ class _DenseCuda:
 _cuda = cuda_backend = _DenseCuda()
 
 
+try:   # numpy >= 2: np.errstate is a context variable holding an "extobj" (numpy's private names; see _quiet)
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+except ImportError:   # numpy 1.x, or a numpy that renamed them: np.errstate per call
+    _extobj_contextvar = _make_extobj = None  # type: ignore[assignment,misc]
+
+_QUIET: dict = {}   # the caller's numpy error state -> the same with every floating-point error ignored
+
+
+def _quiet_state(cur):
+    """The 'ignore all' state derived from cur (its buffer size and error callback kept), made once per state."""
+    if len(_QUIET) > 64:   # a program calling np.seterr in a loop makes a new state each time
+        _QUIET.clear()
+    q = _QUIET[cur] = _make_extobj(all="ignore")   # built from the current state, which is cur
+    return q
+
+
+def quietly(fn, *args):
+    """fn(*args) as `with np.errstate(all="ignore")` would run it, without building a new error state per call
+    (that costs about as much as a small numpy op): the state for the caller's current one is made once.
+
+    Args:
+        fn: a function of numpy arrays.
+        *args: its arguments.
+
+    Returns:
+        fn's result (inf/nan where numpy would warn).
+
+    Example:
+        >>> import numpy as np
+        >>> quietly(np.divide, np.ones(1), np.zeros(1))
+        array([inf])
+    """
+    if _extobj_contextvar is None:
+        with _np.errstate(all="ignore"):
+            return fn(*args)
+    cur = _extobj_contextvar.get()
+    token = _extobj_contextvar.set(_QUIET.get(cur) or _quiet_state(cur))
+    try:
+        return fn(*args)
+    finally:
+        _extobj_contextvar.reset(token)
+
+
+def _quiet(fn):
+    """fn wrapped to run as quietly() runs it (keyword arguments too)."""
+    if _extobj_contextvar is None:
+        def call(*args, **kwargs):
+            with _np.errstate(all="ignore"):
+                return fn(*args, **kwargs)
+        return call
+
+    def call(*args, **kwargs):
+        cur = _extobj_contextvar.get()
+        token = _extobj_contextvar.set(_QUIET.get(cur) or _quiet_state(cur))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _extobj_contextvar.reset(token)
+    return call
+
+
 class _QuietCpu:
     """The numpy backend as the ops call it: IEEE results (inf for 1/0, nan for 0/0 or log(-1)) without numpy's
     RuntimeWarnings, as PyTorch and a GPU give them."""
@@ -133,9 +193,7 @@ class _QuietCpu:
     def __getattr__(self, name):
         fn = getattr(_cpu_module, name)
         if callable(fn) and not name.startswith("_") and not isinstance(fn, type):
-            def call(*args, _fn=fn, **kwargs):
-                with _np.errstate(all="ignore"):
-                    return _fn(*args, **kwargs)
+            call = _quiet(fn)
             call.__name__, call.__doc__ = name, fn.__doc__
             fn = call
         setattr(self, name, fn)
@@ -187,16 +245,17 @@ def add_grads(a, b):
 
 def accumulate_leaf_grad(var, g):
     """var.grad = g (a private copy) or var.grad += g, as PyTorch's AccumulateGrad."""
-    if tuple(g.shape) != tuple(var.shape):
+    if g.shape != var.shape and tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient - got {list(g.shape)} but expected "
                            f"shape compatible with {list(var.shape)}")
-    if g.device != var.device:
+    if g.device is not var.device and g.device != var.device:
         raise RuntimeError(f"gradient for a tensor on {var.device} was computed on {g.device}")
     be = backend_of(var)
     if g.dtype is not var.dtype:
         g = g.to(dtype=var.dtype)
     if var._grad is None:
-        var._grad = be.new_grad(var, g) if hasattr(be, "new_grad") else be.clone(g)
+        # the cpu backend has no new_grad (and asking hasattr of it raises and catches an AttributeError)
+        var._grad = be.clone(g) if be is cpu else be.new_grad(var, g)
     else:
         cur = var._grad
         if cur.device != var.device:

@@ -27,6 +27,7 @@ __all__ = ["adapt", "LOW_FLOATS", "NARROW_INTS"]
 
 LOW_FLOATS = frozenset({_dt.float16, _dt.bfloat16})
 NARROW_INTS = frozenset({_dt.bool, _dt.uint8, _dt.int8, _dt.int16, _dt.int32})
+_WIDENED = LOW_FLOATS | NARROW_INTS
 
 # Functions that move bytes or convert dtypes themselves: no widening (it would be wasted, or wrong).
 _PASSTHROUGH = frozenset({
@@ -116,6 +117,16 @@ def adapt(name, fn, cast, copy_into):
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        # the common case in one pass: positional arguments only, no tensor of a widened dtype among them
+        if not kwargs:
+            for a in args:
+                if type(a) is Tensor:
+                    if a._dtype in _WIDENED:
+                        break
+                elif isinstance(a, (Tensor, tuple, list)):
+                    break
+            else:
+                return fn(*args)
         low = _low_float(args, kwargs)
         if low is not None:
             wide = _dt.float32

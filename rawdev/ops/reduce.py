@@ -35,7 +35,7 @@ def _dims(x, dim):
 
 def _unreduce(g, ctx):
     """The gradient of a sum over ctx.dims broadcast back to the input's shape (an expand: stride 0)."""
-    if not ctx.keepdim and ctx.dims:
+    if not ctx.keepdim and ctx.dims and g.ndim:   # a 0-dim g (every axis summed) expands as it is
         g = reshape(g, [1 if i in ctx.dims else s for i, s in enumerate(ctx.shape)])
     return expand(g, ctx.shape)
 

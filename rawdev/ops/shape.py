@@ -90,6 +90,12 @@ class _ViewOp:
             return out
         return make_view(x, self.meta(x, *args))
 
+    def with_meta(self, x, meta, *args):
+        """self(x, *args) when the caller already computed meta(x, *args) (not computed again off the graph)."""
+        if x.requires_grad and is_grad_enabled():
+            return self(x, *args)
+        return make_view(x, meta)
+
 
 def make_view(x, meta):
     shape, strides, soff = meta
@@ -183,7 +189,7 @@ def reshape(input, *shape):  # noqa: A002
     """A view when the strides allow one, else a contiguous copy (PyTorch's reshape)."""
     new, strides = view_meta_reshape(input, shape)
     if strides is not None:
-        return _view_meta(input, new)
+        return _view_meta.with_meta(input, (new, strides, input.storage_offset()), new)
     return _view_meta(contiguous(input), new)
 
 

@@ -18,6 +18,7 @@ from ..autograd.function import Function, delayed_error
 from ..autograd.grad_mode import no_grad
 from .cpu import _erf, _gelu_tanh, v, wrap
 from .dispatch import cuda_backend as _cuda
+from .dispatch import quietly
 from .registry import declare, get, inplace_form
 
 __all__ = ["UnaryOp", "unary", "OPS"]
@@ -35,8 +36,7 @@ class UnaryOp:
         if x.is_cuda:
             return _cuda.elementwise(self.kernels[0], x.dtype, (x,), p, self.name)
         xv = v(x)
-        with np.errstate(all="ignore"):
-            return wrap(np.asarray(self.forward(xv, *p), xv.dtype), x.dtype)
+        return wrap(np.asarray(quietly(self.forward, xv, *p), xv.dtype), x.dtype)
 
     def grad(self, g, x, y, p):
         """dx from dy = g and the saved x or y."""
@@ -44,8 +44,7 @@ class UnaryOp:
             return _cuda.elementwise(self.kernels[1], g.dtype, (g, x if self.saves == "x" else y), p,
                                      self.name + " backward")
         gv = v(g)
-        with np.errstate(all="ignore"):
-            r = self.backward(gv, None if x is None else v(x), None if y is None else v(y), *p)
+        r = quietly(self.backward, gv, None if x is None else v(x), None if y is None else v(y), *p)
         return wrap(np.asarray(r, gv.dtype), g.dtype)
 
 

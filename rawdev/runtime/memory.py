@@ -199,7 +199,7 @@ class Allocator:
                 n = len(self.kept)
                 self.kept[:n] = [(ev, objs) for ev, objs in self.kept[:n] if not ev.query()]
         failed = []
-        while True:
+        while self.pending_frees:   # checked first: every allocation flushes, and a raised IndexError costs
             try:
                 ptr, stream_handle = self.pending_frees.pop()
             except IndexError:   # another thread emptied the queue

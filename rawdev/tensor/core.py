@@ -95,6 +95,19 @@ class Tensor:
         return t
 
     @classmethod
+    def _make_cpu_contiguous(cls, arr, dt):
+        """_make_cpu for a C-contiguous array already in dt's storage type (what the cpu backend returns), without
+        re-checking either: every op's result is made here."""
+        t = cls.__new__(cls)
+        shape = arr.shape
+        t._data, t._root, t._strides = arr, arr.reshape(-1), _layout.contiguous_strides(shape)
+        t._buf, t._offset, t._pending, t._soff = None, 0, None, 0
+        t._shape, t._dtype, t._device = tuple.__new__(Size, shape), dt, CPU
+        t._vc, t._base = [0], None
+        t._requires_grad, t._grad, t.grad_fn = False, None, None
+        return t
+
+    @classmethod
     def _make_cuda(cls, buf, offset, shape, dt, dev, requires_grad=False, strides=None, soff=0):
         """Wrap bytes of a runtime DeviceBuffer: first element at `buf.ptr + offset`, on device dev."""
         t = cls.__new__(cls)
@@ -116,7 +129,8 @@ class Tensor:
             found = _root_of(arr)
         self._root, self._strides = found
         self._data, self._buf, self._offset, self._pending = arr, buf, 0, pending
-        self._shape, self._dtype, self._device, self._soff = Size(arr.shape), dt, CPU, 0
+        # numpy's shape is a tuple of ints already: Size's per-element int() is not needed
+        self._shape, self._dtype, self._device, self._soff = tuple.__new__(Size, arr.shape), dt, CPU, 0
 
     def _assign(self, other):
         """Make self use other's storage and layout (shape/strides/dtype/device follow): `param.data = t`, moves."""
@@ -132,10 +146,14 @@ class Tensor:
         t._shape, t._strides, t._soff, t._dtype, t._device = shape, strides, int(soff), self._dtype, self._device
         t._buf, t._pending = self._buf, self._pending
         if self._root is not None:
-            item = self._root.itemsize
-            t._root, t._offset = self._root, 0
-            t._data = np.lib.stride_tricks.as_strided(self._root[soff:] if soff < self._root.size else self._root[:0],
-                                                      shape=tuple(shape), strides=tuple(s * item for s in strides))
+            root = self._root
+            item = root.itemsize
+            t._root, t._offset = root, 0
+            try:   # the 1-D root's buffer seen with this layout: what as_strided makes, at a tenth of its cost
+                t._data = np.ndarray(shape, root.dtype, root, soff * item, tuple(s * item for s in strides))
+            except (ValueError, TypeError):   # e.g. an empty view at the end of its storage: past the buffer
+                t._data = np.lib.stride_tricks.as_strided(root[soff:] if soff < root.size else root[:0],
+                                                          shape=tuple(shape), strides=tuple(s * item for s in strides))
         else:
             t._root, t._data = None, None
             t._offset = self._offset + delta * self._dtype.itemsize
@@ -146,7 +164,22 @@ class Tensor:
     def _alias(self, shape=None, cls=None):
         """A view with the same layout (or a contiguous reshape of a contiguous tensor)."""
         if shape is None:
-            return self._view(self._shape, self._strides, self._soff, cls)
+            root, data = self._root, self._data
+            if root is None and data is None:   # cuda: the same buffer at the same byte offset
+                offset = self._offset
+            elif root is None or data is None:
+                return self._view(self._shape, self._strides, self._soff, cls)
+            else:
+                offset = 0
+            # same layout: the fields as they are (on the cpu this tensor's own numpy view is the one _view would
+            # build, and as_strided costs microseconds): detach() runs for every tensor an op saves for backward
+            t = (cls or Tensor).__new__(cls or Tensor)
+            t._shape, t._strides, t._soff, t._dtype, t._device = self._shape, self._strides, self._soff, self._dtype, \
+                self._device
+            t._buf, t._pending, t._root, t._offset, t._data = self._buf, self._pending, root, offset, data
+            t._vc, t._base = self._vc, (self._base if self._base is not None else self)
+            t._requires_grad, t._grad, t.grad_fn = False, None, None
+            return t
         return self._view(shape, _layout.contiguous_strides(shape), self._soff, cls)
 
     # ---------------------------------------------------------------- metadata
@@ -234,8 +267,8 @@ class Tensor:
 
     def _contiguous_copy(self, owner=None):
         """A new contiguous tensor with this one's values (no graph node; rawdev.ops records CloneBackward0)."""
-        if self._data is not None:
-            return Tensor._make_cpu(np.array(self._host_storage(), copy=True, order="C"), self._dtype)
+        if self._data is not None:   # a C-ordered copy of the storage array: in its dtype, contiguous
+            return Tensor._make_cpu_contiguous(np.array(self._host_storage(), copy=True, order="C"), self._dtype)
         from . import cuda_io
         return cuda_io.clone(self, owner)
 

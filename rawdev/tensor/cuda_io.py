@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import NoDeviceError
+from ..runtime import device as _rt_device
 from ..runtime import memory
 from . import strided
 
@@ -19,6 +20,9 @@ __all__ = ["runtime_device", "stream_handle", "empty", "upload", "download", "cl
 
 def runtime_device(dev):
     """The runtime Device behind a rawdev.device("cuda:N"); NoDeviceError (with the fix) when there is none."""
+    opened = _rt_device._devices.get(dev.index or 0)
+    if opened is not None:   # on every cuda op: an opened device needs no driver or device-count check
+        return opened
     from ..runtime import get_device, is_available, seam
     if not is_available():
         raise NoDeviceError(f"{dev} was requested but no CUDA device is available: {seam.SIM_HINT}")

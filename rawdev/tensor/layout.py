@@ -15,17 +15,37 @@ def numel(shape):
     return n
 
 
+_STRIDES: dict = {}   # shape -> its contiguous strides: every new tensor asks, and few shapes recur
+
+
 def contiguous_strides(shape):
     """Row-major strides of shape: (3, 1) for (2, 3); size-0/1 axes count as size 1."""
+    try:
+        hit = _STRIDES.get(shape)
+    except TypeError:   # a list
+        return _contiguous_strides(shape)
+    if hit is None:
+        if len(_STRIDES) > 4096:
+            _STRIDES.clear()
+        _STRIDES[shape] = hit = _contiguous_strides(shape)
+    return hit
+
+
+def _contiguous_strides(shape):
     strides, acc = [], 1
     for d in reversed(tuple(shape)):
         strides.append(acc)
-        acc *= max(d, 1)
+        acc *= max(int(d), 1)   # ints whatever the shape held (numpy integers hash alike: one cache entry)
     return tuple(reversed(strides))
 
 
 def is_contiguous(shape, strides):
     """PyTorch's is_contiguous(): row-major, ignoring the strides of size-1 axes; empty tensors are."""
+    try:
+        if _STRIDES.get(shape) is strides:   # the strides a new tensor was made with (the cached tuple itself)
+            return True
+    except TypeError:   # a list
+        pass
     expected = 1
     for d, s in zip(reversed(tuple(shape)), reversed(tuple(strides))):
         if d == 0:

@@ -7,6 +7,8 @@ class Size(tuple):
     __slots__ = ()
 
     def __new__(cls, dims=()):
+        if type(dims) is Size and cls is Size:   # immutable and already ints: the same object will do
+            return dims
         return super().__new__(cls, (int(d) for d in dims))
 
     def __repr__(self):
