@@ -23,7 +23,7 @@ import numpy as np
 
 from .interp import _Ctx, _LaneFault
 
-RACE_GLOBAL_MAX = 64 << 20   # bytes: larger allocations are not race-checked (the shadow costs 48 bytes a byte)
+RACE_GLOBAL_MAX = 4 << 20    # bytes: larger allocations are not race-checked (the shadow costs 48 bytes a byte)
 
 
 class _Report:
@@ -39,7 +39,7 @@ class RaceShadow:
     epoch, atomics its block had done, instruction); thread -1 is no record."""
 
     def __init__(self, nbytes):
-        self.rec = np.full((3, 4, nbytes), -1, np.int64)
+        self.rec = np.full((3, 4, nbytes), -1, np.int32)
 
 
 class CheckedLaunch:
@@ -48,7 +48,7 @@ class CheckedLaunch:
     def __init__(self, tools, T, nblocks, grid, block):
         self.tools, self.T, self.grid, self.block = tools, T, grid, block
         self.global_shadows = {}                         # allocation base -> RaceShadow
-        self.atomics = np.zeros(nblocks, np.int64)       # atomics done so far by each block's threads
+        self.atomics = np.zeros(nblocks, np.int32)       # atomics done so far by each block's threads
 
     def context(self, module, code, params, memory, shsize, T, nb, gaddr, b0):
         return CheckedCtx(module, code, params, memory, shsize, T, nb, gaddr, self, b0)
