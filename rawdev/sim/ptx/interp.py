@@ -64,8 +64,6 @@ class SanitizerFinding(KernelFault):
     stops with CUDA_ERROR_LAUNCH_FAILED. ``source`` is the CUDA source "file:line" when the PTX has line info."""
 
     def __init__(self, message, *, source=None, global_address=False, **kw):
-        if source:
-            message += f" (CUDA source line {source})"
         super().__init__(message, **kw)
         self.source = source
         if global_address:   # a device address (initcheck, global racecheck), not a shared-memory offset
@@ -957,10 +955,12 @@ class PtxModule:
                               block=bid, address=None, line=line, ptx=text, nearest=None,
                               code_name="CUDA_ERROR_ASSERT", space="assert", assertion=a.message) from None
         if f.space in SANITIZER_SPACES:
-            raise SanitizerFinding(f"{f.space}: {f.err.kind} {where}: {f.err.detail}", kernel=code.name,
+            src = code.source_line(f.iid)
+            at = f" (CUDA source line {src})" if src else ""
+            raise SanitizerFinding(f"{f.space}: {f.err.kind} {where}{at}: {f.err.detail}", kernel=code.name,
                                    thread=tid, block=bid, address=f.err.address, line=line, ptx=text,
                                    nearest=f.err.nearest, code_name="CUDA_ERROR_LAUNCH_FAILED", lane_index=lane,
-                                   space=f.space, source=code.source_line(f.iid),
+                                   space=f.space, source=src,
                                    global_address=f.err.global_address) from None
         if f.err is None:
             raise KernelFault(f"trap {where}", kernel=code.name, thread=tid, block=bid, address=None, line=line,
