@@ -230,3 +230,34 @@ def test_without_checkers_the_plain_context_runs(mod, monkeypatch):
         launch(mod, mem, "sum_nobar", (1,), (64,), y, x, tools=tools)    # the race and the fresh input go unseen
         launch(mod, mem, "swap_pairs", (1,), (64,), y, x, 3, 0xFFFFFFFF, tools=tools)
     assert made == []
+
+
+# ------------------------------------------------------------------------------------------- __syncwarp
+def test_a_warp_reduction_ordered_by_syncwarp_is_clean_and_right(mod):
+    mem, alloc = pool_memory()
+    x, out = alloc(32 * 4), alloc(4)
+    xs = np.random.default_rng().standard_normal(32).astype(np.float32)
+    put(mem, x, xs)
+    launch(mod, mem, "warp_sum", (1,), (32,), out, x, 32, 0xFFFFFFFF)
+    np.testing.assert_allclose(get(mem, out, 1)[0], xs.astype(np.float64).sum(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(SanitizerFinding, match=r"write-after-write hazard in kernel warp_sum, thread \(0,0,0\) of "
+                                               r"block \(1,0,0\).* written by thread \(0,0,0\) of block \(0,0,0\)"):
+        launch(mod, mem, "warp_sum", (2,), (32,), out, x, 32, 0xFFFFFFFF)   # two blocks store to out[0]
+
+
+def test_a_warp_reduction_missing_its_syncwarp_is_a_race_within_the_warp(mod):
+    mem, alloc = pool_memory()
+    x, out = alloc(32 * 4), alloc(4)
+    put(mem, x, np.random.default_rng().standard_normal(32).astype(np.float32))
+    with pytest.raises(SanitizerFinding, match=r"racecheck: read-after-write hazard in kernel warp_sum_nosync.* "
+                                               r"written by thread \(\d+,0,0\) of block \(0,0,0\)"):
+        launch(mod, mem, "warp_sum_nosync", (1,), (32,), out, x)
+
+
+def test_a_syncwarp_naming_exited_lanes_is_caught(mod):
+    mem, alloc = pool_memory()
+    x, out = alloc(32 * 4), alloc(4)
+    put(mem, x, np.zeros(32, np.float32))
+    with pytest.raises(SanitizerFinding, match=r"synccheck: .* kernel warp_sum, thread \(0,0,0\) .*`bar\.warp\.sync "
+                                               r"%r3;`: membermask 0xffffffff names lane\(s\) 24-31"):
+        launch(mod, mem, "warp_sum", (1,), (32,), out, x, 24, 0xFFFFFFFF)

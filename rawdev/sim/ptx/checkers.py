@@ -23,7 +23,7 @@ import numpy as np
 
 from .interp import _Ctx, _LaneFault
 
-RACE_GLOBAL_MAX = 4 << 20    # bytes: larger allocations are not race-checked (the shadow costs 48 bytes a byte)
+RACE_GLOBAL_MAX = 4 << 20    # bytes: larger allocations are not race-checked (the shadow costs 60 bytes a byte)
 
 
 class _Report:
@@ -36,10 +36,10 @@ class _Report:
 
 class RaceShadow:
     """Per byte of one memory range, three access records (the last writer, two readers), each (thread, barrier
-    epoch, atomics its block had done, instruction); thread -1 is no record."""
+    epoch, atomics its block had done, instruction, its warp's __syncwarp count); thread -1 is no record."""
 
     def __init__(self, nbytes):
-        self.rec = np.full((3, 4, nbytes), -1, np.int32)
+        self.rec = np.full((3, 5, nbytes), -1, np.int32)
 
 
 class CheckedLaunch:
@@ -87,10 +87,25 @@ class CheckedCtx(_Ctx):
         self.racecheck = "racecheck" in launch.tools
         self.synccheck = "synccheck" in launch.tools
         self.epoch = 0             # bar.sync releases so far in this chunk (every live block passes each one)
+        self.warp_epoch = np.zeros(nb * -(-T // 32), np.int32)   # __syncwarp()s so far, per warp of the chunk
         self._shared_shadow = None
 
     def barrier_passed(self):
         self.epoch += 1
+
+    def warp_sync(self, n, iid, m, mask):
+        lanes = self.all_lanes if self.lanes is None else self.lanes
+        if m is not None:
+            lanes = lanes[np.asarray(m, bool)]
+        if lanes.shape[0] == 0:
+            return
+        if self.synccheck:
+            mk = np.asarray(mask)
+            if mk.ndim and m is not None:
+                mk = mk[np.asarray(m, bool)]
+            self.check_membermask(lanes, mk, self.lanes, iid)
+        if self.racecheck:
+            self.warp_epoch[np.unique(self.warp_of(lanes))] += 1
 
     # -- who is accessing
     def _threads(self, m):
@@ -219,6 +234,8 @@ class CheckedCtx(_Ctx):
             idx, th, lane = idx0, th0, np.arange(nl)
         rec = shadow.rec
         cur_ac = acnt[th // T]
+        cur_warp = self.warp_of(th - self.b0 * T)
+        cur_wep = self.warp_epoch[cur_warp]
 
         def concurrent(k):
             t = rec[k, 0][idx]
@@ -227,8 +244,11 @@ class CheckedCtx(_Ctx):
                 return valid
             tb = np.where(t >= 0, t, 0) // T
             same = tb == th // T
+            # same block: no bar.sync between, and for the same warp no __syncwarp() either
+            tw = self.warp_of(np.where(same, t - self.b0 * T, 0))
+            unsynced = (rec[k, 1][idx] == self.epoch) & ((tw != cur_warp) | (rec[k, 4][idx] == cur_wep))
             via_atomics = (acnt[tb] > rec[k, 2][idx]) & (cur_ac > 0)
-            return valid & np.where(same, rec[k, 1][idx] == self.epoch, ~via_atomics)
+            return valid & np.where(same, unsynced, ~via_atomics)
 
         checks = [(0, "read-after-write" if not write else "write-after-write", "written")]
         if write:
@@ -247,7 +267,7 @@ class CheckedCtx(_Ctx):
                 p = int(np.argmax(dup))
                 self._hazard("write-after-write", lane[order[p + 1]], int(st[p]), iid, "written", width, iid, m,
                              write, where)
-        new = np.stack([th, np.full(th.shape[0], self.epoch), cur_ac, np.full(th.shape[0], iid)])
+        new = np.stack([th, np.full(th.shape[0], self.epoch), cur_ac, np.full(th.shape[0], iid), cur_wep])
         if write:
             rec[0][:, idx] = new
             return

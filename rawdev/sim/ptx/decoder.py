@@ -1394,7 +1394,12 @@ class Decoder:
 
     def _op_bar(self, g, inst, mods, iid):
         if "warp" in mods:
-            return  # __syncwarp: lanes of a converged group execute together anyway
+            # __syncwarp: lanes of a converged group execute together anyway; the sanitizer's context takes it
+            # as the warp's barrier (racecheck) and checks its membermask (synccheck)
+            m = self.guard_expr(g, inst) or "None"
+            mask = self.src(g, inst.operands[0], "b32", inst)[0] if inst.operands else "0xFFFFFFFF"
+            g.emit(f"X.warp_sync(n, {iid}, {m}, {mask})")
+            return
         _err(inst, "barrier inside a code block")
 
     _op_barrier = _op_bar

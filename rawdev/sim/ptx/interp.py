@@ -196,6 +196,10 @@ class _Ctx:
     def barrier_passed(self):
         """Every live thread of the chunk's blocks passed a bar.sync (the sanitizer's context counts these)."""
 
+    def warp_sync(self, n, iid, m, mask):
+        """bar.warp.sync (__syncwarp) by the lanes ``m`` of the running block: the scheduler keeps a warp's converged
+        lanes together, so there is nothing to do (the sanitizer's context checks and counts it)."""
+
     # -- lanes ↔ warps
     def warp_of(self, lanes):
         if self._warp is None:
