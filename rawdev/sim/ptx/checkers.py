@@ -23,7 +23,8 @@ import numpy as np
 
 from .interp import _Ctx, _LaneFault
 
-RACE_GLOBAL_MAX = 4 << 20    # bytes: larger allocations are not race-checked (the shadow costs 60 bytes a byte)
+RACE_GLOBAL_MAX = 1 << 20    # bytes: larger allocations are not race-checked (the shadow costs 60 bytes a byte)
+RACE_SHARED_CHUNK = 1 << 20  # bytes of shared memory per chunk under racecheck (its shadow: 60 MB)
 
 
 class _Report:
@@ -49,6 +50,12 @@ class CheckedLaunch:
         self.tools, self.T, self.grid, self.block = tools, T, grid, block
         self.global_shadows = {}                         # allocation base -> RaceShadow
         self.atomics = np.zeros(nblocks, np.int32)       # atomics done so far by each block's threads
+
+    def blocks_per_chunk(self, bpc, shsize):
+        """Fewer blocks per chunk under racecheck, so that the shared-memory shadow of a chunk stays bounded."""
+        if "racecheck" in self.tools and shsize:
+            return max(1, min(bpc, RACE_SHARED_CHUNK // shsize))
+        return bpc
 
     def context(self, module, code, params, memory, shsize, T, nb, gaddr, b0):
         return CheckedCtx(module, code, params, memory, shsize, T, nb, gaddr, self, b0)

@@ -679,6 +679,7 @@ class PtxModule:
             # the checkers' context, chosen once per launch (imported here: it builds on this module)
             from .checkers import CheckedLaunch
             checked = CheckedLaunch(frozenset(sanitize), T, nblocks, grid, block)
+            bpc = checked.blocks_per_chunk(bpc, shsize)
         t0 = time.perf_counter()
         with np.errstate(all="ignore"):
             for b0 in range(0, nblocks, bpc):
