@@ -188,3 +188,27 @@ def test_a_lineinfo_kernel_reports_its_cuda_source_line(sim, device):
         with pytest.raises(CudaError, match=r"racecheck: .* hazard in kernel block_sum.*\(CUDA source line "
                                             r"[^:)]+:7\)"):
             rawdev.cuda.synchronize()
+
+
+SPARE_SLOT = ("unique()'s run starts are a scatter where every element that starts no run writes its position to one "
+              "spare slot (rawdev/ops/scan_sort.py _runs): different values from many threads, by design unread")
+
+
+@pytest.mark.xfail(strict=True, raises=CudaError, reason=SPARE_SLOT)
+def test_unique_on_the_device_has_no_write_write_race(sim, device):
+    t = rawdev.tensor(np.random.default_rng().integers(0, 5, 40)).to(device)
+    with rawdev.sim.sanitize("racecheck"):
+        rawdev.unique(t)
+        rawdev.cuda.synchronize()
+
+
+def test_scatter_with_duplicate_indices_of_equal_values_is_clean(sim, device):
+    with rawdev.sim.sanitize("racecheck"):
+        out = rawdev.zeros(6, device=device)
+        idx = rawdev.tensor([1, 1, 3, 3, 3, 0]).to(device)
+        out.scatter_(0, idx, rawdev.full((6,), 2.0, device=device))   # duplicates store the same bytes
+        rawdev.cuda.synchronize()
+        np.testing.assert_array_equal(out.cpu().numpy(), [2, 2, 0, 2, 0, 0])
+        out.scatter_(0, idx, rawdev.arange(6.0, device=device))       # duplicates store different values
+        with pytest.raises(CudaError, match=r"racecheck: write-after-write hazard in kernel scatter_b4"):
+            rawdev.cuda.synchronize()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..memory import SimIllegalAddress
 from .interp import _Ctx, _LaneFault
 
 RACE_GLOBAL_MAX = 1 << 20    # bytes: larger allocations are not race-checked (the shadow costs 60 bytes a byte)
@@ -145,15 +146,39 @@ class CheckedCtx(_Ctx):
         return res
 
     def _st(self, space, a, vs, dt, iid, m, sb, lb):
-        super()._st(space, a, vs, dt, iid, m, sb, lb)
         width = dt.itemsize * len(vs)
+        data = None
+        if self.racecheck and space in ("global", "shared") and a.shape[0]:
+            data = self._bytes(space, a, vs, width, m, sb)
+        super()._st(space, a, vs, dt, iid, m, sb, lb)
         if space == "global":
             if self.initcheck:
                 self.mem.mark_written(a, width)
             if self.racecheck:
-                self._race_global(a, width, iid, m, True)
+                self._race_global(a, width, iid, m, True, data)
         elif space == "shared" and self.racecheck:
-            self._race_shared(a, width, iid, m, sb, True)
+            self._race_shared(a, width, iid, m, sb, True, data)
+
+    def _bytes(self, space, a, vs, width, m, sb):
+        """(new, old): the bytes each lane stores and those its address holds now, (lanes, width) each; None when
+        the addresses are out of bounds (memcheck reports that)."""
+        new = np.ascontiguousarray(np.stack([np.asarray(v) for v in vs], axis=1)).view(np.uint8)
+        new = new.reshape(a.shape[0], width)
+        span = np.arange(width, dtype=np.uint64)
+        if space == "global":
+            try:
+                old = self.mem.load((a[:, None] + span).reshape(-1), np.dtype(np.uint8))
+            except SimIllegalAddress:
+                return None
+        else:
+            sh = np.asarray(sb)
+            if sh.ndim:
+                sh = sh[m] if m is not None else sh
+            bi = (a + sh)[:, None] + span
+            if int(bi.max()) >= self.S.shape[0]:
+                return None
+            old = self.S[bi.reshape(-1)]
+        return new, old.reshape(a.shape[0], width)
 
     def _atomic_access(self, space, a, dt, iid, m):
         self._atomic = (space, a, dt, iid, m)
@@ -182,7 +207,7 @@ class CheckedCtx(_Ctx):
                 f"was allocated (no copy, memset or kernel store): {near}", addr, near, True), "initcheck")
 
     # -- racecheck
-    def _race_shared(self, a, width, iid, m, sb, write):
+    def _race_shared(self, a, width, iid, m, sb, write, data=None):
         if a.shape[0] == 0:
             return
         if self._shared_shadow is None:
@@ -196,9 +221,9 @@ class CheckedCtx(_Ctx):
             t = int(self._threads(m)[k])
             return f"shared memory offset 0x{int(bi[k]) - (t // self.T - self.b0) * self.shstride:x}", None
 
-        self._race(self._shared_shadow, bi, width, iid, m, write, where)
+        self._race(self._shared_shadow, bi, width, iid, m, write, where, data)
 
-    def _race_global(self, a, width, iid, m, write):
+    def _race_global(self, a, width, iid, m, write, data=None):
         if a.shape[0] == 0:
             return
         mem = self.mem
@@ -219,7 +244,8 @@ class CheckedCtx(_Ctx):
                 addr = int(ga[j])
                 return f"0x{addr:x} ({mem.nearest(addr, width)})", addr
 
-            self._race(sh, (ga - np.uint64(base)).astype(np.int64), width, iid, sub, write, where)
+            part = None if data is None else (data[0][sel], data[1][sel])
+            self._race(sh, (ga - np.uint64(base)).astype(np.int64), width, iid, sub, write, where, part)
 
     def _submask(self, m, sel):
         """The mask over the running block's lanes that selects the lanes ``sel`` picks out of mask ``m``."""
@@ -227,9 +253,10 @@ class CheckedCtx(_Ctx):
         out[np.flatnonzero(m)[sel]] = True
         return out
 
-    def _race(self, shadow, idx0, width, iid, m, write, where):
+    def _race(self, shadow, idx0, width, iid, m, write, where, data=None):
         """Check one access (byte offsets ``idx0`` of ``width`` bytes, one per lane of mask ``m``) against the
-        records of ``shadow``, then record it."""
+        records of ``shadow``, then record it. ``data`` (a store's new and old bytes) makes a write of the bytes
+        already there no write-after-write hazard: whichever thread wins, memory ends the same."""
         T, acnt = self.T, self.launch.atomics
         th0 = self._threads(m)
         nl = idx0.shape[0]
@@ -260,8 +287,13 @@ class CheckedCtx(_Ctx):
         checks = [(0, "read-after-write" if not write else "write-after-write", "written")]
         if write:
             checks += [(1, "write-after-read", "read"), (2, "write-after-read", "read")]
+        new = old = None
+        if data is not None:
+            new, old = data[0].reshape(-1), data[1].reshape(-1)
         for k, hazard, verb in checks:
             c = concurrent(k)
+            if k == 0 and write and new is not None:
+                c &= new != old
             if c.any():
                 p = int(np.argmax(c))
                 self._hazard(hazard, lane[p], int(rec[k, 0][idx[p]]), int(rec[k, 3][idx[p]]), verb, width, iid, m,
@@ -270,18 +302,21 @@ class CheckedCtx(_Ctx):
             order = np.argsort(idx, kind="stable")
             si, st = idx[order], th[order]
             dup = (si[1:] == si[:-1]) & (st[1:] != st[:-1])
+            if new is not None:
+                sn = new[order]
+                dup &= sn[1:] != sn[:-1]
             if dup.any():
                 p = int(np.argmax(dup))
                 self._hazard("write-after-write", lane[order[p + 1]], int(st[p]), iid, "written", width, iid, m,
                              write, where)
-        new = np.stack([th, np.full(th.shape[0], self.epoch), cur_ac, np.full(th.shape[0], iid), cur_wep])
+        entry = np.stack([th, np.full(th.shape[0], self.epoch), cur_ac, np.full(th.shape[0], iid), cur_wep])
         if write:
-            rec[0][:, idx] = new
+            rec[0][:, idx] = entry
             return
         keep = concurrent(1)                 # a first reader that may still race with a later writer stays
-        rec[1][:, idx[~keep]] = new[:, ~keep]
+        rec[1][:, idx[~keep]] = entry[:, ~keep]
         other = rec[1, 0][idx] != th
-        rec[2][:, idx[other]] = new[:, other]
+        rec[2][:, idx[other]] = entry[:, other]
 
     def _hazard(self, hazard, k, other, other_iid, verb, width, iid, m, write, where):
         place, addr = where(int(k))
