@@ -212,3 +212,17 @@ def test_scatter_with_duplicate_indices_of_equal_values_is_clean(sim, device):
         out.scatter_(0, idx, rawdev.arange(6.0, device=device))       # duplicates store different values
         with pytest.raises(CudaError, match=r"racecheck: write-after-write hazard in kernel scatter_b4"):
             rawdev.cuda.synchronize()
+
+
+@needs_nvrtc
+def test_memcheck_names_the_cuda_source_line_too(sim, device):
+    src = ("extern \"C\" __global__ void fill(float* x, int n) {\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i <= n) x[i] = 1.0f;   // one past the end\n"
+           "}\n")
+    k = rawdev.RawKernel(src, "fill", options=("-lineinfo",))
+    x = rawdev.empty(256, device=device)
+    k((2,), (256,), (x, 256))
+    with pytest.raises(CudaError, match=r"illegal address in kernel fill, thread \(0,0,0\) of block \(1,0,0\), at PTX "
+                                        r"line \d+ `st\.global\.[a-z0-9]+ [^`]*` \(CUDA source line [^:)]+:3\)"):
+        rawdev.cuda.synchronize()

@@ -940,8 +940,9 @@ class PtxModule:
         tid = self._tid(lane % X.T, block)
         bid = self._bid(lane // X.T + b0, grid)
         line, text = code.insts[f.iid]
+        src = code.source_line(f.iid)   # the CUDA source line, when the PTX has -lineinfo's .loc directives
         where = (f"in kernel {code.name}, thread ({tid[0]},{tid[1]},{tid[2]}) of block ({bid[0]},{bid[1]},{bid[2]}), "
-                 f"at PTX line {line} `{text}`")
+                 f"at PTX line {line} `{text}`" + (f" (CUDA source line {src})" if src else ""))
         if f.space == "assert":
             a, nfail = f.err, len(f.err.positions)
             lines = []
@@ -960,9 +961,7 @@ class PtxModule:
                               block=bid, address=None, line=line, ptx=text, nearest=None,
                               code_name="CUDA_ERROR_ASSERT", space="assert", assertion=a.message) from None
         if f.space in SANITIZER_SPACES:
-            src = code.source_line(f.iid)
-            at = f" (CUDA source line {src})" if src else ""
-            raise SanitizerFinding(f"{f.space}: {f.err.kind} {where}{at}: {f.err.detail}", kernel=code.name,
+            raise SanitizerFinding(f"{f.space}: {f.err.kind} {where}: {f.err.detail}", kernel=code.name,
                                    thread=tid, block=bid, address=f.err.address, line=line, ptx=text,
                                    nearest=f.err.nearest, code_name="CUDA_ERROR_LAUNCH_FAILED", lane_index=lane,
                                    space=f.space, source=src,
