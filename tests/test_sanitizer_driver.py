@@ -226,3 +226,11 @@ def test_memcheck_names_the_cuda_source_line_too(sim, device):
     with pytest.raises(CudaError, match=r"illegal address in kernel fill, thread \(0,0,0\) of block \(1,0,0\), at PTX "
                                         r"line \d+ `st\.global\.[a-z0-9]+ [^`]*` \(CUDA source line [^:)]+:3\)"):
         rawdev.cuda.synchronize()
+
+
+def test_the_sanitize_fixture_runs_every_checker_at_the_launch(sanitize, device):
+    x = rawdev.randn(256, device=device)
+    out = rawdev.empty(2, device=device)
+    with pytest.raises(CudaError, match=r"(?s)launching sum_nobar.*racecheck: read-after-write hazard"):
+        kernel("sum_nobar")((2,), (128,), (out, x))
+    assert [f.tool for f in rawdev.sim.sanitizer_findings()] == ["racecheck"]
