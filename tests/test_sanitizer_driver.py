@@ -152,8 +152,9 @@ def test_a_training_step_of_rawdevs_own_kernels_is_clean(sim, device):
     assert rawdev.sim.sanitizer_findings() == []
 
 
-PADDING = ("a moved module's parameters share one arena with 256-byte aligned offsets; the optimizer updates the "
-           "whole arena in one launch, so sgd_step/adam_step read the never-written gaps between the grads")
+PADDING = ("a moved module's parameters share one arena with 256-byte aligned offsets; the optimizer (sgd_step, "
+           "adam_step) and GradScaler's unscale (mul) update the whole arena in one launch, so they read the "
+           "never-written gaps between the grads")
 
 
 @pytest.mark.xfail(strict=True, raises=CudaError, reason=PADDING)
