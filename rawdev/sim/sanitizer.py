@@ -5,9 +5,13 @@ others are chosen by ``RAWDEV_SANITIZE=initcheck,racecheck,synccheck`` (read at 
 like the ``RAWDEV_SIM_*`` variables) or, for a block of code, by :func:`sanitize`:
 
 * ``initcheck``: a kernel load (or atomic) of global memory no one wrote since it was allocated;
-* ``racecheck``: two different threads touching the same shared or global bytes, at least one writing and
-  neither atomically, with no barrier between them (threads of different blocks: no atomic either);
-* ``synccheck``: ``shfl.sync``/``vote.sync`` whose membermask names a lane that is not executing it.
+* ``racecheck``: two different threads touching the same shared or global bytes, at least one writing (other
+  bytes than those there) and neither atomically, with no barrier between them (threads of different blocks: no
+  atomic either);
+* ``synccheck``: ``shfl.sync``/``vote.sync``/``bar.warp.sync`` whose membermask names a lane that is not executing
+  it.
+
+The checkers are the simulator's: on a real GPU (``RAWDEV_DRIVER=cuda``) nothing here has any effect.
 
 The checkers live in a launch context of their own (:mod:`rawdev.sim.ptx.checkers`), chosen once per launch:
 with none on, launches run exactly as before. A finding stops the kernel like a memcheck fault does

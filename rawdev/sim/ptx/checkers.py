@@ -8,11 +8,12 @@ plain context's memory accesses:
   (``DeviceMemory.shadow``) is a finding; stores and atomics mark their bytes written.
 * racecheck: per byte of shared memory (per chunk) and of each global allocation a kernel touches (per launch),
   the last writer and two readers are kept with the barrier epoch they were in. An access by another thread
-  that is not ordered after them is a hazard: same block, no ``bar.sync`` between; different blocks, unless an
-  atomic of the earlier thread's block came after its access and the later thread's block did an atomic too
-  (the "last block" pattern: store, fence, atomic counter). Atomics themselves are never hazards.
-* synccheck: a ``shfl.sync``/``vote.sync`` whose membermask names a lane of the warp that is not executing it
-  (exited, diverged, predicated off), or that does not name the executing lane itself.
+  that is not ordered after them is a hazard: same block, no ``bar.sync`` between (same warp: no ``__syncwarp``
+  either); different blocks, unless an atomic of the earlier thread's block came after its access and the later
+  thread's block did an atomic too (the "last block" pattern: store, fence, atomic counter). Atomics themselves
+  are never hazards, nor is a store of the bytes already there.
+* synccheck: a ``shfl.sync``/``vote.sync``/``bar.warp.sync`` whose membermask names a lane of the warp that is not
+  executing it (exited, diverged, predicated off), or that does not name the executing lane itself.
 
 A finding stops the kernel like a memcheck fault (:class:`~rawdev.sim.ptx.interp.SanitizerFinding`).
 """
