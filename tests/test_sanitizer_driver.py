@@ -30,6 +30,7 @@ needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=f"needs NV
 @pytest.fixture(autouse=True)
 def fresh_findings(tmp_path, monkeypatch):
     monkeypatch.setenv("RAWDEV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("RAWDEV_SANITIZE", raising=False)   # these tests choose the checkers (read at the reset)
     rawdev.sim.clear_sanitizer_findings()
     yield
     rawdev.sim.clear_sanitizer_findings()
@@ -235,3 +236,18 @@ def test_the_sanitize_fixture_runs_every_checker_at_the_launch(sanitize, device)
     with pytest.raises(CudaError, match=r"(?s)launching sum_nobar.*racecheck: read-after-write hazard"):
         kernel("sum_nobar")((2,), (128,), (out, x))
     assert [f.tool for f in rawdev.sim.sanitizer_findings()] == ["racecheck"]
+
+
+def test_nested_blocks_choose_the_innermost_checkers_and_collect_their_findings(sim, device):
+    from rawdev.sim.sanitizer import active_tools
+    x = rawdev.randn(64, device=device)
+    y = rawdev.empty(64, device=device)
+    with rawdev.sim.sanitize("racecheck") as outer:
+        with rawdev.sim.sanitize("synccheck") as inner:
+            assert active_tools() == {"synccheck"}
+            kernel("swap_pairs")((1,), (64,), (y, x, 20, 0xFFFFFFFF))
+            with pytest.raises(CudaError, match="synccheck"):
+                rawdev.cuda.synchronize()
+        assert active_tools() == {"racecheck"}
+    assert active_tools() == frozenset()
+    assert [f.tool for f in inner] == [f.tool for f in outer] == ["synccheck"]

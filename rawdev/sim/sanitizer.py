@@ -31,7 +31,7 @@ TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 
 _lock = threading.Lock()
 _env_tools: frozenset = frozenset()
-_stack: list = []                  # tool sets of the active sanitize() blocks, innermost last
+_stack: list = []                  # (tool set, findings list) of the active sanitize() blocks, innermost last
 _findings: list = []
 _listeners: list = []              # called with the active tool set whenever it changes (the driver's memories)
 
@@ -75,7 +75,7 @@ def configure_from_env():
 
 def active_tools():
     """The checkers on now: the innermost :func:`sanitize` block's, else RAWDEV_SANITIZE's."""
-    return _stack[-1] if _stack else _env_tools
+    return _stack[-1][0] if _stack else _env_tools
 
 
 def add_listener(fn):
@@ -97,7 +97,8 @@ def sanitize(*tools):
         *tools: "initcheck", "racecheck", "synccheck" (and "memcheck", which is always on).
 
     Returns:
-        A context manager; its value is the list :func:`sanitizer_findings` returns.
+        A context manager; its value is a list that collects the findings recorded while the block is active
+        (a kernel launched in the block but run after it reports to :func:`sanitizer_findings` only).
 
     Example:
         >>> with rawdev.sim.sanitize("racecheck", "initcheck"):
@@ -105,20 +106,24 @@ def sanitize(*tools):
         ...     rawdev.cuda.synchronize()      # a finding raises here (or at the launch when launch-blocking)
     """
     chosen = parse_tools(",".join(tools)) if tools else frozenset(TOOLS)
+    entry = (chosen, [])
     with _lock:
-        _stack.append(chosen)
+        _stack.append(entry)
     _notify()
     try:
-        yield _findings
+        yield entry[1]
     finally:
         with _lock:
-            _stack.remove(chosen)
+            del _stack[next(i for i, e in enumerate(_stack) if e is entry)]   # this block's, not an equal one
         _notify()
 
 
 def record(finding):
+    """Keep a finding (the simulator's driver calls this for every report)."""
     with _lock:
         _findings.append(finding)
+        for _, found in _stack:
+            found.append(finding)
 
 
 def sanitizer_findings():
