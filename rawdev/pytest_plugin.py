@@ -17,8 +17,9 @@ Markers:
 Fixtures: `device` (a `rawdev.device("cuda")` on the chosen driver), `sim` (the `rawdev.sim` module, always the
 simulator: `sim.inject_fault("cuMemAllocFromPoolAsync", 2)`, `sim.stats()`, `sim.last_error_detail()`; armed
 faults are cleared afterwards), `sanitize` (the simulator with every launch checked at once: a kernel
-touching memory outside its allocations, a misaligned access, a divergent barrier or a failed device assert
-raises from the launch that did it, with kernel, block, thread and address; `sanitize.findings` lists them).
+touching memory outside its allocations, a misaligned access, a divergent barrier, a failed device assert, a
+read of never-written memory, a race between threads or a shuffle/vote naming inactive lanes raises from the
+launch that did it, with kernel, block, thread and address; `sanitize.findings` lists them).
 
 At the end, one summary line (when a device was used): kernels launched, sanitizer findings, simulator time.
 """
@@ -255,8 +256,10 @@ class Sanitizer:
 @pytest.fixture
 def sanitize(request):
     """Checked launches on the simulator: every launch runs at once and a kernel that reads or writes outside its
-    allocations, misaligns an access, diverges at a barrier or fails a device assert raises from that launch,
-    naming kernel, block, thread and address. Findings (caught or not) count in the session's summary.
+    allocations, misaligns an access, diverges at a barrier or fails a device assert (memcheck), reads device
+    memory nothing wrote (initcheck), races between threads (racecheck) or shuffles/votes with a membermask
+    naming inactive lanes (synccheck) raises from that launch, naming kernel, block, thread and address (see
+    rawdev.sim.sanitize). Findings (caught or not) count in the session's summary.
 
     Example:
         >>> def test_no_out_of_bounds(sanitize, device):
@@ -266,7 +269,8 @@ def sanitize(request):
     from rawdev.runtime import seam
     _prepare(request.node)
     checker = Sanitizer()
-    yield checker
+    with simulator.sanitize():   # every checker: initcheck, racecheck and synccheck besides memcheck
+        yield checker
     if seam._name == "sim":
         code = simulator.sticky_error()
         if code is not None:

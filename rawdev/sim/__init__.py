@@ -8,6 +8,8 @@ AttributeError instead of silently reaching for the real driver.
 
 Test helpers: :func:`reset`, :func:`inject_fault`, :func:`clear_faults`, :func:`last_error_detail`,
 :func:`sticky_error`, :func:`stats`, :func:`peek`, :func:`device_memory`, :func:`on_reset`.
+Sanitizer: :func:`sanitize` (a context manager choosing the checkers), :func:`sanitizer_findings`,
+:func:`clear_sanitizer_findings` (see :mod:`rawdev.sim.sanitizer`).
 """
 
 from . import driver as _driver
@@ -25,9 +27,11 @@ from .driver import (
     stats,
     sticky_error,
 )
+from .sanitizer import Finding, clear_sanitizer_findings, sanitize, sanitizer_findings
 
 __all__ = list(_driver.__all__) + ["reset", "inject_fault", "clear_faults", "last_error_detail", "sticky_error",
-                                   "stats", "peek", "device_memory", "describe", "max_ptx_version", "on_reset"]
+                                   "stats", "peek", "device_memory", "describe", "max_ptx_version", "on_reset",
+                                   "sanitize", "sanitizer_findings", "clear_sanitizer_findings", "Finding"]
 
 
 def __getattr__(name):

@@ -77,7 +77,8 @@ Environment (read at import and at every reset()): RAWDEV_SIM_DEVICES (1), RAWDE
 RAWDEV_SIM_FRESH (0xff: the byte new pool blocks are filled with, so reading memory nothing wrote gives
 NaN/-1 as it gives garbage on a GPU; "zero" for zero-filled blocks), and the driver's own
 CUDA_LAUNCH_BLOCKING (1: cuLaunchKernel runs the kernel's stream before it returns, and returns the kernel's
-fault). Module globals start at zero, as in CUDA.
+fault), and RAWDEV_SANITIZE (the checkers besides memcheck: initcheck, racecheck, synccheck; see
+:mod:`rawdev.sim.sanitizer`). Module globals start at zero, as in CUDA.
 
 Scheduling (RAWDEV_SIM_SCHEDULE, read at every reset()): ``eager`` (default) runs queued work when something
 waits for it, and a query (cuStreamQuery/cuEventQuery/cuEventElapsedTime) that finds work pending runs it, so
@@ -108,6 +109,7 @@ import time
 import numpy as np
 from cuda.bindings import driver as drv
 
+from . import sanitizer as _san
 from .memory import BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimInvalidValue, SimMisalignedAddress, SimOutOfMemory
 
 R = drv.CUresult
@@ -380,6 +382,16 @@ _reset_hooks: list = []                   # callables run after every reset() (t
 _lock = threading.RLock()
 _tls = threading.local()
 _S = _State()
+
+
+def _track_writes(tools):
+    """initcheck needs every device memory to keep its "written" shadow (and none when it is off)."""
+    for dev in _S.devices:
+        dev.mem.track_writes("initcheck" in tools)
+
+
+_san.add_listener(_track_writes)
+_san.configure_from_env()
 
 
 def _ceil(n, g):
@@ -1554,11 +1566,16 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
                 if stale:
                     raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{fn.name}: argument {i}: {stale}")
     label = f"kernel {fn.name} grid={grid} block={block} shared={shmem} stream={s!r}"
+    tools = _san.active_tools()   # the checkers of the sanitize() block (or RAWDEV_SANITIZE) that launched it
+
+    checks = {"sanitize": tools} if tools else {}
 
     def run():
         try:
-            ptx.launch(fn.name, grid, block, params=params, dynamic_shared=shmem, memory=mem)
+            ptx.launch(fn.name, grid, block, params=params, dynamic_shared=shmem, memory=mem, **checks)
         except Exception as e:
+            if getattr(e, "space", None) in _san.TOOLS:
+                _san.record(_san.Finding(e.space, e.kernel, e.block, e.thread, e.line, e.ptx, str(e)))
             raise _Err(_fault_code(e), _fault_detail(e, label, mem)) from None
         _S.kernels[fn.name] += 1
 
@@ -1839,6 +1856,7 @@ def reset():
         _retired.extend((a, a + n) for p in _S.pools.values() for a, n in p.allocs.items())
         _retired_handles.update([d.ctx for d in _S.devices], _S.streams, _S.events, _S.pools, _S.modules)
         _S = _State()
+        _san.configure_from_env()
         # the address window of the new generation may be one used 4096 resets ago: forget blocks there
         _retired[:] = sorted(r for r in _retired if not _S.base <= r[0] < _S.base + GEN_SPAN)
     for hook in list(_reset_hooks):

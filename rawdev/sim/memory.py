@@ -106,6 +106,9 @@ class DeviceMemory:
         self._maps: dict[int, int] = {}      # base -> size: mapped ranges (charged; not readable themselves)
         self._map_bases: list[int] = []      # sorted
         self._lock = threading.RLock()
+        # initcheck: base -> bool per byte ("written since allocated") for pool blocks allocated while it is on;
+        # None when off (no cost). A block without an entry counts as written (it predates the checker).
+        self.shadow: dict | None = None
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, nbytes, align=DEFAULT_ALIGN) -> int:
@@ -138,6 +141,8 @@ class DeviceMemory:
                 raise SimInvalidValue(f"free of 0x{addr:x}, which is not the start of an allocation: "
                                       + self.nearest(addr))
             size, _buf, charged = entry
+            if self.shadow is not None:
+                self.shadow.pop(addr, None)
             i = bisect.bisect_left(self._bases, addr)
             del self._bases[i]
             self.used -= charged
@@ -237,6 +242,8 @@ class DeviceMemory:
                                       + self.nearest(addr, nbytes))
             buf = self._fresh(nbytes)
             self._allocs[addr] = (nbytes, buf, 0)
+            if self.shadow is not None:
+                self.shadow[addr] = np.zeros(nbytes, bool)
             self._bases.insert(j, addr)
             self._np_tables = None
             self._forget_freed(addr, end)
@@ -254,6 +261,13 @@ class DeviceMemory:
                 new[:k] = buf[:k]
             self._allocs[addr] = (nbytes, new, charged)
             self._np_tables = None
+            if self.shadow is not None:
+                old = self.shadow.pop(addr, None)
+                if fresh or old is not None:
+                    sh = self.shadow[addr] = np.zeros(nbytes, bool)
+                    if old is not None and not fresh:
+                        k = min(old.shape[0], nbytes)
+                        sh[:k] = old[:k]
 
     def mappings(self):
         """[(base, size)] of the mapped ranges, sorted by address."""
@@ -343,6 +357,8 @@ class DeviceMemory:
         n = mv.nbytes
         buf, off = self._host_range(addr, n, "write")
         buf[off:off + n] = np.frombuffer(mv, dtype=np.uint8)
+        if self.shadow is not None:
+            self._mark_range(addr, n)
 
     def view(self, addr, nbytes) -> np.ndarray:
         """A writable uint8 numpy view of ``nbytes`` at ``addr`` (checked). For memcpy/memset."""
@@ -354,10 +370,64 @@ class DeviceMemory:
         dt = np.dtype(dtype)
         n = int(nbytes_or_count) * dt.itemsize
         v = self.view(addr, n)
+        if self.shadow is not None:
+            self._mark_range(addr, n)
         if dt.itemsize == 1:
             v[:] = np.array(value).astype(dt).view(np.uint8)
         else:
             v.view(dt)[:] = np.array(value).astype(dt)
+
+    # ------------------------------------------------------------------ initcheck shadow
+    def track_writes(self, on):
+        """initcheck on: pool blocks allocated from now on start unwritten and every write marks its bytes;
+        off: forget the shadow (no cost)."""
+        with self._lock:
+            if not on:
+                self.shadow = None
+            elif self.shadow is None:
+                self.shadow = {}
+
+    def _mark_range(self, addr, n):
+        i = bisect.bisect_right(self._bases, addr) - 1
+        sh = self.shadow.get(self._bases[i]) if i >= 0 else None
+        if sh is not None:
+            off = addr - self._bases[i]
+            sh[off:off + n] = True
+
+    def _shadow_parts(self, addrs):
+        """[(lane selector, shadow array, byte offsets)] for the lanes whose allocation has a shadow."""
+        bases, _ = self._tables()
+        idx = np.searchsorted(bases, addrs, side="right").astype(np.int64) - 1
+        out = []
+        for k in np.unique(idx):
+            if k < 0:
+                continue
+            base = self._bases[int(k)]
+            sh = self.shadow.get(base)
+            if sh is not None:
+                sel = np.flatnonzero(idx == k)
+                out.append((sel, sh, (addrs[sel] - np.uint64(base)).astype(np.int64)))
+        return out
+
+    def unwritten(self, addrs, width):
+        """Per lane: is any of the ``width`` bytes at ``addrs`` (checked in bounds) still unwritten?"""
+        addrs = np.asarray(addrs, np.uint64).reshape(-1)
+        out = np.zeros(addrs.shape[0], bool)
+        if not self.shadow or not addrs.shape[0]:
+            return out
+        span = np.arange(width, dtype=np.int64)
+        for sel, sh, off in self._shadow_parts(addrs):
+            out[sel] = ~sh[off[:, None] + span].all(axis=1)
+        return out
+
+    def mark_written(self, addrs, width):
+        """A kernel wrote ``width`` bytes at each of ``addrs``."""
+        addrs = np.asarray(addrs, np.uint64).reshape(-1)
+        if not self.shadow or not addrs.shape[0]:
+            return
+        span = np.arange(width, dtype=np.int64)
+        for _, sh, off in self._shadow_parts(addrs):
+            sh[(off[:, None] + span).reshape(-1)] = True
 
     # ------------------------------------------------------------------ kernel (vector) access
     def _tables(self):

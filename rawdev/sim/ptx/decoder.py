@@ -123,10 +123,40 @@ class EntryCode:
     local_syms: dict = field(default_factory=dict)
     insts: list = field(default_factory=list)     # iid -> (line, text)
     opcodes: set = field(default_factory=set)
+    text_lines: list = field(default_factory=list, repr=False)   # the module's lines (for .loc, on reports only)
+
+    def source_line(self, iid):
+        """The CUDA source "file:line" of instruction ``iid`` from the nearest ``.loc`` above it (NVRTC's
+        -lineinfo), or None. Read from the text when a report needs it: decoding keeps no line table."""
+        lines = self.text_lines
+        k = self.insts[iid][0] - 1 if 0 <= iid < len(self.insts) else -1
+        while 0 <= k < len(lines):
+            t = lines[k].strip()
+            if t.startswith(".loc"):
+                f = t.split()
+                if len(f) >= 3 and f[1].isdigit() and f[2].isdigit():
+                    return f"{_file_names(lines).get(int(f[1]), f'file {f[1]}')}:{int(f[2])}"
+                return None
+            if t.startswith((".entry", ".visible", ".func")):
+                return None
+            k -= 1
+        return None
 
 
 def _align(x, a):
     return -(-x // a) * a
+
+
+def _file_names(lines):
+    """{index: name} of the module's ``.file N "name"`` directives."""
+    out = {}
+    for ln in lines:
+        t = ln.strip()
+        if t.startswith(".file"):
+            f = t.split(None, 2)
+            if len(f) == 3 and f[1].isdigit():
+                out[int(f[1])] = f[2].split('"')[1] if '"' in f[2] else f[2]
+    return out
 
 
 def _err(inst, msg):
@@ -420,6 +450,7 @@ class Decoder:
             params.append(Param(p.name, p.type, size, p.align, off))
             off += size
         code = self.code = EntryCode(fn.name, params, off)
+        code.text_lines = self.mod.lines
         # registers and local/shared variables
         shared_off = 0
         for v in self.msyms.shared_vars:
@@ -1363,7 +1394,12 @@ class Decoder:
 
     def _op_bar(self, g, inst, mods, iid):
         if "warp" in mods:
-            return  # __syncwarp: lanes of a converged group execute together anyway
+            # __syncwarp: lanes of a converged group execute together anyway; the sanitizer's context takes it
+            # as the warp's barrier (racecheck) and checks its membermask (synccheck)
+            m = self.guard_expr(g, inst) or "None"
+            mask = self.src(g, inst.operands[0], "b32", inst)[0] if inst.operands else "0xFFFFFFFF"
+            g.emit(f"X.warp_sync(n, {iid}, {m}, {mask})")
+            return
         _err(inst, "barrier inside a code block")
 
     _op_barrier = _op_bar
@@ -1409,6 +1445,7 @@ class Decoder:
         base, mods = parts[0], parts[1:]
         code = self.code
         lane_slot = self.slot("%laneid")
+        wiid = len(code.insts)   # this instruction's index (appended by decode() right after)
 
         def getter(op, t):
             if op is None:
@@ -1471,10 +1508,13 @@ class Decoder:
             if isinstance(d, Pipe):
                 d, pdst = d.first, d.second
             ga, gb, gc = getter(ops_[1], t), getter(ops_[2], "u32"), getter(ops_[3], "u32")
+            gm = getter(ops_[4], "u32") if len(ops_) > 4 else None
             sd, sp = setter(d, t), setter(pdst, "pred") if pdst is not None else None
 
             def shfl(R, X, idx):
                 lanes, full = active(R, X, idx)
+                if X.synccheck and gm is not None:
+                    X.check_membermask(lanes, gm(R, lanes), idx, wiid)
                 lane = R[lane_slot][lanes].astype(np.int64)
                 b = gb(R, lanes).astype(np.int64) & 31
                 c = gc(R, lanes).astype(np.int64)
@@ -1509,10 +1549,13 @@ class Decoder:
             ops_ = inst.operands
             d = ops_[0]
             gp = getter(ops_[1], "pred")
+            gm = getter(ops_[2], "u32") if len(ops_) > 2 else None
             sd = setter(d, "b32" if mode == "ballot" else "pred")
 
             def vote(R, X, idx):
                 lanes, full = active(R, X, idx)
+                if X.synccheck and gm is not None:
+                    X.check_membermask(lanes, gm(R, lanes), idx, wiid)
                 p = gp(R, lanes)
                 w = X.warp_of(lanes)
                 lane = R[lane_slot][lanes].astype(np.int64)

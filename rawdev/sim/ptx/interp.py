@@ -56,6 +56,20 @@ class KernelFault(SimIllegalAddress):
         self.assertion = assertion               # the failed assert()'s condition text (space "assert")
 
 
+SANITIZER_SPACES = ("initcheck", "racecheck", "synccheck")
+
+
+class SanitizerFinding(KernelFault):
+    """A sanitizer checker's report (``space`` is the checker: initcheck, racecheck or synccheck); the kernel
+    stops with CUDA_ERROR_LAUNCH_FAILED. ``source`` is the CUDA source "file:line" when the PTX has line info."""
+
+    def __init__(self, message, *, source=None, global_address=False, **kw):
+        super().__init__(message, **kw)
+        self.source = source
+        if global_address:   # a device address (initcheck, global racecheck), not a shared-memory offset
+            self.address, self.offset = self.offset, None
+
+
 class BarrierError(RuntimeError):
     """bar.sync reached by only part of a thread block (a divergent barrier)."""
 
@@ -176,6 +190,15 @@ class _Ctx:
         self._cp_open, self._cp_groups = [], []   # cp.async copies in flight: not yet committed / committed
         self.count_banks = False
         self.bank_requests = self.bank_wavefronts = 0
+        self.lanes = None       # the lanes of the block running now (None: all): set by the scheduler
+        self.synccheck = False  # warp instructions check their membermask (the sanitizer's launch context)
+
+    def barrier_passed(self):
+        """Every live thread of the chunk's blocks passed a bar.sync (the sanitizer's context counts these)."""
+
+    def warp_sync(self, n, iid, m, mask):
+        """bar.warp.sync (__syncwarp) by the lanes ``m`` of the running block: the scheduler keeps a warp's converged
+        lanes together, so there is nothing to do (the sanitizer's context checks and counts it)."""
 
     # -- lanes ↔ warps
     def warp_of(self, lanes):
@@ -457,6 +480,7 @@ class _Ctx:
                     space = "global"
             else:
                 space = "global"
+        self._atomic_access(space, a, dt, iid, m)
         if space == "global":
             try:
                 old = self.mem.atomic(op, a, v, dt, compare=c, return_old=ret)
@@ -474,6 +498,10 @@ class _Ctx:
             out[m] = old
             return out
         return old
+
+    def _atomic_access(self, space, a, dt, iid, m):
+        """An atomic of the lanes ``m`` at ``a`` in ``space`` (resolved) is about to run: nothing to do here
+        (the sanitizer's context checks and records it)."""
 
     def trap(self, n, iid, m):
         lanes = np.flatnonzero(m) if m is not None else np.arange(n)
@@ -619,7 +647,9 @@ class PtxModule:
 
     # -- launch
     def launch(self, name, grid=(1, 1, 1), block=(1, 1, 1), params=b"", dynamic_shared=0, memory=None,
-               max_chunk_threads=None, count_banks=False):
+               max_chunk_threads=None, count_banks=False, sanitize=frozenset()):
+        """Run ``name`` on ``grid`` x ``block`` threads; ``sanitize`` names the checkers to run besides memcheck
+        (initcheck, racecheck, synccheck: :mod:`rawdev.sim.sanitizer`)."""
         if name not in self.entries:
             raise KeyError(f"no .entry {name!r} in the module (has: {', '.join(self.entries)})")
         entry = self.entries[name]
@@ -644,11 +674,20 @@ class PtxModule:
         bpc = max(1, lanes // T)
         shsize = code.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else code.shared_static
         gaddr = self._gaddr(memory)
+        checked = None
+        if sanitize and set(sanitize) - {"memcheck"}:
+            # the checkers' context, chosen once per launch (imported here: it builds on this module)
+            from .checkers import CheckedLaunch
+            checked = CheckedLaunch(frozenset(sanitize), T, nblocks, grid, block)
+            bpc = checked.blocks_per_chunk(bpc, shsize)
         t0 = time.perf_counter()
         with np.errstate(all="ignore"):
             for b0 in range(0, nblocks, bpc):
                 nb = min(bpc, nblocks - b0)
-                X = _Ctx(self, code, params, memory, shsize, T, nb, gaddr)
+                if checked is None:
+                    X = _Ctx(self, code, params, memory, shsize, T, nb, gaddr)
+                else:
+                    X = checked.context(self, code, params, memory, shsize, T, nb, gaddr, b0)
                 X.count_banks = count_banks
                 R = self._registers(code, X, b0, grid, block, int(dynamic_shared))
                 self._run_chunk(code, X, R, b0, grid, block, stats)
@@ -802,6 +841,7 @@ class PtxModule:
                 waiting[np.unique(arr // T)] = True
                 ti += cnt
                 continue
+            X.lanes = lanes
             if blk.kind == "warp":
                 try:
                     blk.warp(R, X, lanes)
@@ -876,6 +916,7 @@ class PtxModule:
                 ls = np.sort(np.concatenate([X.all_lanes if cur is None else cur, ls]))
             pending[nxt] = None if ls.shape[0] == X.n else ls
         waiting[:] = False
+        X.barrier_passed()
 
     @staticmethod
     def _tid(lin, block):
@@ -899,8 +940,9 @@ class PtxModule:
         tid = self._tid(lane % X.T, block)
         bid = self._bid(lane // X.T + b0, grid)
         line, text = code.insts[f.iid]
+        src = code.source_line(f.iid)   # the CUDA source line, when the PTX has -lineinfo's .loc directives
         where = (f"in kernel {code.name}, thread ({tid[0]},{tid[1]},{tid[2]}) of block ({bid[0]},{bid[1]},{bid[2]}), "
-                 f"at PTX line {line} `{text}`")
+                 f"at PTX line {line} `{text}`" + (f" (CUDA source line {src})" if src else ""))
         if f.space == "assert":
             a, nfail = f.err, len(f.err.positions)
             lines = []
@@ -918,6 +960,12 @@ class PtxModule:
             raise KernelFault(f"device-side assert {where}: {lines[0]}{more}", kernel=code.name, thread=tid,
                               block=bid, address=None, line=line, ptx=text, nearest=None,
                               code_name="CUDA_ERROR_ASSERT", space="assert", assertion=a.message) from None
+        if f.space in SANITIZER_SPACES:
+            raise SanitizerFinding(f"{f.space}: {f.err.kind} {where}: {f.err.detail}", kernel=code.name,
+                                   thread=tid, block=bid, address=f.err.address, line=line, ptx=text,
+                                   nearest=f.err.nearest, code_name="CUDA_ERROR_LAUNCH_FAILED", lane_index=lane,
+                                   space=f.space, source=src,
+                                   global_address=f.err.global_address) from None
         if f.err is None:
             raise KernelFault(f"trap {where}", kernel=code.name, thread=tid, block=bid, address=None, line=line,
                               ptx=text, nearest=None, code_name="CUDA_ERROR_LAUNCH_FAILED", space="trap") from None
@@ -937,4 +985,4 @@ class PtxModule:
                           lane_index=lane, space=f.space) from None
 
 
-__all__ = ["PtxModule", "PtxError", "KernelFault", "BarrierError", "Entry", "LaunchStats"]
+__all__ = ["PtxModule", "PtxError", "KernelFault", "SanitizerFinding", "BarrierError", "Entry", "LaunchStats"]
