@@ -615,6 +615,9 @@ def new_grad(var, g):
     if garena is None:
         rdev = _rdev(var)
         garena = memory.DeviceBuffer.alloc(rdev, buf.nbytes, owner=f"grads of {buf.owner or 'arena'}")
+        # zeroed once: the fused optimizer step reads the whole span, alignment gaps between grads included
+        # (their values never reach a parameter, but a read of never-written memory is initcheck's finding)
+        memory.memset_d8(garena.ptr, 0, buf.nbytes, rdev.compute_stream)
         ent = _grad_arenas[key] = (weakref.ref(buf), weakref.ref(garena), {})
     slots = ent[2]
     prev = slots.get(var._offset)
