@@ -142,3 +142,25 @@ def test_16bit_kernels_are_never_picked_below_sm80(driver):
         assert not kernels.runs_on(get_device(0), f"gemm_nt_{kind}_128x128")
         with pytest.raises(RuntimeError, match="built for sm_80"):
             kernels.get_kernel(get_device(0), f"gemm_nn_{kind}_128x128")
+
+
+@pytest.mark.cc(">=8.0")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn"])
+def test_batched_kernels_take_one_matrix_per_grid_z(kind, layout):
+    """gemm_<layout>_<kind>_128x128_batched: Y[z] = alpha·op(A[z])·op(B[z]) with a batch stride per operand
+    (B's 0: one matrix broadcast to every z); exact integer sums rounded once."""
+    from rawdev.runtime import get_device
+    g = Gpu(get_device(0))
+    batch, M, N, K, alpha = 3, 70, 140, 40, 0.5
+    lda, arows, ldb, brows = shapes(layout, M, N, K, 0)
+    draw = lambda n: RNG.integers(-5, 5, n).astype(np.float64)  # noqa: E731
+    A, B = to_bits(kind, draw(batch * arows * lda)), to_bits(kind, draw(brows * ldb))
+    bY = g.put(np.full(batch * M * N, 0xFFFF, np.uint16))
+    g.run(f"gemm_{layout}_{kind}_128x128_batched", (cdiv(N, 128), cdiv(M, 128), batch), 256,
+          [bY, g.put(A), g.put(B), M, N, K, lda, ldb, N, arows * lda, 0, M * N, alpha])
+    got = to_f64(kind, g.get(bY, (batch, M, N), np.uint16))
+    for z in range(batch):
+        opA, opB = op_matrices(layout, to_f64(kind, A[z * arows * lda:(z + 1) * arows * lda]), to_f64(kind, B),
+                               M, N, K, lda, ldb)
+        np.testing.assert_array_equal(got[z], to_f64(kind, to_bits(kind, alpha * (opA @ opB))), err_msg=f"z={z}")

@@ -91,3 +91,22 @@ def test_below_sm80_16bit_matmuls_widen_to_float32(driver):
     av, bv = f64(a), f64(b)
     # float32 kernel on the widened values, one rounding to bfloat16
     close(y, av @ bv, np.abs(av) @ np.abs(bv), "bf16", 30)
+
+
+@pytest.mark.cc(">=8.0")
+@pytest.mark.parametrize("kind", KINDS)
+def test_batched_matmul_forward_and_backward_run_natively(kind):
+    dt = KINDS[kind]
+    a, b = t16((3, 20, 24), dt, True), t16((3, 24, 18), dt, True)
+    names, y = launched(lambda: a @ b)
+    assert names == [f"gemm_nn_{kind}_128x128_batched"], names
+    assert y.dtype is dt
+    av, bv = f64(a), f64(b)
+    close(y, av @ bv, np.abs(av) @ np.abs(bv), kind, 24)
+    g = t16((3, 20, 18), dt)
+    names, _ = launched(lambda: (y.backward(g), a.grad)[1])
+    assert {f"gemm_nt_{kind}_128x128_batched", f"gemm_tn_{kind}_128x128_batched"} <= set(names), names
+    assert not any(n.startswith("cast_") for n in names), names
+    gv = f64(g)
+    close(a.grad, gv @ bv.transpose(0, 2, 1), np.abs(gv) @ np.abs(bv).transpose(0, 2, 1), kind, 18)
+    close(b.grad, av.transpose(0, 2, 1) @ gv, np.abs(av).transpose(0, 2, 1) @ np.abs(gv), kind, 20)

@@ -281,3 +281,48 @@ extern "C" __global__ __launch_bounds__(256) void gemm_tn_f16_128x128(unsigned s
 {
     gemm_body<F16, false, false>(Y, A, B, bias, M, N, K, lda, ldb, ldy, alpha, beta, act);
 }
+
+// ---- batched: blockIdx.z is the batch index; each operand has its own batch stride (elements), so a
+// [batch, M, K] x [batch, K, N] product of 16-bit matrices is one launch (rawdev/ops/cuda_bmm.py). No bias, beta 0.
+
+// doc: batched nt bfloat16 tensor-core GEMM (sm_80+, float32 accumulation), Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z (op(A[z]) = A[z] as [M,K], op(B[z]) = B[z]^T of [N,K]); A[z] = A + z*sA (elements), likewise B, Y. grid (ceil(N/128), ceil(M/128), batch), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nt_bf16_128x128_batched(unsigned short* __restrict__ Y, const unsigned short* __restrict__ A, const unsigned short* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)
+{
+    const long long z = blockIdx.z;
+    gemm_body<Bf16, true, true>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda, ldb, ldy, alpha, 0.0f, 0);
+}
+
+// doc: batched nn bfloat16 tensor-core GEMM (sm_80+, float32 accumulation), Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z (A[z] [M,K], B[z] [K,N]); A[z] = A + z*sA (elements), likewise B, Y. grid (ceil(N/128), ceil(M/128), batch), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nn_bf16_128x128_batched(unsigned short* __restrict__ Y, const unsigned short* __restrict__ A, const unsigned short* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)
+{
+    const long long z = blockIdx.z;
+    gemm_body<Bf16, true, false>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda, ldb, ldy, alpha, 0.0f, 0);
+}
+
+// doc: batched tn bfloat16 tensor-core GEMM (sm_80+, float32 accumulation), Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z (op(A[z]) = A[z]^T of [K,M], B[z] [K,N]); A[z] = A + z*sA (elements), likewise B, Y. grid (ceil(N/128), ceil(M/128), batch), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_tn_bf16_128x128_batched(unsigned short* __restrict__ Y, const unsigned short* __restrict__ A, const unsigned short* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)
+{
+    const long long z = blockIdx.z;
+    gemm_body<Bf16, false, false>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda, ldb, ldy, alpha, 0.0f, 0);
+}
+
+// doc: batched nt float16 tensor-core GEMM (sm_80+, float32 accumulation), Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z (op(A[z]) = A[z] as [M,K], op(B[z]) = B[z]^T of [N,K]); A[z] = A + z*sA (elements), likewise B, Y. grid (ceil(N/128), ceil(M/128), batch), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nt_f16_128x128_batched(unsigned short* __restrict__ Y, const unsigned short* __restrict__ A, const unsigned short* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)
+{
+    const long long z = blockIdx.z;
+    gemm_body<F16, true, true>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda, ldb, ldy, alpha, 0.0f, 0);
+}
+
+// doc: batched nn float16 tensor-core GEMM (sm_80+, float32 accumulation), Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z (A[z] [M,K], B[z] [K,N]); A[z] = A + z*sA (elements), likewise B, Y. grid (ceil(N/128), ceil(M/128), batch), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_nn_f16_128x128_batched(unsigned short* __restrict__ Y, const unsigned short* __restrict__ A, const unsigned short* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)
+{
+    const long long z = blockIdx.z;
+    gemm_body<F16, true, false>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda, ldb, ldy, alpha, 0.0f, 0);
+}
+
+// doc: batched tn float16 tensor-core GEMM (sm_80+, float32 accumulation), Y[z] = alpha * op(A[z]) . op(B[z]) for z = blockIdx.z (op(A[z]) = A[z]^T of [K,M], B[z] [K,N]); A[z] = A + z*sA (elements), likewise B, Y. grid (ceil(N/128), ceil(M/128), batch), block 256.
+extern "C" __global__ __launch_bounds__(256) void gemm_tn_f16_128x128_batched(unsigned short* __restrict__ Y, const unsigned short* __restrict__ A, const unsigned short* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldy, long long sA, long long sB, long long sY, float alpha)
+{
+    const long long z = blockIdx.z;
+    gemm_body<F16, false, false>(Y + z * sY, A + z * sA, B + z * sB, nullptr, M, N, K, lda, ldb, ldy, alpha, 0.0f, 0);
+}
