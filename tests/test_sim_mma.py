@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from rawdev.sim.ptx import PtxModule
 
-from _sm80_fixtures import Dev
+from _sm80_fixtures import FIXTURES, Dev
 
 RNG = np.random.default_rng()
 
@@ -117,9 +118,6 @@ def test_mma_m16n8k16_refuses_a_partial_warp():
 @pytest.mark.parametrize("types", ["f32.bf16.f16.f32", "f32.f16.f16.f16", "f16.f16.f16.f32"])
 def test_mma_m16n8k16_refuses_forms_it_does_not_model(types):
     """Mixed A/B types and 16-bit accumulators are not modelled: refused with what is supported, not guessed."""
-    from rawdev.sim.ptx import PtxModule
-
-    from _sm80_fixtures import FIXTURES
     text = FIXTURES.read_text().replace("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                                         f"mma.sync.aligned.m16n8k16.row.col.{types}")
     with pytest.raises(Exception, match="same A and B type"):   # at decode time, before any launch
