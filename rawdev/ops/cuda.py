@@ -169,7 +169,7 @@ def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
 
 
 # opmath runs gemm on its operands' own 16-bit dtype (no float32 temporaries) when this says it can
-gemm.native_low = _gemm_native
+gemm.native_low = _gemm_native  # type: ignore[attr-defined]
 
 
 def matmul(a, b):

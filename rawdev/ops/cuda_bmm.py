@@ -64,4 +64,4 @@ def bmm(a, b, ta=False, tb=False):
 
 
 # opmath runs bmm on its operands' own 16-bit dtype (no float32 temporaries) when this says it can
-bmm.native_low = _bmm_native
+bmm.native_low = _bmm_native  # type: ignore[attr-defined]
