@@ -1,39 +1,12 @@
 """The PTX interpreter's sm_80 instructions (fixtures: tests/data/ptx/sm80_fixtures_sm80.ptx, built from
 tests/data/ptx/src/sm80_fixtures_sm80.cu for compute_80): mma.sync m16n8k8 with TF32 operands, cvt.rna.tf32.f32,
 and cp.async whose copies land in shared memory only at the wait that covers their group."""
-import struct
-from pathlib import Path
-
 import numpy as np
 import pytest
-from rawdev.sim.memory import DeviceMemory
-from rawdev.sim.ptx import PtxModule
 
-FIXTURES = Path(__file__).resolve().parent / "data" / "ptx" / "sm80_fixtures_sm80.ptx"
+from _sm80_fixtures import Dev
+
 RNG = np.random.default_rng()
-
-
-class Dev:
-    def __init__(self):
-        self.m = PtxModule(FIXTURES.read_text())
-        self.mem = DeviceMemory(1 << 28)
-
-    def up(self, a):
-        a = np.ascontiguousarray(a)
-        addr = self.mem.alloc(max(a.nbytes, 1))
-        self.mem.write(addr, a.tobytes())
-        return addr
-
-    def down(self, addr, shape, dt):
-        n = int(np.prod(shape))
-        return np.frombuffer(self.mem.read(addr, n * np.dtype(dt).itemsize), dt).reshape(shape).copy()
-
-    def launch(self, name, grid, block, *args):
-        e = self.m.entries[name]
-        buf = bytearray(e.param_size)
-        for p, v in zip(e.params, args):
-            struct.pack_into({"u64": "<Q", "u32": "<I", "s32": "<i"}[p.type], buf, p.offset, v)
-        return self.m.launch(name, grid, block, params=bytes(buf), memory=self.mem)
 
 
 def tf32_rna(x):

@@ -6,6 +6,8 @@ allocations tagged for the memory tool ("linear output", "relu output", ...).
 What runs where:
 - GEMMs (linear forward/backward, matmul): gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}, the tile chosen by size;
   skinny outputs with a long K use split-K (gemm_*_32x32_splitk + gemm_splitk_reduce_f32, see _splitk).
+  bfloat16/float16 operands of one dtype on sm_80+: gemm_{nt,nn,tn}_{bf16,f16}_128x128 on the 16-bit
+  storage (tensor cores, float32 accumulation; _gemm_native), every other 16-bit case widened by opmath.
 - Operands arrive contiguous (rawdev.ops.dispatch makes strided views contiguous with one strided-copy
   launch); GEMM operands may also be transposed views (read through the nt/tn layouts and their strides).
 - Broadcasting is `expand` (stride 0) made contiguous by the strided copy: one launch, never a loop.
@@ -76,10 +78,17 @@ def _gemm_splitk_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha, beta,
         [y, ws.ptr, bias, M, N, ldy, splits, float(alpha), float(beta), act])
 
 
-def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0, bias=0, act=0, splits=None):
+def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0, bias=0, act=0, splits=None,
+              kind=None):
     """Y[M,N] = act(alpha·op(A)·op(B) + beta·Y + bias[N]): one launch of gemm_<layout>_f32_<tile>, or the
-    split-K pair for skinny outputs with a long K (see _splitk; `splits` forces a count, tests use it)."""
+    split-K pair for skinny outputs with a long K (see _splitk; `splits` forces a count, tests use it).
+    kind "bf16"/"f16": Y, A, B and bias are 16-bit, one launch of gemm_<layout>_<kind>_128x128 (sm_80+)."""
     if M == 0 or N == 0:
+        return
+    if kind is not None:
+        _kernel(rdev, f"gemm_{layout}_{kind}_128x128").launch(
+            ((N + 127) // 128, (M + 127) // 128), 256, [y, a, b, bias, M, N, K, lda, ldb, ldy, float(alpha),
+                                                         float(beta), act])
         return
     if splits is None:
         splits, kchunk = _splitk(M, N, K, rdev.multiprocessors)
@@ -120,13 +129,29 @@ def _gemm_operand(m):
     return m.data_ptr(), max(C, 1), False
 
 
+_NATIVE_KINDS = {_dt.bfloat16: "bf16", _dt.float16: "f16"}
+
+
+def _gemm_native(a, b, ta=False, tb=False, bias=None, *args, **kwargs):
+    """The 16-bit kernel kind ("bf16"/"f16") when gemm can run on a's and b's own dtype: both (and the bias, if
+    any) bfloat16 or both float16, on a device that runs the sm_80 tensor-core kernels; else None, and
+    rawdev.ops.opmath widens the operands to float32 around the float32 kernels as before."""
+    kind = _NATIVE_KINDS.get(a.dtype)
+    if kind is None or b.dtype is not a.dtype or (bias is not None and bias.dtype is not a.dtype):
+        return None
+    return kind if _kernels.runs_on(_rdev(a), f"gemm_nt_{kind}_128x128") else None
+
+
 def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
-    """op(a)[M,K]·op(b)[K,N] (·alpha, + bias[N], act 0/1 relu/2 gelu-tanh) on 2-D float32 tensors of any
-    strides: a transposed view is read through the tn/nt layouts, not copied."""
+    """op(a)[M,K]·op(b)[K,N] (·alpha, + bias[N], act 0/1 relu/2 gelu-tanh) on 2-D tensors of any strides: a
+    transposed view is read through the tn/nt layouts, not copied. float32, or bfloat16/float16 operands (and
+    bias) of one dtype on sm_80+ (tensor cores, float32 accumulation, the result in that dtype: _gemm_native)."""
     for t in (a, b, bias):
         if t is not None and not t.dtype.is_floating_point:   # PyTorch has no integer GEMM on cuda either
             raise RuntimeError(f'"addmm_cuda" not implemented for \'{t.dtype._legacy[:-6]}\'')
-    _f32("matmul", a, b, bias)
+    kind = _gemm_native(a, b, ta, tb, bias)
+    if kind is None:
+        _f32("matmul", a, b, bias)
     rdev = _rdev(a)
     from .shape import transpose
     A = transpose(a, 0, 1) if ta else a      # the logical operands, as views
@@ -145,8 +170,12 @@ def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
     layout = "tn" if at else ("nt" if bt else "nn")
     bias = dense(bias)
     _gemm_raw(rdev, layout, y.data_ptr(), pa, pb, M, N, K, lda, ldb, N, alpha, 0.0,
-              bias.data_ptr() if bias is not None else 0, act)
+              bias.data_ptr() if bias is not None else 0, act, kind=kind)
     return y
+
+
+# opmath runs gemm on its operands' own 16-bit dtype (no float32 temporaries) when this says it can
+gemm.native_low = _gemm_native  # type: ignore[attr-defined]
 
 
 def matmul(a, b):

@@ -114,6 +114,8 @@ class _DenseCuda:
                 def call(*args, _fn=fn, **kwargs):
                     return _fn(*[dense(a) if isinstance(a, Tensor) else a for a in args], **kwargs)
                 call.__name__, call.__doc__ = name, fn.__doc__
+                if hasattr(fn, "native_low"):   # opmath asks it whether the 16-bit operands may pass unwidened
+                    call.native_low = fn.native_low
                 fn = call
             fn = adapt(name, fn, cuda.cast, cuda.copy_into)   # float16/bfloat16 and narrow ints: opmath.py
             # writers write into their first argument (its own storage, kept as it is); the others are read

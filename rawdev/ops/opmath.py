@@ -15,6 +15,10 @@ functions in _INT_RESULTS only: there the table says which results are values (c
 dtype: a truncation, so uint8 250 + 10 wraps to 4 as PyTorch's does) and which are not (indices, masks,
 counts stay int64/bool). Other functions see their operands unchanged and keep their own dtype errors.
 
+A backend function with a `native_low` attribute computes some 16-bit cases itself: when
+native_low(*args, **kwargs) is true for the call, its operands pass unchanged (cuda.gemm: bfloat16/float16
+tensor-core kernels on sm_80+, no float32 temporaries).
+
 This module is the one place that decides it; rawdev.ops.dispatch applies `adapt` to every cuda backend
 function the ops call.
 """
@@ -115,6 +119,8 @@ def adapt(name, fn, cast, copy_into):
         return fn
     int_results = _INT_RESULTS.get(name, False)
 
+    native_low = getattr(fn, "native_low", None)
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         # the common case in one pass: positional arguments only, no tensor of a widened dtype among them
@@ -128,6 +134,8 @@ def adapt(name, fn, cast, copy_into):
             else:
                 return fn(*args)
         low = _low_float(args, kwargs)
+        if low is not None and native_low is not None and native_low(*args, **kwargs):
+            return fn(*args, **kwargs)
         if low is not None:
             wide = _dt.float32
         else:

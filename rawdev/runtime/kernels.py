@@ -32,14 +32,17 @@ LOG_SIZE = 16384
 
 
 def ptx_files():
-    """The folder holding the shipped PTX: inside the installed package (rawdev._ptx), or the source
-    tree's ptx/ when rawdev runs from a checkout with no install step (PYTHONPATH, as tools/gpu_check)."""
+    """The folder holding the shipped PTX: the ptx/ beside the imported rawdev package when rawdev runs from a
+    source checkout (PYTHONPATH, as tools/gpu_check, or an editable install), else the installed package's
+    (rawdev._ptx)."""
+    # The checkout's own ptx/ first: a second checkout run with PYTHONPATH next to an editable install of another
+    # would otherwise pair its Python with the other tree's kernels.
+    src = Path(__file__).resolve().parents[2] / "ptx"
+    if (src / "manifest.json").is_file():
+        return src
     try:
         return resources.files("rawdev._ptx")
     except ModuleNotFoundError:
-        src = Path(__file__).resolve().parents[2] / "ptx"
-        if (src / "manifest.json").is_file():
-            return src
         raise FileNotFoundError("rawdev's PTX is missing: neither the package rawdev._ptx (installed rawdev) nor "
                                 f"{src}/manifest.json (source checkout) exists; reinstall rawdev") from None
 

@@ -1634,19 +1634,34 @@ class Decoder:
         return ldmatrix
 
     def _mma(self, inst, mods, getter, setter, active, lane_slot):
-        """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}: one warp's
-        D = A·B + C. Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32), lane = 4·g + t:
-        A[g][t]=a0, A[g+8][t]=a1, A[g][t+4]=a2, A[g+8][t+4]=a3; B[t][g]=b0, B[t+4][g]=b1;
-        C/D[g][2t]=c0, [g][2t+1]=c1, [g+8][2t]=c2, [g+8][2t+1]=c3. TF32 operands: the low 13 bits of each
-        .b32 register are ignored; products and sums are formed in float64 and rounded once to float32
-        (a tensor core's internal accumulation order is not modelled)."""
-        if mods[:2] != ["sync", "aligned"] or "m16n8k8" not in mods or "row" not in mods or "col" not in mods \
-                or mods[-4:] != ["f32", "tf32", "tf32", "f32"]:
-            _err(inst, "only mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 is supported")
+        """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32
+        (T = .bf16 or .f16, both operands the same): one warp's D = A·B + C, D and C float32 16x8.
+        Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8" / "... for mma.m16n8k16 with floating point
+        type"), lane = 4·g + t:
+        m16n8k8 .tf32: A[g][t]=a0, A[g+8][t]=a1, A[g][t+4]=a2, A[g+8][t+4]=a3; B[t][g]=b0, B[t+4][g]=b1.
+        m16n8k16 .f16/.bf16, each .b32 register two elements, the lower index in the low half:
+        a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9];
+        b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g].
+        C/D (both): [g][2t]=c0, [g][2t+1]=c1, [g+8][2t]=c2, [g+8][2t+1]=c3.
+        Modelled: TF32 operands ignore the low 13 bits of their register; 16-bit operands are read exactly
+        (their products are exact in float64); each D element is the float64 sum of its K products and C,
+        rounded once to float32 (round to nearest even). Not modelled: a tensor core's internal accumulation
+        order and the truncation of its intermediate sums, so D can differ from a GPU's in the last bits of
+        float32."""
+        kinds = {("m16n8k8", "tf32"): 8, ("m16n8k16", "bf16"): 16, ("m16n8k16", "f16"): 16}
+        shape = next((m for m in mods if m in ("m16n8k8", "m16n8k16")), None)
+        ab = mods[-3] if len(mods) >= 4 else None
+        if mods[:2] != ["sync", "aligned"] or shape is None or "row" not in mods or "col" not in mods \
+                or len(mods) < 4 or mods[-4] != "f32" or mods[-1] != "f32" or mods[-2] != ab \
+                or (shape, ab) not in kinds:
+            _err(inst, "only mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and "
+                       "mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 (same A and B type) are "
+                       "supported")
+        K = kinds[(shape, ab)]
         ops_ = inst.operands
         if len(ops_) != 4 or not all(isinstance(o, Vec) for o in ops_) or \
                 [len(o.items) for o in ops_] != [4, 4, 2, 4]:
-            _err(inst, "mma.sync m16n8k8 tf32 takes {4 f32}, {4 b32}, {2 b32}, {4 f32} registers")
+            _err(inst, f"mma.sync {shape} {ab} takes {{4 f32}}, {{4 b32}}, {{2 b32}}, {{4 f32}} registers")
         d, a, b, c = ops_
         ga = [getter(r, "b32") for r in a.items]
         gb = [getter(r, "b32") for r in b.items]
@@ -1654,6 +1669,14 @@ class Decoder:
         sd = [setter(r, "f32") for r in d.items]
         kernel_line = inst.line
         lg, lt = np.arange(32) >> 2, np.arange(32) & 3
+
+        def halves(u):
+            """The two 16-bit elements of each .b32 register as float64 (low half first)."""
+            u = np.asarray(u).astype(np.uint32)
+            lo, hi = (u & np.uint32(0xFFFF)).astype(np.uint16), (u >> np.uint32(16)).astype(np.uint16)
+            if ab == "f16":
+                return lo.view(np.float16).astype(np.float64), hi.view(np.float16).astype(np.float64)
+            return ops.bf16_to_f32(lo).astype(np.float64), ops.bf16_to_f32(hi).astype(np.float64)
 
         def mma(R, X, idx):
             lanes, full = active(R, X, idx)
@@ -1664,21 +1687,30 @@ class Decoder:
                 raise DecodeError(f"line {kernel_line}: mma.sync.aligned executed by a partial warp (every lane "
                                   f"of the warp must execute it together)")
             nw = lanes.shape[0] // 32
-            A = np.zeros((nw, 16, 8))
-            B = np.zeros((nw, 8, 8))
+            A = np.zeros((nw, 16, K))
+            B = np.zeros((nw, K, 8))
             C = np.zeros((nw, 16, 8))
-            av = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in ga]
-            bv = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in gb]
+            if K == 8:
+                av = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in ga]
+                bv = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in gb]
+                A[:, lg, lt], A[:, lg + 8, lt], A[:, lg, lt + 4], A[:, lg + 8, lt + 4] = av
+                B[:, lt, lg], B[:, lt + 4, lg] = bv
+            else:
+                for i, (row, col) in enumerate(((lg, 2 * lt), (lg + 8, 2 * lt), (lg, 2 * lt + 8),
+                                                (lg + 8, 2 * lt + 8))):
+                    lo, hi = halves(ga[i](R, lanes))
+                    A[:, row, col], A[:, row, col + 1] = lo.reshape(nw, 32), hi.reshape(nw, 32)
+                for i, row in enumerate((2 * lt, 2 * lt + 8)):
+                    lo, hi = halves(gb[i](R, lanes))
+                    B[:, row, lg], B[:, row + 1, lg] = lo.reshape(nw, 32), hi.reshape(nw, 32)
             cv = [np.asarray(f(R, lanes), np.float32).astype(np.float64).reshape(nw, 32) for f in gc]
-            A[:, lg, lt], A[:, lg + 8, lt], A[:, lg, lt + 4], A[:, lg + 8, lt + 4] = av
-            B[:, lt, lg], B[:, lt + 4, lg] = bv
             C[:, lg, 2 * lt], C[:, lg, 2 * lt + 1], C[:, lg + 8, 2 * lt], C[:, lg + 8, 2 * lt + 1] = cv
-            D = (A @ B + C).astype(np.float32)
+            with np.errstate(invalid="ignore", over="ignore"):
+                D = (A @ B + C).astype(np.float32)
             outs = (D[:, lg, 2 * lt], D[:, lg, 2 * lt + 1], D[:, lg + 8, 2 * lt], D[:, lg + 8, 2 * lt + 1])
             for set_, v in zip(sd, outs):
                 set_(R, lanes, v.reshape(-1), full)
         return mma
-
 
 def _regs_of(inst):
     out = []

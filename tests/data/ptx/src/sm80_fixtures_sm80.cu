@@ -78,3 +78,41 @@ extern "C" __global__ void k_ldmatrix(unsigned* out, unsigned* out_t, const unsi
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
     out_t[lane * 4] = r0; out_t[lane * 4 + 1] = r1; out_t[lane * 4 + 2] = r2; out_t[lane * 4 + 3] = r3;
 }
+
+// One warp: D[16][8] = A[16][16] . B[16][8] + C[16][8] (row-major; A and B as 16-bit patterns) through one
+// mma.sync m16n8k16 of .bf16 (BF16 true) or .f16 operands, fragments per the ISA: each .b32 register holds two
+// elements, the lower index in the low half.
+template <bool BF16>
+__device__ void mma16(float* d, const unsigned short* a, const unsigned short* b, const float* c)
+{
+    const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    auto pa = [&](int r, int k) { return (unsigned)a[r * 16 + k] | ((unsigned)a[r * 16 + k + 1] << 16); };
+    auto pb = [&](int k, int n) { return (unsigned)b[k * 8 + n] | ((unsigned)b[(k + 1) * 8 + n] << 16); };
+    unsigned af[4] = {pa(g, 2 * t), pa(g + 8, 2 * t), pa(g, 2 * t + 8), pa(g + 8, 2 * t + 8)};
+    unsigned bf[2] = {pb(2 * t, g), pb(2 * t + 8, g)};
+    float acc[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
+    if (BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                     : "r"(af[0]), "r"(af[1]), "r"(af[2]), "r"(af[3]), "r"(bf[0]), "r"(bf[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                     : "r"(af[0]), "r"(af[1]), "r"(af[2]), "r"(af[3]), "r"(bf[0]), "r"(bf[1]));
+    d[g * 8 + 2 * t] = acc[0];
+    d[g * 8 + 2 * t + 1] = acc[1];
+    d[(g + 8) * 8 + 2 * t] = acc[2];
+    d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+extern "C" __global__ void k_mma_bf16(float* d, const unsigned short* a, const unsigned short* b, const float* c)
+{
+    mma16<true>(d, a, b, c);
+}
+
+extern "C" __global__ void k_mma_f16(float* d, const unsigned short* a, const unsigned short* b, const float* c)
+{
+    mma16<false>(d, a, b, c);
+}
