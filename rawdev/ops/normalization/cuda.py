@@ -1,8 +1,9 @@
-"""The cuda path of the normalization family: the launches of norm.ptx (layer_norm / rms_norm: one warp per row,
-Welford statistics), groupnorm.ptx (group_norm / instance_norm: one block per (n, group) row with the affine apply
-fused, one block per row for the input's gradient, one per channel for the weight's and bias's) and batchnorm.ptx
-(batch_norm: one block per channel for the statistics and the backward's sums, one thread per element for the
-apply and the input's gradient). float32 only; the signatures are cpu.py's beside it."""
+"""The cuda path of the normalization family: the launches of normalization.ptx (ptx/src/normalization.cu), one
+section each: layer_norm / rms_norm (one warp per row, Welford statistics), group_norm / instance_norm (one block
+per (n, group) row with the affine apply fused, one block per row for the input's gradient, one per channel for
+the weight's and bias's) and batch_norm (one block per channel for the statistics and the backward's sums, one
+thread per element for the apply and the input's gradient). float32 only; the signatures are cpu.py's beside it.
+"""
 from ... import dtypes as _dt
 from ..cuda_launch import _ew, _f32, _kernel, _rdev, _rows, empty
 
@@ -15,7 +16,7 @@ def _ptr(t):
     return t.data_ptr() if t is not None else 0
 
 
-# ------------------------------------------------------------------ layer_norm / rms_norm (norm.ptx)
+# ------------------------------------------------------------------ layer_norm / rms_norm
 def row_norm(x, w, b, eps, rms):
     """x: [rows, D] float32 -> (y, mean[rows], rstd[rows]); w, b: [D] or None."""
     _f32("rms_norm" if rms else "layer_norm", x, *[t for t in (w, b) if t is not None])
@@ -40,7 +41,7 @@ def row_norm_bwd(g, x, mean, rstd, w, rms):
     return dx, gxhat
 
 
-# ------------------------------------------------------------------ group_norm / instance_norm (groupnorm.ptx)
+# ------------------------------------------------------------------ group_norm / instance_norm
 def group_norm_fwd(x3, w, b, G, eps):
     """x3: contiguous [N, C, S] float32 -> (y [N, C, S], mean [N*G], rstd [N*G]); w, b: [C] or None."""
     _f32("group_norm", x3, w, b)
@@ -77,7 +78,7 @@ def group_norm_bwd(g3, x3, mean, rstd, w, G, need_dx, need_dw, need_db):
     return dx, dw, db
 
 
-# ------------------------------------------------------------------ batch_norm (batchnorm.ptx)
+# ------------------------------------------------------------------ batch_norm
 def bn_stats(x3):
     """(mean[C], biased var[C]) of x3 [N, C, S] over N and S: one block per channel, Welford."""
     _f32("batch_norm", x3)

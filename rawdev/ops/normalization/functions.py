@@ -4,17 +4,16 @@ Each op is its checks, its autograd Function and its registry record; the arithm
 numpy, cuda.py kernel launches beside this file, reached through dispatch's backend(...) by the names below), so
 nothing here depends on the device.
 
-layer_norm / rms_norm flatten the normalized dimensions into D and run one fused kernel per direction (cuda:
-norm.ptx, one warp per row with Welford statistics); the weight's and bias's gradients are column sums of what
-the backward kernel writes (backend row_norm / row_norm_bwd).
+layer_norm / rms_norm flatten the normalized dimensions into D and run one fused kernel per direction (cuda: one
+warp per row with Welford statistics); the weight's and bias's gradients are column sums of what the backward
+kernel writes (backend row_norm / row_norm_bwd).
 
 group_norm views x [N, C, *] as [N, C, S] (contiguous) and normalizes each (n, group) row of (C/G)*S values
-(cuda: groupnorm.ptx, one block per row, Welford statistics and the per-channel affine fused; backend
-group_norm_fwd / group_norm_bwd). instance_norm is group_norm with one group per channel when the input's
+(cuda: one block per row, Welford statistics and the per-channel affine fused; backend group_norm_fwd /
+group_norm_bwd). instance_norm is group_norm with one group per channel when the input's
 statistics are used, and batch_norm's eval path (per-channel running statistics) otherwise, as PyTorch.
 
-batch_norm normalizes each channel over the batch and the remaining dims (cuda: batchnorm.ptx; backend
-bn_stats / bn_apply / bn_bwd).
+batch_norm normalizes each channel over the batch and the remaining dims (backend bn_stats / bn_apply / bn_bwd).
 """
 import numpy as np
 
