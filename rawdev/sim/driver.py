@@ -358,7 +358,9 @@ class _State:
         self.zombies = []                     # pinned buffers freed mid-execution, released at a sync point
         self.host_bases = []                  # sorted pinned addrs
         self.pending_free = set()             # addrs with a cuMemFreeAsync queued (not yet reused)
-        self.handovers = {}                   # addr -> [_PendingFree reused by a later allocation, op not run]
+        # addr -> {stream: [_PendingFree reused by a later allocation whose op has not run, in stream order]}:
+        # by stream, so a free at a much-reused address finds what it must wait for in O(streams), not O(queue)
+        self.handovers = {}
         self.alloc_pool = {}                  # device addr -> Pool
         self.buffer_ids = {}                  # device addr -> CU_POINTER_ATTRIBUTE_BUFFER_ID
         self.seq = itertools.count(1)
@@ -1114,7 +1116,7 @@ def _reuse(p, pf, n):
     addr = pf.addr
     del p.pending[addr]
     pf.reused = n
-    _S.handovers.setdefault(addr, []).append(pf)
+    _S.handovers.setdefault(addr, {}).setdefault(pf.stream, []).append(pf)
     if n > p.dev.mem.find(addr)[1]:   # the new owner's calls may address more of the footprint from now on
         p.layout.resize(addr, n)
     p.allocs[addr] = n
@@ -1138,12 +1140,16 @@ def cuMemFreeAsync(dptr, hStream):
     _S.pending_free.add(addr)
     pf = _PendingFree(addr, s, p.allocs[addr])
     # a hand-over of this block still queued on another stream runs first (it makes the block this allocation)
-    waits = [(q.stream, q.seq) for q in _S.handovers.get(addr, ()) if q.stream is not s]
+    # (another stream's hand-overs run in its order: waiting for its newest covers the older ones)
+    waits = [(st, q[-1].seq) for st, q in _S.handovers.get(addr, {}).items() if st is not s and q]
 
     def free():
         if pf.reused:                     # a later allocation took the block: from here on its bytes are its own
             later = _S.handovers[addr]
-            later.remove(pf)
+            mine = later[pf.stream]
+            mine.remove(pf)               # the oldest of its stream's (they run in order): found at the front
+            if not mine:
+                del later[pf.stream]
             if later:                     # that one was freed and reused again: keep the footprint for them
                 p.dev.mem.resize(addr, pf.reused, fresh=True)
             else:

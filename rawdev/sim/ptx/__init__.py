@@ -5,6 +5,7 @@
     stats = m.launch("saxpy", grid=(4, 1, 1), block=(128, 1, 1), params=buf, memory=mem)
 """
 
+from . import checkers  # noqa: E402,F401  (registers the sanitizer's launch context with interp)
 from .decoder import DecodeError, EntryCode, Param, implemented_opcodes
 from .interp import BarrierError, Entry, KernelFault, LaunchStats, PtxModule
 from .parser import PtxError

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory import SimIllegalAddress
+from . import interp as _interp
 from .interp import _Ctx, _LaneFault
 
 RACE_GLOBAL_MAX = 1 << 20    # bytes: larger allocations are not race-checked (the shadow costs 60 bytes a byte)
@@ -351,3 +352,6 @@ class CheckedCtx(_Ctx):
             why = f"membermask 0x{mk:08x} does not name the executing lane {int(ln[k])}"
         pos = int(lanes[k]) if idx is None else int(np.searchsorted(idx, lanes[k]))
         raise _LaneFault(iid, pos, _Report("invalid warp synchronization", why), "synccheck")
+
+
+_interp.CHECKED_LAUNCH[:] = [CheckedLaunch]

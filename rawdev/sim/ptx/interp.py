@@ -59,6 +59,11 @@ class KernelFault(SimIllegalAddress):
 SANITIZER_SPACES = ("initcheck", "racecheck", "synccheck")
 
 
+# The sanitizer's launch context class (rawdev.sim.ptx.checkers.CheckedLaunch), registered by that module: it builds
+# on this one, so this one does not import it.
+CHECKED_LAUNCH: list = []
+
+
 class SanitizerFinding(KernelFault):
     """A sanitizer checker's report (``space`` is the checker: initcheck, racecheck or synccheck); the kernel
     stops with CUDA_ERROR_LAUNCH_FAILED. ``source`` is the CUDA source "file:line" when the PTX has line info."""
@@ -676,9 +681,9 @@ class PtxModule:
         gaddr = self._gaddr(memory)
         checked = None
         if sanitize and set(sanitize) - {"memcheck"}:
-            # the checkers' context, chosen once per launch (imported here: it builds on this module)
-            from .checkers import CheckedLaunch
-            checked = CheckedLaunch(frozenset(sanitize), T, nblocks, grid, block)
+            # the checkers' context, chosen once per launch; rawdev.sim.ptx.checkers builds on this module and
+            # registers itself here when rawdev.sim.ptx is imported
+            checked = CHECKED_LAUNCH[0](frozenset(sanitize), T, nblocks, grid, block)
             bpc = checked.blocks_per_chunk(bpc, shsize)
         t0 = time.perf_counter()
         with np.errstate(all="ignore"):
