@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
 from . import conv, creation, join, math2, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
+from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
-from . import embedding_bag, groupnorm, resample  # noqa: F401,E402  (they declare)
+from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
 from . import reduce2, scan_sort  # noqa: F401,E402  (they declare)
 from . import conv3d, decomp, gamma, grid, misc2, nn_extra, order_stats, pointwise2, spectral, structure  # noqa: F401,E402,E501
 from . import products, windows  # noqa: F401,E402  (they declare)

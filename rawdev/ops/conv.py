@@ -1,4 +1,6 @@
-"""Convolution and pooling: conv1d/conv2d, conv_transpose1d/2d, max/avg pooling (plain and adaptive), batch_norm.
+"""Convolution and pooling: conv1d/conv2d, conv_transpose1d/2d, max/avg pooling (plain and adaptive).
+
+batch_norm lives in the normalization family (rawdev/ops/normalization/).
 
 Convolution is im2col + GEMM on both devices. im2col copies the (padded, strided, dilated) input patches into
 cols [C·KH·KW, N·OH·OW], so the convolution is one GEMM per group, weight[O, C·KH·KW] · cols. The price is that
@@ -18,7 +20,6 @@ the flat h·W+w of each window's maximum, which is what return_indices gives and
 import numpy as np
 
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from ..tensor.factory import tensor
 from . import shape as _shape
@@ -590,116 +591,6 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):  
 for _pfn in (max_pool1d_with_indices, max_pool2d_with_indices, adaptive_max_pool1d_with_indices,
              adaptive_max_pool2d_with_indices):
     declare(_pfn.__name__, _pfn, family="conv", functional=True, torch=False, method=False)
-
-
-# ------------------------------------------------------------------ batch_norm
-class _BatchNorm(Function):
-    node_name = "NativeBatchNormBackward0"
-
-    @staticmethod
-    def forward(ctx, x, w, b, mean, invstd, training):
-        B = backend("batch_norm", x, w, b)
-        x3 = x.reshape(x.shape[0], x.shape[1], -1).contiguous()
-        ctx.save_for_backward(x3, mean, invstd, w)
-        ctx.training, ctx.shape = training, tuple(x.shape)
-        return B.bn_apply(x3, mean, invstd, w, b).reshape(ctx.shape)
-
-    @staticmethod
-    def backward(ctx, g):
-        x3, mean, invstd, w = ctx.saved_tensors
-        g3 = g.reshape(x3.shape).contiguous()
-        dx, sdy, sdx = backend_of(g).bn_bwd(g3, x3, mean, invstd, w, ctx.training)
-        need = ctx.needs_input_grad
-        return (dx.reshape(ctx.shape) if need[0] else None, sdx if need[1] else None, sdy if need[2] else None,
-                None, None, None)
-
-    @staticmethod
-    def backward_graph(ctx, g):
-        """create_graph=True: batch norm rebuilt from differentiable ops on the input. The saved [N, C, L] rows
-        were made inside forward, so an alias of them in the input's shape takes the input's place in the graph
-        (the node's first edge). In training the statistics are the batch's: invstd = (var(x) + c)^-1/2 with
-        c = 1/invstd² − var, the constant that stands for eps (so the value is the forward's)."""
-        import numpy as np
-
-        from ..autograd.function import AccumulateGrad
-        from ..tensor.factory import from_numpy
-        x3, mean, invstd, w = ctx.saved_tensors
-        N, C, L = x3.shape
-        need = ctx.needs_input_grad
-        edge, nr = ctx._graph_node.next_functions[0]
-        x = x3.detach().reshape(ctx.shape)
-        if isinstance(edge, AccumulateGrad):
-            x.__dict__["_accumulate_grad"] = edge
-            x._requires_grad = True
-        elif edge is not None:
-            x.grad_fn, x._requires_grad = edge, True
-            if nr:
-                x.__dict__["_output_nr"] = nr
-        xr = x.reshape(N, C, L)
-        g3 = g.reshape(N, C, L)
-        wc = w.reshape(1, C, 1) if w is not None else None
-        if ctx.training:
-            mu = xr.mean((0, 2), keepdim=True)
-            xc = xr - mu
-            var = (xc * xc).mean((0, 2), keepdim=True)
-            xv = np.asarray(x3.detach().cpu(), np.float64)
-            c = 1.0 / np.asarray(invstd.detach().cpu(), np.float64) ** 2 - xv.var(axis=(0, 2))
-            cst = from_numpy(np.ascontiguousarray(c.reshape(1, C, 1))).to(device=x.device, dtype=x.dtype)
-            rstd = (var + cst) ** -0.5
-            xhat = xc * rstd
-            gxhat = g3 * wc if wc is not None else g3
-            dx = rstd * (gxhat - gxhat.mean((0, 2), keepdim=True) - xhat * (gxhat * xhat).mean((0, 2), keepdim=True))
-        else:
-            rstd = invstd.detach().reshape(1, C, 1)
-            xhat = (xr - mean.detach().reshape(1, C, 1)) * rstd
-            dx = g3 * (wc * rstd if wc is not None else rstd)
-        dw = (g3 * xhat).sum((0, 2)) if w is not None and need[1] else None
-        db = g3.sum((0, 2)) if need[2] else None
-        return dx.reshape(ctx.shape) if need[0] else None, dw, db, None, None, None
-
-
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
-               eps=1e-5):
-    """Normalize each channel (dim 1) of input [N, C, *] over the batch and the remaining dims.
-
-    training=True: the batch's mean and biased variance normalize (one Welford pass), and running_mean/
-    running_var (when given) are updated in place with momentum, the variance unbiased (·n/(n−1)) as PyTorch
-    keeps it. training=False: running_mean/running_var normalize.
-
-    Example:
-        >>> F.batch_norm(x, rm, rv, training=True, momentum=0.1)
-    """
-    if input.ndim < 2:
-        raise ValueError(f"Expected 2D or more input to batch_norm (got {input.ndim}D input)")
-    N, C = input.shape[:2]
-    n = input.numel() // max(C, 1)
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
-        if t is not None and t.numel() != C:
-            raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
-    if training:
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"torch.Size({list(input.shape)})")
-        with no_grad():
-            mean, var = backend("batch_norm", input).bn_stats(input.reshape(N, C, -1).contiguous())
-            if running_mean is not None:
-                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
-            if running_var is not None:
-                running_var.mul_(1 - momentum).add_(var.to(running_var.dtype) * (momentum * n / (n - 1)))
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        mean, var = running_mean.detach(), running_var.detach()
-    with no_grad():
-        invstd = (var + eps).rsqrt()
-    if mean.dtype is not input.dtype:
-        mean, invstd = mean.to(input.dtype), invstd.to(input.dtype)
-    return _BatchNorm.apply(input, weight, bias, mean.contiguous(), invstd.contiguous(), bool(training))
-
-
-declare("batch_norm", batch_norm, family="conv", functional=True, method=False)
-
 
 
 # ------------------------------------------------------------------ unfold / fold (the im2col pair)

@@ -10,28 +10,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import CPU
 from ..tensor.core import Tensor
+from .cpu_values import v, wrap  # noqa: F401  (the cpu_* files and the family folders take them from here too)
 
 NAME = "cpu"
-
-
-def v(t):
-    """numpy values of a cpu tensor (shared when the dtype allows)."""
-    d = t._data
-    if d is not None and t._pending is None and t._dtype is not _dt.bfloat16:   # _values() without its calls
-        return d
-    return t._values()
-
-
-def wrap(arr, dt=None):
-    if type(arr) is not np.ndarray:
-        arr = np.asarray(arr)
-    if dt is None:
-        dt = _dt.from_numpy_dtype_fast(arr.dtype)
-    if dt is _dt.bfloat16:
-        return Tensor._make_cpu(_dt.to_storage(arr, dt), dt)
-    if arr.dtype != dt.storage or not arr.flags.c_contiguous:
-        arr = np.array(arr, dtype=dt.storage, order="C")
-    return Tensor._make_cpu_contiguous(arr, dt)
 
 
 def _vdt(dt):
@@ -560,8 +541,8 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 
 
 from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
-from .cpu_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
+from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .cpu_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cpu_gather import *  # noqa: F401,F403,E402  (gather, scatter)
-from .cpu_layers2 import *  # noqa: F401,F403,E402  (group_norm, instance_norm)
+from .cpu_layers2 import *  # noqa: F401,F403,E402  (interpolate, embedding_bag)
 from .cpu_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)

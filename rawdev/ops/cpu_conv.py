@@ -3,8 +3,7 @@ import numpy as np
 
 from .cpu import v, wrap
 
-__all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd",
-           "bn_stats", "bn_apply", "bn_bwd"]
+__all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd"]
 
 
 def _far(n, p, k, s, d, o):
@@ -116,29 +115,3 @@ def avg_pool2d_bwd(g, geom, adaptive, count_pad):
     for oh, ow, h0, h1, w0, w1, div in _avg_windows(geom, adaptive, count_pad):
         dx[:, :, h0:h1, w0:w1] += (gv[:, :, oh, ow] / div)[:, :, None, None]
     return wrap(dx, g.dtype)
-
-
-# ------------------------------------------------------------------ batch norm
-def bn_stats(x3):
-    xv = v(x3)
-    return wrap(xv.mean(axis=(0, 2)), x3.dtype), wrap(xv.var(axis=(0, 2)), x3.dtype)
-
-
-def bn_apply(x3, mean, invstd, w, b):
-    y = (v(x3) - v(mean)[:, None]) * v(invstd)[:, None]
-    if w is not None:
-        y = y * v(w)[:, None]
-    if b is not None:
-        y = y + v(b)[:, None]
-    return wrap(y, x3.dtype)
-
-
-def bn_bwd(g3, x3, mean, invstd, w, training):
-    gv, xv = v(g3), v(x3)
-    istd = v(invstd)[:, None]
-    xhat = (xv - v(mean)[:, None]) * istd
-    sdy, sdx = gv.sum(axis=(0, 2)), (gv * xhat).sum(axis=(0, 2))
-    M = max(xv.shape[0] * xv.shape[2], 1)
-    g = gv - (sdy[:, None] + xhat * sdx[:, None]) / M if training else gv
-    scale = istd * (v(w)[:, None] if w is not None else 1)
-    return wrap(g * scale, g3.dtype), wrap(sdy, g3.dtype), wrap(sdx, g3.dtype)

@@ -864,13 +864,12 @@ def cross_device_note():
     return "cuda ops take float32 tensors on one device"
 
 from .cuda_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
-from .cuda_norm import *  # noqa: F401,F403,E402  (layer_norm, rms_norm)
+from .normalization.cuda import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
 from .cuda_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cuda_gather import *  # noqa: F401,F403,E402  (gather, scatter)
-from .cuda_groupnorm import *  # noqa: F401,F403,E402  (group_norm, instance_norm)
 from .cuda_layers2 import *  # noqa: F401,F403,E402  (interpolate, embedding_bag)
 from .cuda_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)
 from .cuda_reduce2 import *  # noqa: F401,F403,E402  (row scans)

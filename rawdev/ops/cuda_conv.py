@@ -4,10 +4,9 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..runtime import memory
-from .cuda_launch import _ew, _f32, _kernel, _rdev, empty
+from .cuda_launch import _ew, _f32, _rdev, empty
 
-__all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd",
-           "bn_stats", "bn_apply", "bn_bwd"]
+__all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd"]
 
 
 def _geom(g):
@@ -70,45 +69,3 @@ def avg_pool2d_bwd(g, geom, adaptive, count_pad):
     _ew(_rdev(g), "avg_pool2d_bwd_f32", [dx.data_ptr(), g.data_ptr(), _geom(geom), int(adaptive), int(count_pad)],
         g.numel(), "avg_pool2d backward")
     return dx
-
-
-# ------------------------------------------------------------------ batch norm (batchnorm.ptx)
-def _ptr(t):
-    return t.data_ptr() if t is not None else 0
-
-
-def bn_stats(x3):
-    """(mean[C], biased var[C]) of x3 [N, C, S] over N and S: one block per channel, Welford."""
-    _f32("batch_norm", x3)
-    N, C, S = x3.shape
-    mean = empty((C,), _dt.float32, x3.device, "batch_norm mean")
-    var = empty((C,), _dt.float32, x3.device, "batch_norm var")
-    if C:
-        _kernel(_rdev(x3), "bn_stats_f32", "batch_norm").launch(C, 256, [mean.data_ptr(), var.data_ptr(),
-                                                                       x3.data_ptr(), N, C, S])
-    return mean, var
-
-
-def bn_apply(x3, mean, invstd, w, b):
-    N, C, S = x3.shape
-    y = empty(tuple(x3.shape), _dt.float32, x3.device, "batch_norm output")
-    _ew(_rdev(x3), "bn_apply_f32", [y.data_ptr(), x3.data_ptr(), mean.data_ptr(), invstd.data_ptr(), _ptr(w),
-                                    _ptr(b), C, S, y.numel()], y.numel(), "batch_norm")
-    return y
-
-
-def bn_bwd(g3, x3, mean, invstd, w, training):
-    """(dx, sum of dy per channel, sum of dy*xhat per channel)."""
-    N, C, S = x3.shape
-    rdev = _rdev(g3)
-    sdy = empty((C,), _dt.float32, g3.device, "batch_norm grad sum")
-    sdx = empty((C,), _dt.float32, g3.device, "batch_norm grad sum")
-    if C:
-        _kernel(rdev, "bn_bwd_reduce_f32", "batch_norm backward").launch(
-            C, 256, [sdy.data_ptr(), sdx.data_ptr(), g3.data_ptr(), x3.data_ptr(), mean.data_ptr(),
-                     invstd.data_ptr(), N, C, S])
-    dx = empty(tuple(x3.shape), _dt.float32, g3.device, "batch_norm input grad")
-    _ew(rdev, "bn_bwd_dx_f32", [dx.data_ptr(), g3.data_ptr(), x3.data_ptr(), mean.data_ptr(), invstd.data_ptr(),
-                                _ptr(w), sdy.data_ptr(), sdx.data_ptr(), C, S, dx.numel(), float(max(N * S, 1)),
-                                int(training)], dx.numel(), "batch_norm backward")
-    return dx, sdy, sdx

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""LayerNorm and GroupNorm (float32, ptx/norm.ptx and ptx/groupnorm.ptx) forward and forward+backward, in GB/s,
+"""LayerNorm and GroupNorm (float32, ptx/normalization.ptx) forward and forward+backward, in GB/s,
 beside PyTorch's F.layer_norm / F.group_norm on the same inputs when torch with CUDA is importable. Each rawdev
 result is first checked against float64 numpy, so a fast wrong kernel posts nothing.
 

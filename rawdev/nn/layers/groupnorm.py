@@ -1,4 +1,4 @@
-"""GroupNorm and InstanceNorm1d/2d over F.group_norm / F.instance_norm (rawdev/ops/groupnorm.py)."""
+"""GroupNorm and InstanceNorm1d/2d over F.group_norm / F.instance_norm (rawdev/ops/normalization/functions.py)."""
 import warnings
 
 from ...ops.dispatch import owner_scope

@@ -1,4 +1,4 @@
-"""LayerNorm and RMSNorm modules over F.layer_norm / F.rms_norm (rawdev/ops/norm.py)."""
+"""LayerNorm and RMSNorm modules over F.layer_norm / F.rms_norm (rawdev/ops/normalization/functions.py)."""
 import numbers
 
 from ...ops.dispatch import owner_scope
