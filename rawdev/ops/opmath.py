@@ -99,12 +99,19 @@ def _explicit_wide(args, kwargs, wide):
     return any(a is wide for a in (*args, *kwargs.values()))
 
 
-def _narrow(r, wide, dt, cast, positions=None):
+def _narrow(box, wide, dt, cast, positions=None):
+    """The result in box (a one-item list, emptied: the caller keeps no reference) with its float32 tensors
+    rounded to dt; in a tuple, each float32 result is dropped as soon as its rounded copy exists."""
+    r = box.pop()
     if isinstance(r, Tensor):
         return cast(r, dt) if r.dtype is wide else r
     if isinstance(r, (tuple, list)):
-        out = [(_narrow(x, wide, dt, cast) if positions is None or i in positions else x) for i, x in enumerate(r)]
-        return type(r)(out) if not hasattr(r, "_fields") else type(r)(*out)
+        kind, out = type(r), list(r)
+        del r
+        for i in range(len(out)):
+            if positions is None or i in positions:
+                out[i] = _narrow([out[i]], wide, dt, cast)
+        return kind(out) if not hasattr(kind, "_fields") else kind(*out)
     return r
 
 
@@ -145,6 +152,9 @@ def adapt(name, fn, cast, copy_into):
             dst._bump_version()
             return dst if r is wargs[0] else r
         r = fn(*wargs, **wkw)
+        # the widened copies die before the results are rounded: at the rounding, only the float32 results and
+        # their 16-bit copies are alive, not also the float32 operands
+        del wargs, wkw
         if keep_wide:
             return r
         if wide is _dt.float32:
@@ -154,7 +164,9 @@ def adapt(name, fn, cast, copy_into):
             positions = int_results
         if positions == ():
             return r
-        return _narrow(r, wide, low, cast, positions)
+        box = [r]
+        del r
+        return _narrow(box, wide, low, cast, positions)
     return call
 
 
