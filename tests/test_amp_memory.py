@@ -1,10 +1,17 @@
 """Device memory of 16-bit math on cuda: the bytes at the peak of ops that widen bfloat16 operands to float32
 (rawdev.ops.opmath), from the allocator's statistics. Exact byte counts: every block here is a tensor of known
 size, so a temporary kept alive longer than its use shows as a larger peak."""
+import numpy as np
 import pytest
 import rawdev
 from rawdev.ops import cuda as cuda_ops
 from rawdev.ops import opmath
+
+RNG = np.random.default_rng()
+
+
+def _host(t):
+    return t.detach().cpu().float().numpy().astype(np.float64)
 
 
 def _peak_above(fn):
@@ -46,3 +53,51 @@ def test_tuple_results_rounded_one_at_a_time(driver):
                                                  for k in (2, 3, 4)]
     # widened x (4n) + three float32 results (12n) while the function runs: 16n; afterwards at most 12n + 2n
     assert peak == 16 * n, f"peak {peak} B for {n} elements: expected {16 * n}"
+
+
+def test_relu_backward_bfloat16_selects_bytes(driver):
+    # relu's gradient of a 16-bit tensor: a mask from the saved output (its float32 copy, 4n, and the mask, n)
+    # and a byte select into the 2n result: 5n at the peak, not the 12n of widening g and y and a float32 result
+    n = 4096
+    seed = int(RNG.integers(2 ** 31))
+    gen = np.random.default_rng(seed)
+    xv = gen.standard_normal(n).astype(np.float32)
+    xv[:8] = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -1e-40, 3.0]
+    gv = gen.standard_normal(n).astype(np.float32)
+    gv[8:12] = [np.inf, -np.inf, np.nan, 0.0]
+    x = rawdev.tensor(xv, device="cuda").to(rawdev.bfloat16).requires_grad_()
+    g = rawdev.tensor(gv, device="cuda").to(rawdev.bfloat16)
+    y = rawdev.relu(x)
+    (dx,), peak = _peak_above(lambda: rawdev.autograd.grad(y, x, g))
+    assert dx.dtype is rawdev.bfloat16
+    yh, gh = _host(y), _host(g)
+    np.testing.assert_array_equal(_host(dx), np.where(yh > 0, gh, 0.0), err_msg=f"seed {seed}")
+    assert peak == 5 * n, f"peak {peak} B for {n} elements: expected {5 * n} (seed {seed})"
+
+
+def test_self_attention_backward_joins_qkv_gradients_once(driver):
+    # the packed in-projection's q, k, v pieces take their gradients back in one [L, B, 3E] tensor (one cat),
+    # never one zero-filled [L, B, 3E] gradient per piece summed in pairs
+    from rawdev import nn
+    from rawdev.runtime import get_device
+    L, B, E, H = 12, 3, 32, 2            # no other tensor of the step has the packed gradient's size
+    m = nn.MultiheadAttention(E, H).cuda()
+    x = rawdev.randn(L, B, E, device="cuda", requires_grad=True)
+    with rawdev.autocast("cuda", dtype=rawdev.bfloat16):
+        out, _ = m(x, x, x, need_weights=False)
+    packed = L * B * 3 * E * 2            # bytes of one bfloat16 [L, B, 3E] tensor
+    al = get_device(0).allocator
+    live, most = set(), [0]
+
+    def watch(kind, block):
+        if block.nbytes == packed:
+            (live.add if kind == "alloc" else live.discard)(block.ptr)
+            most[0] = max(most[0], len(live))
+    al.listeners.append(watch)
+    try:
+        out.float().sum().backward()
+        rawdev.cuda.synchronize()
+    finally:
+        al.listeners.remove(watch)
+    assert most[0] == 1, f"{most[0]} bfloat16 [L, B, 3E] gradients alive at once"
+    assert x.grad.dtype is rawdev.float32 and bool(rawdev.isfinite(x.grad).all())

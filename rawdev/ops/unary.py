@@ -19,6 +19,7 @@ from ..autograd.grad_mode import no_grad
 from .cpu import _erf, _gelu_tanh, v, wrap
 from .dispatch import cuda_backend as _cuda
 from .dispatch import quietly
+from .opmath import LOW_FLOATS
 from .registry import declare, get, inplace_form
 
 __all__ = ["UnaryOp", "unary", "OPS"]
@@ -41,6 +42,11 @@ class UnaryOp:
     def grad(self, g, x, y, p):
         """dx from dy = g and the saved x or y."""
         if g.is_cuda:
+            if self.name == "relu" and g.dtype in LOW_FLOATS and y.dtype is g.dtype:
+                # y > 0 ? g : 0 as a mask and a byte select: the 16-bit gradient is never widened, and the float32
+                # temporaries are y's copy for the comparison alone (4 bytes an element, not the 12 that widening
+                # g and y and a float32 result take); the values are the kernel's bit for bit
+                return _cuda.fill_where(g, _cuda.compare(y, 0.0, "gt"), 0.0, invert=True)
             return _cuda.elementwise(self.kernels[1], g.dtype, (g, x if self.saves == "x" else y), p,
                                      self.name + " backward")
         gv = v(g)
