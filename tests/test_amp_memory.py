@@ -6,6 +6,7 @@ import pytest
 import rawdev
 from rawdev.ops import cuda as cuda_ops
 from rawdev.ops import opmath
+from rawdev.runtime import get_device
 
 RNG = np.random.default_rng()
 
@@ -31,9 +32,19 @@ def test_binary_op_peak_is_widened_operands_and_float32_result(driver, dtype):
     n = 4096
     a = rawdev.randn(n, device="cuda").to(getattr(rawdev, dtype))
     b = rawdev.randn(n, device="cuda").to(getattr(rawdev, dtype))
-    out, peak = _peak_above(lambda: a + b)
+    freed = []
+    al = get_device(0).allocator
+    al.listeners.append(lambda kind, block: freed.append(block.owner) if kind == "free" else None)
+    try:
+        out, peak = _peak_above(lambda: a + b)
+    finally:
+        al.listeners.pop()
     assert out.dtype is getattr(rawdev, dtype)
     assert peak == 12 * n, f"peak {peak} B for {n} elements: expected {12 * n}"
+    # the memory tool names the temporaries: the widened operands, the float32 result; the output keeps its name
+    assert sorted(o for o in freed if o.startswith("add")) == [
+        "add float32 operand", "add float32 operand", "add output (float32, before rounding)"]
+    assert al.live[out.data_ptr()].owner == "add output"
 
 
 def test_tuple_results_rounded_one_at_a_time(driver):
@@ -79,7 +90,6 @@ def test_self_attention_backward_joins_qkv_gradients_once(driver):
     # the packed in-projection's q, k, v pieces take their gradients back in one [L, B, 3E] tensor (one cat),
     # never one zero-filled [L, B, 3E] gradient per piece summed in pairs
     from rawdev import nn
-    from rawdev.runtime import get_device
     L, B, E, H = 12, 3, 32, 2            # no other tensor of the step has the packed gradient's size
     m = nn.MultiheadAttention(E, H).cuda()
     x = rawdev.randn(L, B, E, device="cuda", requires_grad=True)

@@ -85,11 +85,21 @@ def _narrow_int(args, kwargs):
     return narrow[0]
 
 
-def _widen(a, wide, cast):
+def _retag(t, owner):
+    """Name t's device block (the memory tool's owner) when t alone holds it: a cast's fresh output."""
+    buf = t._buf
+    if buf is not None and t._offset == 0 and getattr(buf, "nbytes", -1) == t.nbytes and hasattr(buf, "block"):
+        buf.owner = owner
+
+
+def _widen(a, wide, cast, name=None):
     if isinstance(a, (tuple, list)) and any(isinstance(t, Tensor) for t in a):
-        return type(a)(_widen(t, wide, cast) for t in a)
+        return type(a)(_widen(t, wide, cast, name) for t in a)
     if isinstance(a, Tensor) and a.dtype is not wide and (a.dtype in LOW_FLOATS or a.dtype in NARROW_INTS):
-        return cast(a, wide)
+        w = cast(a, wide)
+        if name is not None and w.is_cuda:
+            _retag(w, f"{name} {str(wide).split('.')[-1]} operand")
+        return w
     if isinstance(a, _dt.dtype) and (a in LOW_FLOATS or a in NARROW_INTS):
         return wide
     return a
@@ -104,7 +114,14 @@ def _narrow(box, wide, dt, cast, positions=None):
     rounded to dt; in a tuple, each float32 result is dropped as soon as its rounded copy exists."""
     r = box.pop()
     if isinstance(r, Tensor):
-        return cast(r, dt) if r.dtype is wide else r
+        if r.dtype is not wide:
+            return r
+        out = cast(r, dt)
+        if r.is_cuda and r._buf is not None:   # the rounded copy is the op's output: it takes the output's name
+            owner = r._buf.owner
+            _retag(r, f"{owner} ({str(wide).split('.')[-1]}, before rounding)")
+            _retag(out, owner)
+        return out
     if isinstance(r, (tuple, list)):
         kind, out = type(r), list(r)
         del r
@@ -143,8 +160,8 @@ def adapt(name, fn, cast, copy_into):
                 return fn(*args, **kwargs)
             wide = _dt.int64
         keep_wide = _explicit_wide(args, kwargs, wide)
-        wargs = [_widen(a, wide, cast) for a in args]
-        wkw = {k: _widen(a, wide, cast) for k, a in kwargs.items()}
+        wargs = [_widen(a, wide, cast, name) for a in args]
+        wkw = {k: _widen(a, wide, cast, name) for k, a in kwargs.items()}
         if name in _IN_PLACE:
             dst = args[0]
             r = fn(*wargs, **wkw)
