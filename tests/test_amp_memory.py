@@ -111,3 +111,23 @@ def test_self_attention_backward_joins_qkv_gradients_once(driver):
         al.listeners.remove(watch)
     assert most[0] == 1, f"{most[0]} bfloat16 [L, B, 3E] gradients alive at once"
     assert x.grad.dtype is rawdev.float32 and bool(rawdev.isfinite(x.grad).all())
+
+
+def test_attention_backward_bfloat16_peak(driver):
+    # SDPA's backward on bfloat16 q, k, v (n elements each, L == S): the query-row half holds the float32 copies of
+    # g, q, k, v, out (20n) and dq (4n); the key-row half the copies of g, q, k, v (16n), dk and dv (8n) and the
+    # rounded dq (2n), and both the float32 rowsum(dO*O) (4 bytes a row): 26n + 4 * rows at the peak. One call for
+    # both halves would hold all five copies and the three float32 grads at once: 32n + 4 * rows.
+    import rawdev.nn.functional as F
+    B, H, L, E = 2, 2, 24, 16
+    n, rows = B * H * L * E, B * H * L
+    seed = int(RNG.integers(2 ** 31))
+    gen = np.random.default_rng(seed)
+    q, k, v = (rawdev.tensor(gen.standard_normal((B, H, L, E)).astype(np.float32), device="cuda")
+               .to(rawdev.bfloat16).requires_grad_() for _ in range(3))
+    g = rawdev.tensor(gen.standard_normal((B, H, L, E)).astype(np.float32), device="cuda").to(rawdev.bfloat16)
+    out = F.scaled_dot_product_attention(q, k, v)
+    grads, peak = _peak_above(lambda: rawdev.autograd.grad(out, (q, k, v), g))
+    assert [t.dtype for t in grads] == [rawdev.bfloat16] * 3
+    assert all(bool(rawdev.isfinite(t).all()) for t in grads), f"seed {seed}"
+    assert peak == 26 * n + 4 * rows, f"peak {peak} B: expected {26 * n + 4 * rows} (seed {seed})"

@@ -138,8 +138,12 @@ class _SDPA(Function):
             dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
         else:
             from .dispatch import cuda_backend as cuda_attn
-            dq, dk, dv, ds = cuda_attn.sdpa_bwd(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
-                                                ctx.seed, want_bias)
+            # two calls, not sdpa_bwd's one: for 16-bit tensors (widened to float32 around each call) the float32
+            # copy of the output and dq's float32 result are gone before the key-row half's dk, dv are made
+            dq, rowdot, ds = cuda_attn.sdpa_bwd_q(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
+                                                  ctx.seed, want_bias)
+            dk, dv = cuda_attn.sdpa_bwd_kv(g, q, k, v, rowdot, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.seed)
+            del rowdot
         db = None
         if want_bias:   # the score gradient, summed back to the mask's (broadcast) shape
             from .shape import sum_to

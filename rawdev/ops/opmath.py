@@ -43,7 +43,7 @@ _IN_PLACE = frozenset({"add_", "scale_", "index_add_", "scatter_dim_"})
 
 # Results that stay float32 for 16-bit operands: the statistics a backward reads (PyTorch keeps them in
 # float32 too: a log-sum-exp or a count in bfloat16 would lose the gradient's precision).
-_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "row_norm": (1, 2), "group_norm_fwd": (1, 2),
+_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "sdpa_bwd_q": (1,), "row_norm": (1, 2), "group_norm_fwd": (1, 2),
              "bn_stats": (0, 1), "nll_fwd": ()}
 
 # Narrow-integer handling: function -> which results are values of the operands' dtype. None: the single
