@@ -131,3 +131,22 @@ def test_attention_backward_bfloat16_peak(driver):
     assert [t.dtype for t in grads] == [rawdev.bfloat16] * 3
     assert all(bool(rawdev.isfinite(t).all()) for t in grads), f"seed {seed}"
     assert peak == 26 * n + 4 * rows, f"peak {peak} B: expected {26 * n + 4 * rows} (seed {seed})"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_relu_forward_16bit_selects_bytes(driver, dtype):
+    # relu of a 16-bit tensor: a mask (x's float32 copy for the comparison, 4n, and the mask, n), then a byte select
+    # into the 2n output: 5n at the peak, not a float32 copy and a float32 result; the kernel's values (-0.0 stays,
+    # NaN gives 0, as fmaxf(x, 0) does)
+    n = 4096
+    seed = int(RNG.integers(2 ** 31))
+    xv = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    xv[:8] = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-3, -1e-3, 3.0]
+    x = rawdev.tensor(xv, device="cuda").to(getattr(rawdev, dtype))
+    y, peak = _peak_above(lambda: rawdev.relu(x))
+    assert y.dtype is getattr(rawdev, dtype)
+    xh, yh = _host(x), _host(y)
+    np.testing.assert_array_equal(yh, np.where(xh >= 0, xh, 0.0), err_msg=f"seed {seed}")
+    np.testing.assert_array_equal(np.signbit(yh), np.signbit(np.where(xh >= 0, xh, 0.0)), err_msg=f"seed {seed}")
+    assert peak == 5 * n, f"peak {peak} B for {n} elements: expected {5 * n} (seed {seed})"
+    assert get_device(0).allocator.live[y.data_ptr()].owner == "relu output"

@@ -23,7 +23,7 @@ import functools
 from .. import dtypes as _dt
 from ..tensor.core import Tensor
 
-__all__ = ["adapt", "LOW_FLOATS", "NARROW_INTS"]
+__all__ = ["adapt", "retag", "LOW_FLOATS", "NARROW_INTS"]
 
 LOW_FLOATS = frozenset({_dt.float16, _dt.bfloat16})
 NARROW_INTS = frozenset({_dt.bool, _dt.uint8, _dt.int8, _dt.int16, _dt.int32})
@@ -85,7 +85,7 @@ def _narrow_int(args, kwargs):
     return narrow[0]
 
 
-def _retag(t, owner):
+def retag(t, owner):
     """Name t's device block (the memory tool's owner) when t alone holds it: a cast's fresh output."""
     buf = t._buf
     if buf is not None and t._offset == 0 and getattr(buf, "nbytes", -1) == t.nbytes and hasattr(buf, "block"):
@@ -98,7 +98,7 @@ def _widen(a, wide, cast, name=None):
     if isinstance(a, Tensor) and a.dtype is not wide and (a.dtype in LOW_FLOATS or a.dtype in NARROW_INTS):
         w = cast(a, wide)
         if name is not None and w.is_cuda:
-            _retag(w, f"{name} {str(wide).split('.')[-1]} operand")
+            retag(w, f"{name} {str(wide).split('.')[-1]} operand")
         return w
     if isinstance(a, _dt.dtype) and (a in LOW_FLOATS or a in NARROW_INTS):
         return wide
@@ -119,8 +119,8 @@ def _narrow(box, wide, dt, cast, positions=None):
         out = cast(r, dt)
         if r.is_cuda and r._buf is not None:   # the rounded copy is the op's output: it takes the output's name
             owner = r._buf.owner
-            _retag(r, f"{owner} ({str(wide).split('.')[-1]}, before rounding)")
-            _retag(out, owner)
+            retag(r, f"{owner} ({str(wide).split('.')[-1]}, before rounding)")
+            retag(out, owner)
         return out
     if isinstance(r, (tuple, list)):
         kind, out = type(r), list(r)
