@@ -85,10 +85,29 @@ def _narrow_int(args, kwargs):
     return narrow[0]
 
 
-def retag(t, owner):
-    """Name t's device block (the memory tool's owner) when t alone holds it: a cast's fresh output."""
+def _sole_buffer(t):
+    """t's device buffer when t alone spans it (a kernel's fresh output), else None (a view, an arena's part)."""
     buf = t._buf
     if buf is not None and t._offset == 0 and getattr(buf, "nbytes", -1) == t.nbytes and hasattr(buf, "block"):
+        return buf
+    return None
+
+
+def retag(t, owner):
+    """Name t's device block (the memory tool's owner) when t alone holds it: a cast's fresh output.
+
+    Args:
+        t: a tensor on a cuda device.
+        owner: the name the allocation table and memory summaries show for its block.
+
+    Returns:
+        None. A view or a part of an arena keeps its block's name.
+
+    Example:
+        >>> retag(y, "relu output")   # doctest: +SKIP
+    """
+    buf = _sole_buffer(t)
+    if buf is not None:
         buf.owner = owner
 
 
@@ -117,9 +136,10 @@ def _narrow(box, wide, dt, cast, positions=None):
         if r.dtype is not wide:
             return r
         out = cast(r, dt)
-        if r.is_cuda and r._buf is not None:   # the rounded copy is the op's output: it takes the output's name
-            owner = r._buf.owner
-            retag(r, f"{owner} ({str(wide).split('.')[-1]}, before rounding)")
+        buf = _sole_buffer(r) if r.is_cuda else None
+        if buf is not None:   # the rounded copy is the op's output: it takes the output's name
+            owner = buf.owner
+            buf.owner = f"{owner} ({str(wide).split('.')[-1]}, before rounding)"
             retag(out, owner)
         return out
     if isinstance(r, (tuple, list)):
