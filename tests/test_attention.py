@@ -386,6 +386,18 @@ def test_mha_gradient_cpu_float64():
                                                        need_weights=False)[0], w0)
 
 
+def test_mha_self_attention_gradient_cpu_float64():
+    # one input for query, key and value: the packed in-projection, split into q, k, v by one node
+    from test_autograd import gradcheck
+    B, H, E, L = 2, 2, 4, 3
+    m = nn.MultiheadAttention(E, H, dtype=rawdev.float64)
+    x = _t(RNG.standard_normal((L, B, E)), grad=True)
+    gradcheck(lambda t: m(t, t, t, need_weights=False)[0], x)
+    w0 = m.in_proj_weight.detach().requires_grad_()
+    gradcheck(lambda w: F.multi_head_attention_forward(x, x, x, E, H, w, m.in_proj_bias, None, None, False, 0.0,
+                                                       m.out_proj.weight, m.out_proj.bias, need_weights=False)[0], w0)
+
+
 @pytest.mark.parametrize("name", ["plain", "kpm_float_and_mask", "per_head_weights"])
 def test_mha_cuda_matches_cpu(driver, name):
     B, H, E, L, S = 2, 2, 8, 5, 7

@@ -138,13 +138,39 @@ class _SDPA(Function):
             dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
         else:
             from .dispatch import cuda_backend as cuda_attn
-            dq, dk, dv, ds = cuda_attn.sdpa_bwd(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
-                                                ctx.seed, want_bias)
+            # two calls, not sdpa_bwd's one: for 16-bit tensors (widened to float32 around each call) the float32
+            # copy of the output and dq's float32 result are gone before the key-row half's dk, dv are made
+            dq, rowdot, ds = cuda_attn.sdpa_bwd_q(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
+                                                  ctx.seed, want_bias)
+            dk, dv = cuda_attn.sdpa_bwd_kv(g, q, k, v, rowdot, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.seed)
+            del rowdot
         db = None
         if want_bias:   # the score gradient, summed back to the mask's (broadcast) shape
             from .shape import sum_to
             db = sum_to(reshape(ds, ctx.batch + tuple(ds.shape[1:])), ctx.bias_shape)
         return dq, dk, dv, None, None, None, None, None, None, None, db
+
+
+class _InProjSplit(Function):
+    """The packed in-projection [L, B, 3E] as its q, k and v pieces (narrow views) from one node, whose backward
+    joins the three gradients with one cat (PyTorch's SplitWithSizesBackward0). Three narrow nodes would each make a
+    zero-filled [L, B, 3E] gradient and the engine would sum them: two more such tensors alive, and each sum of
+    16-bit gradients widened to float32 (rawdev.ops.opmath) — the largest block of a bfloat16 autocast backward."""
+    node_name = "SplitWithSizesBackward0"
+    differentiable_backward = True    # a cat of the gradients: recorded under create_graph
+
+    @staticmethod
+    def forward(ctx, qkv, E):
+        from .shape import narrow
+        ctx.meta = (tuple(qkv.shape[:2]) + (E,), qkv.dtype, qkv.device)
+        return tuple(narrow(qkv, 2, i * E, E) for i in range(3))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from ..tensor.factory import zeros
+        from .join import cat
+        shape, dt, dev = ctx.meta
+        return cat([zeros(shape, dtype=dt, device=dev) if g is None else g for g in grads], 2), None
 
 
 def _probs(q, k, mask, causal, scale, p_drop, side):
@@ -332,7 +358,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if query is key and key is value:   # self-attention: one GEMM for the three projections
         qkv = linear(query, in_proj_weight, in_proj_bias)
-        q, k, v = (heads(narrow(qkv, 2, i * E, E), L) for i in range(3))
+        q, k, v = (heads(piece, L) for piece in _InProjSplit.apply(qkv, E))
     else:
         q, k, v = heads(proj(query, 0), L), heads(proj(key, 1), S), heads(proj(value, 2), S)
     mask = None

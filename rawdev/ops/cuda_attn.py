@@ -3,7 +3,7 @@ row logsumexp), the probabilities for need_weights, and the two recompute backwa
 from .. import dtypes as _dt
 from .cuda_launch import _f32, _kernel, _rdev, dense, empty
 
-__all__ = ["sdpa_fwd", "sdpa_bwd", "sdpa_probs"]
+__all__ = ["sdpa_fwd", "sdpa_bwd", "sdpa_bwd_q", "sdpa_bwd_kv", "sdpa_probs"]
 
 _ROWS = 32       # rows per block (4 threads per row, 128 threads)
 
@@ -61,6 +61,14 @@ def sdpa_probs(q, k, lse, mask, causal, scale, p, seed):
 def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False):
     """(dq, dk, dv, dS or None): dq and rowsum(dO*O) (and the score gradient dS [N, L, S] when asked) over query
     rows, then dk, dv over key rows (P recomputed from lse)."""
+    dq, rowdot, ds = sdpa_bwd_q(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores)
+    dk, dv = sdpa_bwd_kv(g, q, k, v, rowdot, lse, mask, causal, scale, p, seed)
+    return dq, dk, dv, ds
+
+
+def sdpa_bwd_q(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False):
+    """The query-row half of sdpa_bwd: (dq, rowsum(dO*O) [N, L] float32, dS or None). The forward output is read
+    here only, so a caller that runs the halves as two calls lets its widened copy go before the key-row half."""
     _f32("scaled_dot_product_attention backward", g)
     g, q, k, v, out = dense(g), dense(q), dense(k), dense(v), dense(out)
     N, L, E = q.shape
@@ -68,16 +76,27 @@ def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=Fal
     d = _head(E, Ev)
     tail = _tail(mask, N, L, S, E, Ev, scale, causal, p, seed)
     dq = empty((N, L, E), _dt.float32, q.device, "attention grad q")
-    dk = empty((N, S, E), _dt.float32, q.device, "attention grad k")
-    dv = empty((N, S, Ev), _dt.float32, q.device, "attention grad v")
     rowdot = empty((N, L), _dt.float32, q.device, "attention rowsum(dO*O)")
     ds = empty((N, L, S), _dt.float32, q.device, "attention mask grad") if want_scores else None
     dsp = ds.data_ptr() if ds is not None else 0
     _launch(q, "sdpa_bwd_dq", L, [dq.data_ptr(), rowdot.data_ptr(), dsp, g.data_ptr(), out.data_ptr(), lse.data_ptr(),
                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
-    _launch(q, "sdpa_bwd_dkv", S, [dk.data_ptr(), dv.data_ptr(), g.data_ptr(), rowdot.data_ptr(), lse.data_ptr(),
-                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
+    return dq, rowdot, ds
+
+
+def sdpa_bwd_kv(g, q, k, v, rowdot, lse, mask, causal, scale, p, seed):
+    """The key-row half of sdpa_bwd: (dk, dv) from rowsum(dO*O) of sdpa_bwd_q."""
+    _f32("scaled_dot_product_attention backward", g)
+    g, q, k, v = dense(g), dense(q), dense(k), dense(v)
+    N, L, E = q.shape
+    S, Ev = k.shape[1], v.shape[2]
+    d = _head(E, Ev)
+    tail = _tail(mask, N, L, S, E, Ev, scale, causal, p, seed)
     if L == 0:   # no query rows: the key side still owes zeros
         from .cuda_launch import full
-        dk, dv = full((N, S, E), 0.0, _dt.float32, q.device), full((N, S, Ev), 0.0, _dt.float32, q.device)
-    return dq, dk, dv, ds
+        return full((N, S, E), 0.0, _dt.float32, q.device), full((N, S, Ev), 0.0, _dt.float32, q.device)
+    dk = empty((N, S, E), _dt.float32, q.device, "attention grad k")
+    dv = empty((N, S, Ev), _dt.float32, q.device, "attention grad v")
+    _launch(q, "sdpa_bwd_dkv", S, [dk.data_ptr(), dv.data_ptr(), g.data_ptr(), rowdot.data_ptr(), lse.data_ptr(),
+                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
+    return dk, dv

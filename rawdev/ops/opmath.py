@@ -27,7 +27,7 @@ import functools
 from .. import dtypes as _dt
 from ..tensor.core import Tensor
 
-__all__ = ["adapt", "LOW_FLOATS", "NARROW_INTS"]
+__all__ = ["adapt", "retag", "LOW_FLOATS", "NARROW_INTS"]
 
 LOW_FLOATS = frozenset({_dt.float16, _dt.bfloat16})
 NARROW_INTS = frozenset({_dt.bool, _dt.uint8, _dt.int8, _dt.int16, _dt.int32})
@@ -47,7 +47,7 @@ _IN_PLACE = frozenset({"add_", "scale_", "index_add_", "scatter_dim_"})
 
 # Results that stay float32 for 16-bit operands: the statistics a backward reads (PyTorch keeps them in
 # float32 too: a log-sum-exp or a count in bfloat16 would lose the gradient's precision).
-_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "row_norm": (1, 2), "group_norm_fwd": (1, 2),
+_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "sdpa_bwd_q": (1,), "row_norm": (1, 2), "group_norm_fwd": (1, 2),
              "bn_stats": (0, 1), "nll_fwd": ()}
 
 # Narrow-integer handling: function -> which results are values of the operands' dtype. None: the single
@@ -89,11 +89,40 @@ def _narrow_int(args, kwargs):
     return narrow[0]
 
 
-def _widen(a, wide, cast):
+def _sole_buffer(t):
+    """t's device buffer when t alone spans it (a kernel's fresh output), else None (a view, an arena's part)."""
+    buf = t._buf
+    if buf is not None and t._offset == 0 and getattr(buf, "nbytes", -1) == t.nbytes and hasattr(buf, "block"):
+        return buf
+    return None
+
+
+def retag(t, owner):
+    """Name t's device block (the memory tool's owner) when t alone holds it: a cast's fresh output.
+
+    Args:
+        t: a tensor on a cuda device.
+        owner: the name the allocation table and memory summaries show for its block.
+
+    Returns:
+        None. A view or a part of an arena keeps its block's name.
+
+    Example:
+        >>> retag(y, "relu output")   # doctest: +SKIP
+    """
+    buf = _sole_buffer(t)
+    if buf is not None:
+        buf.owner = owner
+
+
+def _widen(a, wide, cast, name=None):
     if isinstance(a, (tuple, list)) and any(isinstance(t, Tensor) for t in a):
-        return type(a)(_widen(t, wide, cast) for t in a)
+        return type(a)(_widen(t, wide, cast, name) for t in a)
     if isinstance(a, Tensor) and a.dtype is not wide and (a.dtype in LOW_FLOATS or a.dtype in NARROW_INTS):
-        return cast(a, wide)
+        w = cast(a, wide)
+        if name is not None and w.is_cuda:
+            retag(w, f"{name} {str(wide).split('.')[-1]} operand")
+        return w
     if isinstance(a, _dt.dtype) and (a in LOW_FLOATS or a in NARROW_INTS):
         return wide
     return a
@@ -103,12 +132,27 @@ def _explicit_wide(args, kwargs, wide):
     return any(a is wide for a in (*args, *kwargs.values()))
 
 
-def _narrow(r, wide, dt, cast, positions=None):
+def _narrow(box, wide, dt, cast, positions=None):
+    """The result in box (a one-item list, emptied: the caller keeps no reference) with its float32 tensors
+    rounded to dt; in a tuple, each float32 result is dropped as soon as its rounded copy exists."""
+    r = box.pop()
     if isinstance(r, Tensor):
-        return cast(r, dt) if r.dtype is wide else r
+        if r.dtype is not wide:
+            return r
+        out = cast(r, dt)
+        buf = _sole_buffer(r) if r.is_cuda else None
+        if buf is not None:   # the rounded copy is the op's output: it takes the output's name
+            owner = buf.owner
+            buf.owner = f"{owner} ({str(wide).split('.')[-1]}, before rounding)"
+            retag(out, owner)
+        return out
     if isinstance(r, (tuple, list)):
-        out = [(_narrow(x, wide, dt, cast) if positions is None or i in positions else x) for i, x in enumerate(r)]
-        return type(r)(out) if not hasattr(r, "_fields") else type(r)(*out)
+        kind, out = type(r), list(r)
+        del r
+        for i in range(len(out)):
+            if positions is None or i in positions:
+                out[i] = _narrow([out[i]], wide, dt, cast)
+        return kind(out) if not hasattr(kind, "_fields") else kind(*out)
     return r
 
 
@@ -144,8 +188,8 @@ def adapt(name, fn, cast, copy_into):
                 return fn(*args, **kwargs)
             wide = _dt.int64
         keep_wide = _explicit_wide(args, kwargs, wide)
-        wargs = [_widen(a, wide, cast) for a in args]
-        wkw = {k: _widen(a, wide, cast) for k, a in kwargs.items()}
+        wargs = [_widen(a, wide, cast, name) for a in args]
+        wkw = {k: _widen(a, wide, cast, name) for k, a in kwargs.items()}
         if name in _IN_PLACE:
             dst = args[0]
             r = fn(*wargs, **wkw)
@@ -153,6 +197,9 @@ def adapt(name, fn, cast, copy_into):
             dst._bump_version()
             return dst if r is wargs[0] else r
         r = fn(*wargs, **wkw)
+        # the widened copies die before the results are rounded: at the rounding, only the float32 results and
+        # their 16-bit copies are alive, not also the float32 operands
+        del wargs, wkw
         if keep_wide:
             return r
         if wide is _dt.float32:
@@ -162,7 +209,9 @@ def adapt(name, fn, cast, copy_into):
             positions = int_results
         if positions == ():
             return r
-        return _narrow(r, wide, low, cast, positions)
+        box = [r]
+        del r
+        return _narrow(box, wide, low, cast, positions)
     return call
 
 
