@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import rawdev
 import rawdev.nn.functional as F
-from rawdev.runtime import trace
+from rawdev.runtime import reset_for_tests, trace
 
 RNG = np.random.default_rng()
 KINDS = {"bf16": rawdev.bfloat16, "f16": rawdev.float16}
@@ -81,9 +81,9 @@ def test_mixed_dtypes_keep_the_float32_path():
     close(y, av @ bv.T + f64(bias), np.abs(av) @ np.abs(bv).T + np.abs(f64(bias)), "bf16", 30)
 
 
-def test_below_sm80_16bit_matmuls_widen_to_float32(driver):
-    if driver != "sim":
-        pytest.skip("the simulated GPU stands in for an sm_75 part here")
+def test_below_sm80_16bit_matmuls_widen_to_float32(monkeypatch):
+    monkeypatch.setenv("RAWDEV_SIM_CC", "7.5")   # the simulated GPU stands in for an sm_75 part here
+    reset_for_tests("sim")
     a, b = t16((20, 30), rawdev.bfloat16), t16((30, 10), rawdev.bfloat16)
     names, y = launched(lambda: a @ b)
     assert y.dtype is rawdev.bfloat16
