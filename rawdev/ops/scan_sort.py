@@ -361,10 +361,12 @@ def _runs(s):
     starts = cat([head == head, s.narrow(0, 1, n - 1) != s.narrow(0, 0, n - 1)]) if n > 1 else (head == head) | True
     run = starts.long().cumsum(0) - 1
     count = int(starts.sum())                       # the one host read: how many runs (PyTorch syncs for it too)
-    # each run's start position, by a plain scatter: the other elements all write to a spare slot at `count`
+    # each run's start position, by a plain scatter: element i that starts no run writes to its own spare slot
+    # count + i past the end (one writer per slot: no two threads store to one address, which racecheck reports)
     from .select import where
-    slot = where(starts, run, count)
-    pos = run.new_zeros(count + 1).scatter(0, slot, s.new_tensor(list(range(n)), dtype=_dt.int64))
+    idx = s.new_tensor(list(range(n)), dtype=_dt.int64)
+    slot = where(starts, run, idx + count)
+    pos = run.new_zeros(count + n).scatter(0, slot, idx)
     pos = pos.narrow(0, 0, count)
     ends = cat([pos.narrow(0, 1, count - 1), pos.new_tensor([n])]) if count > 1 else pos.new_tensor([n])
     return starts, run, pos, ends - pos
