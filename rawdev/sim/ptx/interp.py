@@ -287,7 +287,9 @@ class _Ctx:
         """Bank passes of one shared-memory access: per warp (per phase of 8 lanes for 16-byte accesses, 16 for
         8-byte ones, as the hardware splits them), the most distinct 4-byte words any of the 32 banks serves;
         lanes reading the same word share it (a broadcast)."""
-        lanes = self.all_lanes if m is None else self.all_lanes[m]
+        lanes = self.all_lanes if self.lanes is None else self.lanes   # a part_ block's n lanes are these
+        if m is not None:
+            lanes = lanes[m]
         if lanes.shape[0] == 0:
             return
         words = max(1, width // 4)
