@@ -75,6 +75,28 @@ END:
 }
 """
 
+# Odd threads store to shared word 8 * tid, after an if on threadIdx: in each warp the 16 storing lanes hit 2 banks
+# (8 * tid mod 32 is 8 or 24) with 8 distinct words each, so the store takes 8 passes (7 extra) per warp.
+ODD_SHARED = HEAD + """
+.visible .entry odd_shared(.param .u64 out_p)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<2>;
+    .shared .align 4 .b8 tile[2048];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra END;
+    shl.b32 %r3, %r1, 5;
+    mov.u32 %r4, tile;
+    add.u32 %r3, %r3, %r4;
+    st.shared.u32 [%r3], %r1;
+END:
+    ret;
+}
+"""
+
 
 @pytest.fixture
 def rng():
@@ -160,6 +182,17 @@ def test_bank_conflicts_of_known_patterns(sim, device, mode, extra):
     s = ks.launches[0]
     assert s.shared_requests == 34 and s.bank_conflicts == extra
     assert s.instructions["shared_mem"] > 0
+
+
+def test_bank_conflicts_in_a_divergent_block(sim, device):
+    out = rawdev.zeros(1, device=device)
+    k = rawdev.RawKernel(ODD_SHARED, "odd_shared")
+    with sim.kernel_stats() as ks:
+        k((1,), (64,), (out,))
+    s = ks.launches[0]
+    assert (s.full_executions, s.partial_executions) == (2, 1)
+    assert s.shared_requests == 2 and s.bank_conflicts == 2 * 7
+    assert s.instructions["shared_mem"] == 2
 
 
 def test_aggregation_and_table(sim, device, rng):
