@@ -97,6 +97,17 @@ class KernelStats:
 
         Columns: launches, warp instructions in total and by class (classes never executed are left out), global
         bytes read/written/atomic, bank conflicts, partial/full block executions and the active-lane fraction.
+
+        Args:
+            per_launch: a row per launch instead of per kernel.
+
+        Returns:
+            The table as one string ("(no kernel launches)" when there were none).
+
+        Example:
+            >>> print(ks.table())                        # a header line, then a row per kernel
+            >>> ks.table().splitlines()[0].split()[:3]
+            ['kernel', 'launches', 'warp_inst']
         """
         rows = list(self.launches) if per_launch else list(self.by_kernel().values())
         used = [c for c in CLASSES if any(r.instructions.get(c, 0) for r in rows)]
