@@ -1,4 +1,4 @@
-"""The `rawdev` command: demo, kernels, mem, selfcheck, run."""
+"""The `rawdev` command: demo, kernels, kernel-stats, mem, selfcheck, run."""
 import argparse
 import os
 import sys
@@ -74,6 +74,29 @@ def list_kernels(args):
     return 0
 
 
+def kernel_stats(args):
+    """Run a Python script on the simulated GPU and print, per kernel, what its launches executed."""
+    import runpy
+
+    from .sim import kernel_stats as collect
+    choose_driver("sim", "rawdev kernel-stats")
+    if not os.path.isfile(args.script):
+        raise SystemExit(f"rawdev kernel-stats: no such file: {args.script}")
+    argv, sys.argv = sys.argv, [args.script, *args.args]
+    status = 0
+    try:
+        with collect() as ks:
+            try:
+                runpy.run_path(args.script, run_name="__main__")
+            except SystemExit as e:   # the script's own exit: its status is ours, the table still prints
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = argv
+    sys.stdout.flush()
+    print(ks.table(per_launch=args.per_launch))
+    return status
+
+
 def _help(parser):
     """A command given without its subcommand prints its help (exit status 0)."""
     parser.print_help()
@@ -96,6 +119,16 @@ def build_parser():
     k = sub.add_parser("kernels", help="list the shipped PTX kernels and their signatures")
     k.add_argument("-v", "--verbose", action="store_true", help="also print each kernel's doc line")
     k.set_defaults(fn=list_kernels)
+    ks = sub.add_parser("kernel-stats", help="run a script on the simulated GPU and print per-kernel statistics",
+                        description="Run SCRIPT (with ARGS) on the simulated GPU and print, per kernel, the launches, "
+                                    "warp-level instructions by class, global bytes read/written/atomic, shared-"
+                                    "memory bank conflicts and divergence (partial/full block executions, active "
+                                    "lane fraction). The counts are exact, so a change shows a change in a "
+                                    "kernel's work (docs/KERNELS.md).")
+    ks.add_argument("script", help="the Python script to run")
+    ks.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    ks.add_argument("--per-launch", action="store_true", help="a row per launch instead of per kernel")
+    ks.set_defaults(fn=kernel_stats)
     add_mem(sub)
     c = sub.add_parser("selfcheck", help="open the device, copy both ways, launch one kernel, check the result")
     c.add_argument("--device", choices=DEVICE_CHOICES, default="auto",

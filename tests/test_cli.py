@@ -27,7 +27,7 @@ def _no_gpu_here():
 
 
 def test_bare_commands_print_help():
-    for args, words in ([(), ("usage: rawdev", "demo", "kernels", "mem", "selfcheck", "--version")],
+    for args, words in ([(), ("usage: rawdev", "demo", "kernels", "kernel-stats", "mem", "selfcheck", "--version")],
                         [("mem",), ("usage: rawdev mem", "info", "model", "run", "show")]):
         p = _rawdev(*args)
         assert p.returncode == 0, p.stderr

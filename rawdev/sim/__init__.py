@@ -10,6 +10,8 @@ Test helpers: :func:`reset`, :func:`inject_fault`, :func:`clear_faults`, :func:`
 :func:`sticky_error`, :func:`stats`, :func:`peek`, :func:`device_memory`, :func:`on_reset`.
 Sanitizer: :func:`sanitize` (a context manager choosing the checkers), :func:`sanitizer_findings`,
 :func:`clear_sanitizer_findings` (see :mod:`rawdev.sim.sanitizer`).
+Per-kernel statistics: :func:`kernel_stats` (a context manager counting instructions by class, global bytes, bank
+conflicts and divergence of every launch inside it; see :mod:`rawdev.sim.kstats`).
 """
 
 from . import driver as _driver
@@ -27,11 +29,13 @@ from .driver import (
     stats,
     sticky_error,
 )
+from .kstats import KernelLaunchStats, KernelStats, kernel_stats
 from .sanitizer import Finding, clear_sanitizer_findings, sanitize, sanitizer_findings
 
 __all__ = list(_driver.__all__) + ["reset", "inject_fault", "clear_faults", "last_error_detail", "sticky_error",
                                    "stats", "peek", "device_memory", "describe", "max_ptx_version", "on_reset",
-                                   "sanitize", "sanitizer_findings", "clear_sanitizer_findings", "Finding"]
+                                   "sanitize", "sanitizer_findings", "clear_sanitizer_findings", "Finding",
+                                   "kernel_stats", "KernelStats", "KernelLaunchStats"]
 
 
 def __getattr__(name):

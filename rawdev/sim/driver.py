@@ -109,6 +109,7 @@ import time
 import numpy as np
 from cuda.bindings import driver as drv
 
+from . import kstats as _kstats
 from . import sanitizer as _san
 from .memory import BASE_ADDRESS, DeviceMemory, SegmentAllocator, SimInvalidValue, SimMisalignedAddress, SimOutOfMemory
 
@@ -1573,17 +1574,22 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
                     raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{fn.name}: argument {i}: {stale}")
     label = f"kernel {fn.name} grid={grid} block={block} shared={shmem} stream={s!r}"
     tools = _san.active_tools()   # the checkers of the sanitize() block (or RAWDEV_SANITIZE) that launched it
+    collectors = _kstats.active()  # the kernel_stats() blocks that launched it
 
     checks = {"sanitize": tools} if tools else {}
+    if collectors:
+        checks["kernel_stats"] = True
 
     def run():
         try:
-            ptx.launch(fn.name, grid, block, params=params, dynamic_shared=shmem, memory=mem, **checks)
+            st = ptx.launch(fn.name, grid, block, params=params, dynamic_shared=shmem, memory=mem, **checks)
         except Exception as e:
             if getattr(e, "space", None) in _san.TOOLS:
                 _san.record(_san.Finding(e.space, e.kernel, e.block, e.thread, e.line, e.ptx, str(e)))
             raise _Err(_fault_code(e), _fault_detail(e, label, mem)) from None
         _S.kernels[fn.name] += 1
+        if collectors:
+            _kstats.record(collectors, st)
 
     _enqueue(s, run, label)
     if _S.cfg["launch_blocking"]:   # CUDA_LAUNCH_BLOCKING=1: the launch returns once the kernel ran, with its error

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import ops
+from .inst_classes import class_counts
 from .parser import TYPE_SIZES, Addr, Args, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
 
 STORE = {
@@ -97,6 +98,7 @@ class Block:
     full: object = None
     part: object = None
     warp: object = None       # for 'warp' blocks: fn(R, X, idx)
+    classes: object = None    # instructions per class (inst_classes.CLASSES order): the stats mode adds these
     build: object = None
     line: int = 0
     text: str = ""
@@ -575,6 +577,7 @@ class Decoder:
                 blk.uses = {self.slot(r, insts[0]) for r in _regs_of(insts[0])} | {self.slot("%laneid")}
                 blk.ninst = 1
                 code.insts.append((insts[0].line, insts[0].text))
+            blk.classes = class_counts(st.opcode for st in insts)
             iid += len(insts)
             code.blocks.append(blk)
         _liveness(code.blocks)

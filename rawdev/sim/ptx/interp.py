@@ -22,6 +22,7 @@ import numpy as np
 
 from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_sequential
 from . import module_cache
+from .counting import KernelCounts, counting
 from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
 from .parser import PtxError, parse
 
@@ -110,6 +111,7 @@ class LaunchStats:
     seconds: float = 0.0
     shared_requests: int = 0       # with count_banks: warp-level shared-memory accesses (per phase)
     shared_wavefronts: int = 0     # ... and the bank passes they took (> requests means bank conflicts)
+    counts: object = None          # with kernel_stats: a counting.KernelCounts (classes, global bytes, divergence)
 
     @property
     def bank_conflicts(self):
@@ -196,6 +198,7 @@ class _Ctx:
         self.count_banks = False
         self.bank_requests = self.bank_wavefronts = 0
         self.lanes = None       # the lanes of the block running now (None: all): set by the scheduler
+        self.kstats = None      # the launch's KernelCounts in the statistics mode (counting.counting sets it)
         self.synccheck = False  # warp instructions check their membermask (the sanitizer's launch context)
 
     def barrier_passed(self):
@@ -284,7 +287,9 @@ class _Ctx:
         """Bank passes of one shared-memory access: per warp (per phase of 8 lanes for 16-byte accesses, 16 for
         8-byte ones, as the hardware splits them), the most distinct 4-byte words any of the 32 banks serves;
         lanes reading the same word share it (a broadcast)."""
-        lanes = self.all_lanes if m is None else self.all_lanes[m]
+        lanes = self.all_lanes if self.lanes is None else self.lanes   # a part_ block's n lanes are these
+        if m is not None:
+            lanes = lanes[m]
         if lanes.shape[0] == 0:
             return
         words = max(1, width // 4)
@@ -652,9 +657,10 @@ class PtxModule:
 
     # -- launch
     def launch(self, name, grid=(1, 1, 1), block=(1, 1, 1), params=b"", dynamic_shared=0, memory=None,
-               max_chunk_threads=None, count_banks=False, sanitize=frozenset()):
+               max_chunk_threads=None, count_banks=False, sanitize=frozenset(), kernel_stats=False):
         """Run ``name`` on ``grid`` x ``block`` threads; ``sanitize`` names the checkers to run besides memcheck
-        (initcheck, racecheck, synccheck: :mod:`rawdev.sim.sanitizer`)."""
+        (initcheck, racecheck, synccheck: :mod:`rawdev.sim.sanitizer`); ``kernel_stats`` counts instructions by
+        class, global bytes, divergence (``stats.counts``) and bank passes (:mod:`rawdev.sim.ptx.counting`)."""
         if name not in self.entries:
             raise KeyError(f"no .entry {name!r} in the module (has: {', '.join(self.entries)})")
         entry = self.entries[name]
@@ -669,6 +675,9 @@ class PtxModule:
         T = block[0] * block[1] * block[2]
         nblocks = grid[0] * grid[1] * grid[2]
         stats = LaunchStats(name, grid, block)
+        if kernel_stats:
+            stats.counts = KernelCounts()
+            count_banks = True
         if T == 0 or nblocks == 0:
             return stats
         bytes_per_lane = code.__dict__.get("_bytes_per_lane")
@@ -694,6 +703,8 @@ class PtxModule:
                 else:
                     X = checked.context(self, code, params, memory, shsize, T, nb, gaddr, b0)
                 X.count_banks = count_banks
+                if kernel_stats:
+                    counting(X, stats.counts)
                 R = self._registers(code, X, b0, grid, block, int(dynamic_shared))
                 self._run_chunk(code, X, R, b0, grid, block, stats)
                 stats.chunks += 1
@@ -793,6 +804,7 @@ class PtxModule:
         alive = np.full(nb, T, np.int64)
         ti = 0
         execs = 0
+        ks = X.kstats
 
         def add(b, lanes):
             if lanes is not None and lanes.shape[0] == 0:
@@ -845,6 +857,8 @@ class PtxModule:
                 parked[b] = arr if cur is None else np.sort(np.concatenate([cur, arr]))
                 waiting[np.unique(arr // T)] = True
                 ti += cnt
+                if ks is not None:
+                    ks.executed(X, blk, lanes, cnt, False)
                 continue
             X.lanes = lanes
             if blk.kind == "warp":
@@ -853,6 +867,8 @@ class PtxModule:
                 except _LaneFault as f:
                     self._kernel_fault(code, f, lanes, X, b0, grid, block)
                 ti += cnt
+                if ks is not None:
+                    ks.executed(X, blk, lanes, cnt, False)
                 add(b + 1, lanes)
                 continue
             try:
@@ -861,6 +877,8 @@ class PtxModule:
                 self._kernel_fault(code, f, lanes, X, b0, grid, block)
             ti += cnt * blk.ninst
             execs += 1
+            if ks is not None:
+                ks.executed(X, blk, lanes, cnt, True)
             term = blk.term
             if term == "fall":
                 add(blk.nxt, lanes)
