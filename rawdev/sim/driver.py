@@ -824,6 +824,9 @@ def cuCtxSynchronize():
     _sync_point(dev)
 
 
+_kstats.SYNCHRONIZE[:] = [cuCtxSynchronize]   # kernel_stats() blocks synchronize on exit
+
+
 # ================================================================================== error strings
 @_api(nout=1, init=False, ctx=False, sticky=False)
 def cuGetErrorName(error):

@@ -145,6 +145,12 @@ def record(collectors, launch_stats):
             c.launches.append(s)
 
 
+
+# The simulated driver's cuCtxSynchronize, registered by rawdev.sim.driver when it is imported (the driver reads
+# this module's collectors at each launch, so this module does not import the driver).
+SYNCHRONIZE: list = []
+
+
 @contextlib.contextmanager
 def kernel_stats():
     """Count what every kernel launched on the simulated GPU inside the block executes.
@@ -173,5 +179,5 @@ def kernel_stats():
     if ok:
         # the launches of the block run now; a fault among them stays sticky and is reported by the caller's next
         # call, as a synchronize would report it (this one's status is not raised from a context manager's exit)
-        from .driver import cuCtxSynchronize
-        cuCtxSynchronize()
+        for sync in SYNCHRONIZE:
+            sync()
