@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny shapes, a few launches: the simulator")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.quick:      # the simulator's default device is sm_75: --quick proves the script on a simulated sm_80
+        import os
+        os.environ.setdefault("RAWDEV_SIM_CC", "8.0")
     from rawdev.runtime import get_device, kernels
     dev = get_device(0)
     if not kernels.runs_on(dev, "gemm_nt_bf16_128x128"):
