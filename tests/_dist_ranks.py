@@ -47,8 +47,10 @@ class Rank:
         return f"rank {self.rank} rc={self.rc}\n--- stdout\n{self.out[-3000:]}\n--- stderr\n{self.err[-3000:]}"
 
 
-def run_ranks(tmp_path, body, world=2, guard=120, env=None, init="dist.init_process_group('gloo', timeout=20)\n"):
+def run_ranks(tmp_path, body, world=2, guard=120, env=None, init="dist.init_process_group('gloo', timeout=20)\n",
+              rank_env=None):
     """Run PREAMBLE + init + body as `world` ranks; returns their Rank records (rc, out, err, results).
+    `env` (and `rank_env(rank)`, a dict per rank) override the rank's environment, WORLD_SIZE included.
     `guard` only stops a hung job (10x above the expected time)."""
     script = tmp_path / "rank_script.py"
     script.write_text(PREAMBLE + init + textwrap.dedent(body))
@@ -56,7 +58,9 @@ def run_ranks(tmp_path, body, world=2, guard=120, env=None, init="dist.init_proc
     procs = []
     for r in range(world):
         e = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                 MASTER_PORT=str(port), PYTHONPATH=str(ROOT), **(env or {}))
+                 MASTER_PORT=str(port), PYTHONPATH=str(ROOT))
+        e.update(env or {})
+        e.update(rank_env(r) if rank_env is not None else {})
         procs.append(subprocess.Popen([sys.executable, str(script)], env=e, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     ranks = []

@@ -213,6 +213,9 @@ def test_cuda_device_context_and_housekeeping_names(driver):
         assert rawdev.cuda.current_device() == 0
     with rawdev.cuda.device_of(rawdev.ones(2, device="cuda")):
         assert rawdev.cuda.current_device() == 0
+    for dev in ("cuda:0", "cuda", rawdev.device("cuda:0"), 0):      # a str too (str has an .index method)
+        rawdev.cuda.set_device(dev)
+        assert rawdev.cuda.current_device() == 0
     assert rawdev.cuda.memory_cached() == rawdev.cuda.memory_reserved()
     assert len(rawdev.cuda.get_rng_state_all()) == rawdev.cuda.device_count()
     assert rawdev.cuda.OutOfMemoryError is rawdev.OutOfMemoryError

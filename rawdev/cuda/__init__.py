@@ -25,9 +25,10 @@ def _dev(device=None):
         return get_device(current_device())
     if isinstance(device, int):
         return get_device(device)
-    index = getattr(device, "index", None)
-    if index is None and isinstance(device, str):
+    if isinstance(device, str):        # before getattr: a str has an .index (the method)
         index = int(device.split(":")[1]) if ":" in device else current_device()
+    else:
+        index = getattr(device, "index", None)
     return get_device(index or 0)
 
 

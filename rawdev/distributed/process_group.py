@@ -312,6 +312,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         try:
             _rendezvous(store, rank, world_size, seconds)
         except BaseException:
+            if rank == 0:            # the store is served here: let the other ranks get their own error first
+                _master_exit(store, seconds)
             store.close()            # free the port for a retry
             raise
         if rank == 0:
@@ -328,15 +330,38 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 
 
 def _rendezvous(store, rank, world_size, seconds):
-    store.set(f"rdzv/{rank}", b"1")
+    """Every rank posts its world_size under rdzv/<rank> and waits for all; a rank started with another world_size
+    than rank 0's fails at once (rank 0 when it reads the posts), the others name the ranks that never joined."""
+    store.set(f"rdzv/{rank}", str(world_size).encode())
+    if rank != 0:
+        # rank 0 serves the store, so its post is there first: a mismatch fails here, not after the timeout
+        _rendezvous_wait(store, rank, world_size, seconds, ["rdzv/0"])
+        _check_world_size(store, rank, world_size, 0)
     keys = [f"rdzv/{r}" for r in range(world_size)]
+    _rendezvous_wait(store, rank, world_size, seconds, keys)
+    for r in range(world_size):
+        _check_world_size(store, rank, world_size, r)
+
+
+def _check_world_size(store, rank, world_size, other):
+    theirs = int(store.get(f"rdzv/{other}"))
+    if theirs != world_size:
+        raise RuntimeError(f"rawdev.distributed: init_process_group on rank {rank}: world_size mismatch: this rank "
+                           f"has world_size {world_size} but rank {other} has world_size {theirs} (every rank must be "
+                           f"given the same WORLD_SIZE / world_size)")
+
+
+def _rendezvous_wait(store, rank, world_size, seconds, keys):
     try:
         store.wait(keys, seconds)
     except StoreTimeout as e:
         missing = sorted(int(k.split("/")[1]) for k in e.missing)
+        others = [f"rank {r} has world_size {int(store.get(f'rdzv/{r}'))}" for r in range(world_size)
+                  if r not in missing and r != rank and int(store.get(f"rdzv/{r}")) != world_size]
         raise RuntimeError(f"rawdev.distributed: init_process_group timed out after {seconds:g} s on rank {rank}: "
                            f"rank(s) {missing} of world_size {world_size} never joined (not started, crashed, or given "
-                           f"another MASTER_ADDR/MASTER_PORT)") from None
+                           f"another MASTER_ADDR/MASTER_PORT)" + (f"; world_size mismatch: {', '.join(others)}"
+                                                                  if others else "")) from None
 
 
 def _master_exit(store, seconds):

@@ -52,9 +52,10 @@ class DistributedDataParallel(Module):
 
     At wrap, rank 0's parameters and buffers are broadcast to every rank. In backward each gradient, once
     accumulated, marks its parameter ready; the parameters are grouped in buckets (reverse registration order,
-    the first bucket capped at 1 MiB, the others at bucket_cap_mb) and a bucket whose gradients are all ready is
-    all-reduced (averaged) asynchronously, buckets in order; the last one's hook waits for all and writes the
-    averaged gradients back. Buffers are broadcast from rank 0 before each forward (broadcast_buffers).
+    capped at bucket_cap_mb; with the default cap the first bucket is capped at 1 MiB) and a bucket whose
+    gradients are all ready is all-reduced (averaged) asynchronously, buckets in order; the last one's hook waits
+    for all and writes the averaged gradients back. Buffers are broadcast from rank 0 before each forward
+    (broadcast_buffers).
 
     Args:
         module: the module to replicate (available as .module).
@@ -84,6 +85,7 @@ class DistributedDataParallel(Module):
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
+        self.bucket_bytes_cap_default = bucket_cap_mb is None
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * _MiB)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
@@ -103,7 +105,9 @@ class DistributedDataParallel(Module):
         buckets, cur, size = [], [], 0
         for i in reversed(range(len(self._params))):
             p = self._params[i]
-            cap = _FIRST_BUCKET_BYTES if not buckets else self.bucket_bytes_cap
+            # as PyTorch: the small first bucket only with the default cap; a given bucket_cap_mb caps every bucket
+            first = not buckets and self.bucket_bytes_cap_default
+            cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap) if first else self.bucket_bytes_cap
             if cur and (size + _nbytes(p) > cap or p.dtype != self._params[cur[0]].dtype
                         or p.device != self._params[cur[0]].device):
                 buckets.append(cur)
