@@ -74,3 +74,13 @@ def run_ranks(tmp_path, body, world=2, guard=120, env=None, init="dist.init_proc
             raise AssertionError(f"rank {r} hung past the {guard} s guard:\n{err[-3000:]}") from None
         ranks.append(Rank(r, p, out, err))
     return ranks
+
+
+def gone(pid):
+    """Whether process `pid` has ended (a zombie not yet reaped by init has ended too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] == "Z"

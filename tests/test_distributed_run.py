@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from _dist_ranks import free_port
+from _dist_ranks import free_port, gone
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_S = 120      # hang guard only; a job takes ~3 s
@@ -58,14 +58,6 @@ def test_python_m_rawdev_distributed_run(tmp_path):
     assert res.returncode == 0 and "rank 1 device 1 sum [3.0, 3.0]" in res.stdout, res.stderr
 
 
-def _gone(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    with open(f"/proc/{pid}/stat") as f:          # a zombie not yet reaped by init has ended too
-        return f.read().split(")")[-1].split()[0] == "Z"
-
 
 def test_a_failing_rank_ends_the_job_with_its_status_and_no_orphans(tmp_path):
     pids = tmp_path / "pids"
@@ -76,9 +68,9 @@ def test_a_failing_rank_ends_the_job_with_its_status_and_no_orphans(tmp_path):
     assert "  rank 1 device 1" in tail and "  rank 1 gives up" in tail
     rank0, grandchild = map(int, pids.read_text().split())
     deadline = time.monotonic() + 10
-    while not (_gone(rank0) and _gone(grandchild)) and time.monotonic() < deadline:
+    while not (gone(rank0) and gone(grandchild)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _gone(rank0) and _gone(grandchild)
+    assert gone(rank0) and gone(grandchild)
 
 
 def test_bad_sizes_are_refused():
@@ -133,4 +125,4 @@ def test_stopping_the_launcher_stops_every_rank(tmp_path):
     _, err = launcher.communicate(timeout=GUARD_S)
     assert launcher.returncode == 128 + 15 and "stopped by SIGTERM; ended all 2 ranks" in err, err
     for f in files:
-        assert _gone(int(f.read_text()))
+        assert gone(int(f.read_text()))

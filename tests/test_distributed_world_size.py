@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from _dist_ranks import free_port, run_ranks
+from _dist_ranks import free_port, gone, run_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_S = 120        # hang guard only; each job takes a few seconds
@@ -47,14 +47,6 @@ def test_world_size_larger_than_the_ranks_started_names_the_missing_ranks(tmp_pa
                             f"joined")
 
 
-def _gone(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    with open(f"/proc/{pid}/stat") as f:          # a zombie not yet reaped by init has ended too
-        return f.read().split(")")[-1].split()[0] == "Z"
-
 
 def test_one_node_of_two_launched_fails_with_the_missing_ranks_and_leaves_no_process(tmp_path):
     script = tmp_path / "job.py"
@@ -72,6 +64,6 @@ def test_one_node_of_two_launched_fails_with_the_missing_ranks_and_leaves_no_pro
     assert "rank(s) [2, 3] of world_size 4 never joined" in res.stderr, res.stderr
     pids = [int((tmp_path / f"pid{r}").read_text()) for r in (0, 1)]
     deadline = time.monotonic() + 10
-    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+    while not all(gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert all(_gone(p) for p in pids), pids
+    assert all(gone(p) for p in pids), pids

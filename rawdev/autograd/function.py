@@ -360,6 +360,24 @@ class _NoDoubleBackward(Function):
     backward_graph = backward
 
 
+def attach_to_edge(t, edge, nr):
+    """t, a detached tensor holding an input's value, made that input again for a graph recorded now (a backward
+    written in differentiable ops, create_graph=True): gradients through t flow to the input's edge `(edge, nr)`
+    (its AccumulateGrad for a leaf, else its grad_fn and output number). An edge of None leaves t as it is.
+
+    Returns:
+        t.
+    """
+    if isinstance(edge, AccumulateGrad):
+        t.__dict__["_accumulate_grad"] = edge
+        t._requires_grad = True
+    elif edge is not None:
+        t.grad_fn, t._requires_grad = edge, True
+        if nr:
+            t.__dict__["_output_nr"] = nr
+    return t
+
+
 def delayed_error(grads, name):
     """Gradients computed by a plain-kernel backward under create_graph=True: usable values, and a grad_fn
     that raises "double backward is not supported for <name>" only if something differentiates them

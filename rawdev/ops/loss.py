@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
-from ..autograd.function import Function
+from ..autograd.function import Function, attach_to_edge
 from .activation import log_softmax
 from .binary import add, div, eq, mul, neg, pow, sub
 from .dispatch import backend, backend_of
@@ -43,7 +43,6 @@ class _CrossEntropy(Function):
         - wc)), recorded. The first saved tensor (logp on the cpu, the logits on cuda) has the logits' softmax;
         it is given the logits' place in the graph (the node's first edge), so softmax of it records a node whose
         backward reaches the logits."""
-        from ..autograd.function import AccumulateGrad
         from ..tensor.factory import from_numpy
         from .activation import softmax
         from .cpu import _ce_weights
@@ -55,13 +54,7 @@ class _CrossEntropy(Function):
         edge, nr = node.next_functions[0]
         if edge is None:
             return None, None, None, None, None, None
-        if isinstance(edge, AccumulateGrad):     # the logits are a leaf: route to its AccumulateGrad
-            t.__dict__["_accumulate_grad"] = edge
-            t._requires_grad = True
-        else:
-            t.grad_fn, t._requires_grad = edge, True
-            if nr:
-                t.__dict__["_output_nr"] = nr
+        attach_to_edge(t, edge, nr)
         p = softmax(t, 1)
         n, c = t.shape
         dt, dev = t.dtype, t.device

@@ -18,7 +18,7 @@ batch_norm normalizes each channel over the batch and the remaining dims (backen
 import numpy as np
 
 from ... import dtypes as _dt
-from ...autograd.function import Function
+from ...autograd.function import Function, attach_to_edge
 from ...autograd.grad_mode import no_grad
 from ..dispatch import backend, backend_of
 from ..registry import declare
@@ -52,18 +52,11 @@ class _RowNorm(Function):
         """create_graph=True: the normalization rebuilt from differentiable ops on the input. The saved rows
         were made inside forward (a reshaped copy), so an alias of them in the input's shape is given the
         input's place in the graph (the node's first edge)."""
-        from ...autograd.function import AccumulateGrad
         x2, _mean, _rstd, w = ctx.saved_tensors
         n, d = x2.shape
         edge, nr = ctx._graph_node.next_functions[0]
         x = x2.detach().reshape(ctx.xshape)
-        if isinstance(edge, AccumulateGrad):
-            x.__dict__["_accumulate_grad"] = edge
-            x._requires_grad = True
-        elif edge is not None:
-            x.grad_fn, x._requires_grad = edge, True
-            if nr:
-                x.__dict__["_output_nr"] = nr
+        attach_to_edge(x, edge, nr)
         xr = x.reshape(n, d)
         g2 = g.reshape(n, d)
         if ctx.rms:
@@ -230,20 +223,13 @@ class _BatchNorm(Function):
         were made inside forward, so an alias of them in the input's shape takes the input's place in the graph
         (the node's first edge). In training the statistics are the batch's: invstd = (var(x) + c)^-1/2 with
         c = 1/invstd² − var, the constant that stands for eps (so the value is the forward's)."""
-        from ...autograd.function import AccumulateGrad
         from ...tensor.factory import from_numpy
         x3, mean, invstd, w = ctx.saved_tensors
         N, C, L = x3.shape
         need = ctx.needs_input_grad
         edge, nr = ctx._graph_node.next_functions[0]
         x = x3.detach().reshape(ctx.shape)
-        if isinstance(edge, AccumulateGrad):
-            x.__dict__["_accumulate_grad"] = edge
-            x._requires_grad = True
-        elif edge is not None:
-            x.grad_fn, x._requires_grad = edge, True
-            if nr:
-                x.__dict__["_output_nr"] = nr
+        attach_to_edge(x, edge, nr)
         xr = x.reshape(N, C, L)
         g3 = g.reshape(N, C, L)
         wc = w.reshape(1, C, 1) if w is not None else None
