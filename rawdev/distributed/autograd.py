@@ -1,6 +1,5 @@
-"""`torch.distributed.autograd`: distributed autograd (RPC), which rawdev refuses (data parallel only):
-see rawdev.refusals."""
-from ..refusals import refusing_getattr
+"""`torch.distributed.autograd`: backward passes across RPC (context, backward, get_gradients); see
+rawdev.distributed.rpc.dist_autograd."""
+from .rpc.dist_autograd import backward, context, get_gradients
 
-__getattr__ = refusing_getattr("torch.distributed.autograd", "distributed autograd (RPC)")
-__rawdev_refused__ = __getattr__("_").__rawdev_refused__   # the scan reports this module as refused
+__all__ = ["context", "backward", "get_gradients"]
