@@ -1,0 +1,106 @@
+"""How a call like `torch.cat([proxy, proxy])` or `F.relu(proxy)` becomes a call_function node.
+
+PyTorch routes such calls through `__torch_function__`; rawdev's functions have no such hook (and adding a
+check to every op would cost every eager call). Instead, while at least one Proxy is alive, the public
+functions of rawdev's namespaces (rawdev, rawdev.nn.functional, rawdev.linalg, rawdev.special, rawdev.fft and
+math) are replaced in their modules by wrappers: a call with a Proxy among its arguments (or inside a list or
+tuple argument) records a call_function node whose target is the original function; any other call runs the
+original. When the last Proxy is gone the originals are put back, so a program that never traces pays nothing.
+Calls through names bound before the patch (`from rawdev import cat`) are not seen; use the module attribute
+(`torch.cat`), as the corpus programs do, or fx.wrap the function."""
+from __future__ import annotations
+
+import functools
+import math
+import types
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+_count = 0
+_originals: Dict[Tuple[int, str], Any] = {}
+_wrappers: Dict[Tuple[int, str], Callable[..., Any]] = {}
+_NOT_WRAPPED = {"is_tensor", "is_storage", "typename", "compile", "manual_seed", "seed", "initial_seed",
+                "use_driver", "get_default_dtype", "set_default_dtype", "is_grad_enabled", "set_grad_enabled",
+                "get_default_device", "set_default_device", "load", "save", "trace"}
+
+
+def namespaces() -> List[Tuple[str, types.ModuleType]]:
+    """The (printed prefix, module) pairs whose functions record nodes when given a Proxy."""
+    import rawdev
+    import rawdev.nn.functional as F
+    out = [("torch", rawdev), ("torch.nn.functional", F)]
+    for sub in ("linalg", "special", "fft"):
+        mod = getattr(rawdev, sub, None)
+        if isinstance(mod, types.ModuleType):
+            out.append((f"torch.{sub}", mod))
+    out.append(("math", math))
+    return out
+
+
+def find_proxy(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[Any]:
+    """The first Proxy among args/kwargs (looking one level into lists and tuples), or None."""
+    from .proxy import Proxy
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Proxy):
+            return a
+        if type(a) in (list, tuple):
+            for b in a:
+                if isinstance(b, Proxy):
+                    return b
+    return None
+
+
+def proxy_aware(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn, recording a call_function node of fn instead of running it when a Proxy is among its arguments."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        p = find_proxy(args, kwargs)
+        if p is None:
+            return fn(*args, **kwargs)
+        return p.tracer.create_proxy("call_function", fn, args, kwargs)
+    wrapper.__fx_original__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _install() -> None:
+    for _, ns in namespaces():
+        for name, obj in list(vars(ns).items()):
+            if name.startswith("_") or name in _NOT_WRAPPED:
+                continue
+            if not isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) or hasattr(obj, "__fx_original__"):
+                continue
+            key = (id(ns), name)
+            _originals[key] = obj
+            if key not in _wrappers or getattr(_wrappers[key], "__fx_original__", None) is not obj:
+                _wrappers[key] = proxy_aware(obj)
+            setattr(ns, name, _wrappers[key])
+
+
+def _uninstall() -> None:
+    for _, ns in namespaces():
+        d = vars(ns)
+        for name in list(d):
+            key = (id(ns), name)
+            if key in _originals and d[name] is _wrappers.get(key):
+                setattr(ns, name, _originals[key])
+    _originals.clear()
+
+
+def acquire() -> None:
+    """One more live Proxy (or running trace): the wrappers are installed on the first."""
+    global _count
+    _count += 1
+    if _count == 1:
+        _install()
+
+
+def release() -> None:
+    """One Proxy fewer: the originals are restored after the last."""
+    global _count
+    _count -= 1
+    if _count == 0:
+        _uninstall()
+
+
+def active() -> bool:
+    """Whether the wrappers are installed now."""
+    return _count > 0
