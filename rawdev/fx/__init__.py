@@ -8,7 +8,7 @@ Example:
     >>> [n.op for n in gm.graph.nodes]
     ['placeholder', 'call_module', 'call_module', 'output']
 """
-from . import node, proxy  # noqa: F401  (torch.fx.node.map_arg, torch.fx.proxy.GraphAppendingTracer)
+from . import experimental, node, passes, proxy  # noqa: F401  (torch.fx.node.map_arg, torch.fx.proxy.GraphAppendingTracer)  # noqa: E402,I001  (after GraphModule: they build on it)
 from .graph import Graph
 from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
@@ -16,7 +16,6 @@ from .node import Node, map_arg
 from .proxy import Proxy, TraceError
 from .subgraph_rewriter import replace_pattern
 from .tracer import Tracer, symbolic_trace, wrap
-from . import experimental, passes  # noqa: E402,I001  (after GraphModule: they build on it)
 
 __all__ = ["Graph", "GraphModule", "Interpreter", "Transformer", "Node", "Proxy", "TraceError", "Tracer",
            "symbolic_trace", "wrap", "replace_pattern", "map_arg", "node", "proxy", "passes", "experimental"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Dict, List, NamedTuple
+from typing import Any, NamedTuple
 
 from .naming import qualified_name
-from .node import Node, map_arg
+from .node import Node
 
 __all__ = ["PythonCode", "python_code"]
 
@@ -22,14 +22,14 @@ _UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 class PythonCode(NamedTuple):
     """The generated source and the globals it must be run with."""
     src: str
-    globals: Dict[str, Any]
+    globals: dict[str, Any]
 
 
 class _Globals:
     def __init__(self) -> None:
         import rawdev
-        self.table: Dict[str, Any] = {"torch": rawdev, "operator": operator, "inf": math.inf, "nan": math.nan}
-        self._by_id: Dict[int, str] = {}
+        self.table: dict[str, Any] = {"torch": rawdev, "operator": operator, "inf": math.inf, "nan": math.nan}
+        self._by_id: dict[int, str] = {}
 
     def name_of(self, obj: Any) -> str:
         # a function or constant the code refers to: `torch.x`/`operator.x` as is, others under a global name
@@ -87,7 +87,7 @@ def _path(root: str, target: str) -> str:
     return expr
 
 
-def python_code(nodes: List[Node], root_module: str = "self") -> PythonCode:
+def python_code(nodes: list[Node], root_module: str = "self") -> PythonCode:
     """Write the forward function of these nodes (a Graph's, in order).
 
     Args:
@@ -101,13 +101,13 @@ def python_code(nodes: List[Node], root_module: str = "self") -> PythonCode:
         >>> print(python_code(list(graph.nodes)).src)   # doctest: +SKIP
     """
     g = _Globals()
-    params: List[str] = []
-    body: List[str] = []
-    last_use: Dict[Node, Node] = {}
+    params: list[str] = []
+    body: list[str] = []
+    last_use: dict[Node, Node] = {}
     for node in nodes:
-        map_arg(node.args, lambda n, node=node: last_use.__setitem__(n, node))
-        map_arg(node.kwargs, lambda n, node=node: last_use.__setitem__(n, node))
-    freed_after: Dict[Node, List[Node]] = {}
+        for n in node.all_input_nodes:
+            last_use[n] = node
+    freed_after: dict[Node, list[Node]] = {}
     for value, user in last_use.items():
         freed_after.setdefault(user, []).append(value)
 
@@ -128,9 +128,9 @@ def python_code(nodes: List[Node], root_module: str = "self") -> PythonCode:
             body.append(f"return {_literal(node.args[0], g)}")
             continue
         if op == "get_attr":
-            line = f"{node.name} = {_path(root_module, target)}"
+            line = f"{node.name} = {_path(root_module, str(target))}"
         elif op == "call_module":
-            line = f"{node.name} = {_path(root_module, target)}({call_args(node.args, node.kwargs)})"
+            line = f"{node.name} = {_path(root_module, str(target))}({call_args(node.args, node.kwargs)})"
         elif op == "call_method":
             line = (f"{node.name} = {_literal(node.args[0], g)}.{target}"
                     f"({call_args(node.args[1:], node.kwargs)})")

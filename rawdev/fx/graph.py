@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 from .codegen import PythonCode, python_code
 from .naming import Namespace, qualified_name, target_to_str
@@ -48,8 +49,8 @@ class Graph:
         >>> g.output(g.call_function(torch.relu, (x,)))   # doctest: +SKIP
     """
 
-    def __init__(self, owning_module: Any = None, tracer_cls: Optional[type] = None,
-                 tracer_extras: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, owning_module: Any = None, tracer_cls: type | None = None,
+                 tracer_extras: dict[str, Any] | None = None) -> None:
         self._root = Node(self, "", "root", "", (), {})
         self._len = 0
         self._graph_namespace = Namespace()
@@ -72,7 +73,7 @@ class Graph:
         """The nodes in order (iterating goes on correctly past a node erased or inserted meanwhile)."""
         return _NodeList(self)
 
-    def find_nodes(self, *, op: str, target: Optional[Target] = None) -> List[Node]:
+    def find_nodes(self, *, op: str, target: Target | None = None) -> list[Node]:
         """The nodes with this opcode (and target, when given).
 
         Args:
@@ -88,9 +89,9 @@ class Graph:
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     # ------------------------------------------------------------------ creating nodes
-    def create_node(self, op: str, target: Target, args: Optional[Tuple[Argument, ...]] = None,
-                    kwargs: Optional[Dict[str, Argument]] = None, name: Optional[str] = None,
-                    type_expr: Optional[Any] = None) -> Node:
+    def create_node(self, op: str, target: Target, args: tuple[Argument, ...] | None = None,
+                    kwargs: dict[str, Argument] | None = None, name: str | None = None,
+                    type_expr: Any | None = None) -> Node:
         """Create a node at the current insertion point (the end, unless inside inserting_before/after).
 
         Args:
@@ -120,7 +121,7 @@ class Graph:
         self._len += 1
         return n
 
-    def placeholder(self, name: str, type_expr: Optional[Any] = None,
+    def placeholder(self, name: str, type_expr: Any | None = None,
                     default_value: Any = inspect.Signature.empty) -> Node:
         """An input of the function.
 
@@ -138,7 +139,7 @@ class Graph:
         args = () if default_value is inspect.Signature.empty else (default_value,)
         return self.create_node("placeholder", name, args=args, type_expr=type_expr)
 
-    def get_attr(self, qualified_name: str, type_expr: Optional[Any] = None) -> Node:
+    def get_attr(self, qualified_name: str, type_expr: Any | None = None) -> Node:
         """Read an attribute (a parameter, buffer or submodule) of the owning module by its dotted path.
 
         Args:
@@ -153,8 +154,8 @@ class Graph:
         """
         return self.create_node("get_attr", qualified_name, type_expr=type_expr)
 
-    def call_module(self, module_name: str, args: Optional[Tuple[Argument, ...]] = None,
-                    kwargs: Optional[Dict[str, Argument]] = None, type_expr: Optional[Any] = None) -> Node:
+    def call_module(self, module_name: str, args: tuple[Argument, ...] | None = None,
+                    kwargs: dict[str, Argument] | None = None, type_expr: Any | None = None) -> Node:
         """Call a submodule of the owning module by its dotted path.
 
         Args:
@@ -171,8 +172,8 @@ class Graph:
         """
         return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
 
-    def call_method(self, method_name: str, args: Optional[Tuple[Argument, ...]] = None,
-                    kwargs: Optional[Dict[str, Argument]] = None, type_expr: Optional[Any] = None) -> Node:
+    def call_method(self, method_name: str, args: tuple[Argument, ...] | None = None,
+                    kwargs: dict[str, Argument] | None = None, type_expr: Any | None = None) -> Node:
         """Call a method on args[0].
 
         Args:
@@ -189,8 +190,8 @@ class Graph:
         """
         return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
 
-    def call_function(self, the_function: Callable[..., Any], args: Optional[Tuple[Argument, ...]] = None,
-                      kwargs: Optional[Dict[str, Argument]] = None, type_expr: Optional[Any] = None) -> Node:
+    def call_function(self, the_function: Callable[..., Any], args: tuple[Argument, ...] | None = None,
+                      kwargs: dict[str, Argument] | None = None, type_expr: Any | None = None) -> Node:
         """Call a free function.
 
         Args:
@@ -207,7 +208,7 @@ class Graph:
         """
         return self.create_node("call_function", the_function, args, kwargs, type_expr=type_expr)
 
-    def output(self, result: Argument, type_expr: Optional[Any] = None) -> Node:
+    def output(self, result: Argument, type_expr: Any | None = None) -> Node:
         """The function's return value.
 
         Args:
@@ -241,7 +242,7 @@ class Graph:
         result.meta = copy.copy(node.meta)
         return result
 
-    def graph_copy(self, g: Graph, val_map: Dict[Node, Node], return_output_node: bool = False) -> Any:
+    def graph_copy(self, g: Graph, val_map: dict[Node, Node], return_output_node: bool = False) -> Any:
         """Copy every node of g (but its output) into this graph.
 
         Args:
@@ -264,9 +265,9 @@ class Graph:
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
 
-    def __deepcopy__(self, memo: Dict[int, Any]) -> Graph:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
         g = Graph(tracer_cls=self._tracer_cls)
-        val_map: Dict[Node, Node] = {}
+        val_map: dict[Node, Node] = {}
         out = g.graph_copy(self, val_map, return_output_node=True)
         if out is not None:
             rv, output_node = out
@@ -275,7 +276,7 @@ class Graph:
 
     # ------------------------------------------------------------------ editing
     @contextmanager
-    def inserting_before(self, n: Optional[Node] = None) -> Iterator[None]:
+    def inserting_before(self, n: Node | None = None) -> Iterator[None]:
         """Within the with-block, new nodes go just before n (the start of the graph when n is None).
 
         Args:
@@ -301,7 +302,7 @@ class Graph:
             self._insert = previous
 
     @contextmanager
-    def inserting_after(self, n: Optional[Node] = None) -> Iterator[None]:
+    def inserting_after(self, n: Node | None = None) -> Iterator[None]:
         """Within the with-block, new nodes go just after n, in order (the end of the graph when n is None).
 
         Args:
@@ -457,7 +458,7 @@ class Graph:
             print(tabulate(rows, headers=headers))
 
 
-def _plain_table(headers: List[str], rows: List[List[Any]]) -> str:
+def _plain_table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [headers] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import linecache
-from typing import Any, Dict, Union
+from typing import Any
 
 from ..nn import Module, Parameter
 from .graph import Graph
@@ -74,7 +74,7 @@ class GraphModule(Module):
             pass
         return super().__new__(GraphModuleImpl)
 
-    def __init__(self, root: Union[Module, Dict[str, Any]], graph: Graph, class_name: str = "GraphModule") -> None:
+    def __init__(self, root: Module | dict[str, Any], graph: Graph, class_name: str = "GraphModule") -> None:
         super().__init__()
         self.__class__.__name__ = class_name
         if isinstance(root, Module):
@@ -94,7 +94,7 @@ class GraphModule(Module):
                     _set_path(self, node.target, root[node.target])
         else:
             raise RuntimeError("Unsupported type " + str(root) + " passed for root!")
-        self.meta: Dict[str, Any] = {}
+        self.meta: dict[str, Any] = {}
         self.graph = graph
 
     @property
@@ -133,8 +133,7 @@ class GraphModule(Module):
         linecache.cache[key] = (len(code.src), None, code.src.splitlines(True), key)
         glb = dict(code.globals)
         exec(compile(code.src, key, "exec"), glb)   # noqa: S102  (the graph's own generated forward)
-        cls = type(self)
-        cls.forward = glb["forward"]
+        type(self).forward = glb["forward"]  # type: ignore[method-assign]  # its own class (see __new__)
         return code
 
     def __str__(self) -> str:
@@ -232,7 +231,7 @@ class GraphModule(Module):
             if name and name not in used:
                 self.delete_submodule(name)
 
-    def __deepcopy__(self, memo: Dict[int, Any]) -> GraphModule:
+    def __deepcopy__(self, memo: dict[int, Any]) -> GraphModule:
         fake = Module()
         fake.__dict__ = copy.deepcopy(self.__dict__, memo)
         res = GraphModule(fake, fake.__dict__["_graph"], type(self).__name__)

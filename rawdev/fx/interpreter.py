@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 from .graph import Graph
 from .graph_module import GraphModule
@@ -31,25 +32,25 @@ class Interpreter:
         >>> Count(gm).run(x)
     """
 
-    def __init__(self, module: Any, garbage_collect_values: bool = True, graph: Optional[Graph] = None) -> None:
+    def __init__(self, module: Any, garbage_collect_values: bool = True, graph: Graph | None = None) -> None:
         self.module = module
         self.submodules = dict(module.named_modules())
         self.graph = graph if graph is not None else module.graph
-        self.env: Dict[Node, Any] = {}
+        self.env: dict[Node, Any] = {}
         self.name = "Interpreter"
         self.garbage_collect_values = garbage_collect_values
         self.extra_traceback = True
         self.args_iter: Iterator[Any] = iter(())
         if garbage_collect_values:
-            last_use: Dict[Node, Node] = {}
+            last_use: dict[Node, Node] = {}
             for node in self.graph.nodes:
                 for n in node.all_input_nodes:
                     last_use[n] = node
-            self.user_to_last_uses: Dict[Node, List[Node]] = {}
+            self.user_to_last_uses: dict[Node, list[Node]] = {}
             for value, user in last_use.items():
                 self.user_to_last_uses.setdefault(user, []).append(value)
 
-    def run(self, *args: Any, initial_env: Optional[Dict[Node, Any]] = None,
+    def run(self, *args: Any, initial_env: dict[Node, Any] | None = None,
             enable_io_processing: bool = True) -> Any:
         """Run the graph on args.
 
@@ -84,7 +85,7 @@ class Interpreter:
                 return self.env[node]
         return None
 
-    def boxed_run(self, args_list: List[Any]) -> Any:
+    def boxed_run(self, args_list: list[Any]) -> Any:
         """Run with the inputs in a list that is emptied first (so they can be freed as the run goes).
 
         Args:
@@ -121,7 +122,7 @@ class Interpreter:
         return getattr(self, n.op)(n.target, args, kwargs)
 
     # ------------------------------------------------------------------ one method per opcode
-    def placeholder(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def placeholder(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         """The next input (or the parameter's default when inputs ran out)."""
         assert isinstance(target, str)
         if target.startswith("*"):
@@ -134,29 +135,29 @@ class Interpreter:
             raise RuntimeError(f"Expected positional argument for parameter {target}, but one was not "
                                "passed in!") from si
 
-    def get_attr(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def get_attr(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         """The module attribute at the dotted path target."""
         assert isinstance(target, str)
         return self.fetch_attr(target)
 
-    def call_function(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_function(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         """target(*args, **kwargs)."""
         assert not isinstance(target, str)
         return target(*args, **kwargs)
 
-    def call_method(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_method(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         """args[0].target(*args[1:], **kwargs)."""
         self_obj, *args_tail = args
         assert isinstance(target, str)
         return getattr(self_obj, target)(*args_tail, **kwargs)
 
-    def call_module(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_module(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         """The submodule at target, called."""
         assert isinstance(target, str)
         submod = self.fetch_attr(target)
         return submod(*args, **kwargs)
 
-    def output(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def output(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         """The value returned."""
         return args[0]
 
@@ -184,7 +185,7 @@ class Interpreter:
             attr_itr = getattr(attr_itr, atom)
         return attr_itr
 
-    def fetch_args_kwargs_from_env(self, n: Node) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    def fetch_args_kwargs_from_env(self, n: Node) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """n's args and kwargs with each Node replaced by its value."""
         args = self.map_nodes_to_values(n.args, n)
         kwargs = self.map_nodes_to_values(n.kwargs, n)
@@ -230,21 +231,21 @@ class Transformer(Interpreter):
         self.tracer = _TransformerTracer(self.new_graph)
         self.tracer.root = module
 
-    def placeholder(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Proxy:
+    def placeholder(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Proxy:
         assert isinstance(target, str)
         default = next(iter(args)) if args else inspect.Signature.empty
         return Proxy(self.new_graph.placeholder(target, default_value=default), self.tracer)
 
-    def get_attr(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Proxy:
+    def get_attr(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Proxy:
         assert isinstance(target, str)
         return self.tracer.create_proxy("get_attr", target, args, kwargs)
 
-    def call_module(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_module(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         assert isinstance(target, str)
         submod = self.fetch_attr(target)
         return self.tracer.call_module(submod, submod.forward, args, kwargs)
 
-    def call_function(self, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_function(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
         return self.tracer.create_proxy("call_function", target, args, kwargs)
 
     def transform(self) -> GraphModule:

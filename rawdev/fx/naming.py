@@ -5,13 +5,14 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
-from typing import Any, Callable, Dict, Optional, Set
+from collections.abc import Callable
+from typing import Any
 
 _ILLEGAL_SUFFIX = re.compile(r"(.*)_(\d+)$")
 _ILLEGAL_CHARS = re.compile(r"[^0-9a-zA-Z_]+")
 _RESERVED = {"torch", "self", "operator", "inf", "nan", "NoneType"}
 
-_torch_names: Optional[Dict[int, str]] = None
+_torch_names: dict[int, str] | None = None
 
 
 def snake_case(s: str) -> str:
@@ -27,8 +28,8 @@ class Namespace:
     """The set of names used in one graph: create_name returns a fresh, legal Python identifier."""
 
     def __init__(self) -> None:
-        self._used: Set[str] = set()
-        self._base_count: Dict[str, int] = {}
+        self._used: set[str] = set()
+        self._base_count: dict[str, int] = {}
 
     def create_name(self, candidate: str) -> str:
         candidate = _ILLEGAL_CHARS.sub("_", candidate) or "_unnamed"
@@ -53,13 +54,13 @@ class Namespace:
         self._used.add(name)
 
 
-def _rawdev_names() -> Dict[int, str]:
+def _rawdev_names() -> dict[int, str]:
     # rawdev's public functions by identity -> the expression PyTorch prints (`torch.cat`), looked up on the
     # namespaces' original functions (not the tracing wrappers patching.py may have installed)
     global _torch_names
     if _torch_names is None:
         from . import patching
-        names: Dict[int, str] = {}
+        names: dict[int, str] = {}
         for prefix, ns in patching.namespaces():
             for name, obj in list(vars(ns).items()):
                 if name.startswith("_"):

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Node", "Target", "Argument", "map_arg", "map_aggregate"]
 
-Target = Union[Callable[..., Any], str]
+Target = Callable[..., Any] | str
 Argument = Any   # a Node, a literal, or a (nested) tuple/list/dict/slice of them
 
 _OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output", "root")
@@ -75,8 +76,8 @@ class Node:
         >>> n = graph.call_function(torch.relu, (x_node,))   # doctest: +SKIP
     """
 
-    def __init__(self, graph: Any, name: str, op: str, target: Target, args: Tuple[Argument, ...],
-                 kwargs: Dict[str, Argument], return_type: Optional[Any] = None) -> None:
+    def __init__(self, graph: Any, name: str, op: str, target: Target, args: tuple[Argument, ...],
+                 kwargs: dict[str, Argument], return_type: Any | None = None) -> None:
         if op not in _OPCODES:
             raise ValueError(f"Node opcode must be one of {_OPCODES[:-1]}, got {op!r}")
         if op == "call_function" and not callable(target):
@@ -89,15 +90,15 @@ class Node:
         self.name = name
         self.op = op
         self.target = target
-        self._input_nodes: Dict[Node, None] = {}
-        self.users: Dict[Node, None] = {}
+        self._input_nodes: dict[Node, None] = {}
+        self.users: dict[Node, None] = {}
         self.type = return_type
         self._prev = self
         self._next = self
         self._erased = False
-        self.meta: Dict[str, Any] = {}
-        self._args: Tuple[Argument, ...] = ()
-        self._kwargs: Dict[str, Argument] = {}
+        self.meta: dict[str, Any] = {}
+        self._args: tuple[Argument, ...] = ()
+        self._kwargs: dict[str, Argument] = {}
         self._update_args_kwargs(map_arg(args, lambda x: x), map_arg(kwargs, lambda x: x))
 
     # ------------------------------------------------------------------ list links
@@ -151,25 +152,25 @@ class Node:
 
     # ------------------------------------------------------------------ arguments and users
     @property
-    def args(self) -> Tuple[Argument, ...]:
+    def args(self) -> tuple[Argument, ...]:
         """The positional arguments; assigning them updates the users of the nodes involved."""
         return self._args
 
     @args.setter
-    def args(self, a: Tuple[Argument, ...]) -> None:
+    def args(self, a: tuple[Argument, ...]) -> None:
         self._update_args_kwargs(map_arg(a, lambda x: x), self._kwargs)
 
     @property
-    def kwargs(self) -> Dict[str, Argument]:
+    def kwargs(self) -> dict[str, Argument]:
         """The keyword arguments; assigning them updates the users of the nodes involved."""
         return self._kwargs
 
     @kwargs.setter
-    def kwargs(self, k: Dict[str, Argument]) -> None:
+    def kwargs(self, k: dict[str, Argument]) -> None:
         self._update_args_kwargs(self._args, map_arg(k, lambda x: x))
 
     @property
-    def all_input_nodes(self) -> List[Node]:
+    def all_input_nodes(self) -> list[Node]:
         """The distinct Nodes this node reads, in the order they appear in args then kwargs."""
         return list(self._input_nodes)
 
@@ -205,7 +206,7 @@ class Node:
         """
         self.kwargs = {**self.kwargs, key: arg}
 
-    def _update_args_kwargs(self, new_args: Tuple[Argument, ...], new_kwargs: Dict[str, Argument]) -> None:
+    def _update_args_kwargs(self, new_args: tuple[Argument, ...], new_kwargs: dict[str, Argument]) -> None:
         self._args = new_args
         self._kwargs = new_kwargs
         for old_use in self._input_nodes:
@@ -217,7 +218,7 @@ class Node:
             new_use.users.setdefault(self)
 
     def replace_all_uses_with(self, replace_with: Node, delete_user_cb: Callable[[Node], bool] = lambda user: True,
-                              *, propagate_meta: bool = False) -> List[Node]:
+                              *, propagate_meta: bool = False) -> list[Node]:
         """Make every user of this Node read replace_with instead.
 
         Args:

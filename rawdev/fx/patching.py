@@ -13,17 +13,18 @@ from __future__ import annotations
 import functools
 import math
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 _count = 0
-_originals: Dict[Tuple[int, str], Any] = {}
-_wrappers: Dict[Tuple[int, str], Callable[..., Any]] = {}
+_originals: dict[tuple[int, str], Any] = {}
+_wrappers: dict[tuple[int, str], Callable[..., Any]] = {}
 _NOT_WRAPPED = {"is_tensor", "is_storage", "typename", "compile", "manual_seed", "seed", "initial_seed",
                 "use_driver", "get_default_dtype", "set_default_dtype", "is_grad_enabled", "set_grad_enabled",
                 "get_default_device", "set_default_device", "load", "save", "trace"}
 
 
-def namespaces() -> List[Tuple[str, types.ModuleType]]:
+def namespaces() -> list[tuple[str, types.ModuleType]]:
     """The (printed prefix, module) pairs whose functions record nodes when given a Proxy."""
     import rawdev
     import rawdev.nn.functional as F
@@ -36,7 +37,7 @@ def namespaces() -> List[Tuple[str, types.ModuleType]]:
     return out
 
 
-def find_proxy(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Optional[Any]:
+def find_proxy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
     """The first Proxy among args/kwargs (looking one level into lists and tuples), or None."""
     from .proxy import Proxy
     for a in (*args, *kwargs.values()):

@@ -7,7 +7,8 @@ import inspect
 import operator
 import sys
 from bisect import bisect_left
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from . import patching
 from .graph import Graph
@@ -24,8 +25,8 @@ class TracerBase:
     """What Proxies record into: `graph`, and create_node/create_proxy/create_arg that subclasses may override."""
     graph: Graph
 
-    def create_node(self, kind: str, target: Target, args: Tuple[Argument, ...], kwargs: Dict[str, Argument],
-                    name: Optional[str] = None, type_expr: Optional[Any] = None) -> Node:
+    def create_node(self, kind: str, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Argument],
+                    name: str | None = None, type_expr: Any | None = None) -> Node:
         """Insert a node into self.graph (override to tag or reroute nodes).
 
         Args:
@@ -48,9 +49,9 @@ class TracerBase:
         """Wrap node in a Proxy of this tracer."""
         return Proxy(node, self)
 
-    def create_proxy(self, kind: str, target: Target, args: Tuple[Any, ...], kwargs: Dict[str, Any],
-                     name: Optional[str] = None, type_expr: Optional[Any] = None,
-                     proxy_factory_fn: Optional[Callable[[Node], Proxy]] = None) -> Proxy:
+    def create_proxy(self, kind: str, target: Target, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     name: str | None = None, type_expr: Any | None = None,
+                     proxy_factory_fn: Callable[[Node], Proxy] | None = None) -> Proxy:
         """Record an operation whose arguments may hold Proxies, and return a Proxy of its result.
 
         Args:
@@ -137,7 +138,7 @@ class GraphAppendingTracer(TracerBase):
         super().__init__()
         self.graph = graph
         self.scope = None
-        self.tensor_attrs: Dict[int, Tuple[Any, str]] = {}
+        self.tensor_attrs: dict[int, tuple[Any, str]] = {}
 
 
 class Proxy:
@@ -151,14 +152,19 @@ class Proxy:
     Example:
         >>> y = Proxy(x_node, tracer) + 1   # records operator.add   # doctest: +SKIP
     """
+    tracer: TracerBase
+    node: Node
 
-    def __init__(self, node: Node, tracer: Optional[TracerBase] = None) -> None:
+    def __init__(self, node: Node, tracer: TracerBase | None = None) -> None:
         if tracer is None:
             tracer = GraphAppendingTracer(node.graph)
         self.__dict__["tracer"] = tracer
         self.__dict__["node"] = node
-        patching.acquire()
-        self.__dict__["_holds_patch"] = True
+        # inside Tracer.trace the trace itself holds the patch, so proxies left in a traceback do not keep it
+        holds = not getattr(tracer, "_tracing", False)
+        if holds:
+            patching.acquire()
+        self.__dict__["_holds_patch"] = holds
 
     def __del__(self) -> None:
         if self.__dict__.get("_holds_patch"):
@@ -187,14 +193,18 @@ class Proxy:
         frame = inspect.currentframe()
         assert frame is not None and frame.f_back is not None
         calling = frame.f_back
-        insts = list(dis.get_instructions(calling.f_code))
-        if sys.version_info >= (3, 11):
-            idx = bisect_left(insts, calling.f_lasti, key=lambda x: x.offset)
-        else:
-            idx = calling.f_lasti // 2
+        try:
+            insts = list(dis.get_instructions(calling.f_code))
+            if sys.version_info >= (3, 11):
+                idx = bisect_left(insts, calling.f_lasti, key=lambda x: x.offset)
+            else:
+                idx = calling.f_lasti // 2
+        finally:
+            del frame, calling   # a frame referring to itself would keep this proxy (and the patch) until gc
         inst = insts[idx] if idx < len(insts) else None
         if inst is not None and inst.opname == "UNPACK_SEQUENCE":
-            return (self[i] for i in range(inst.argval))
+            return (self.tracer.create_proxy("call_function", operator.getitem, (self, i), {})
+                    for i in range(inst.argval))
         return self.tracer.iter(self)
 
     def __bool__(self) -> bool:
@@ -208,13 +218,16 @@ class Proxy:
         """Recorded `.keys()` (for `**proxy`)."""
         return self.tracer.keys(self)
 
-    def __deepcopy__(self, memo: Dict[int, Any]) -> Proxy:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Proxy:
         return self
 
 
 class Attribute(Proxy):
     """`proxy.name`: a getattr node, created only if the attribute is used as a value (a call records
     call_method instead)."""
+    root: Proxy
+    attr: str
+    _node: Node | None
 
     def __init__(self, root: Proxy, attr: str) -> None:
         self.__dict__["root"] = root
@@ -227,13 +240,14 @@ class Attribute(Proxy):
         if self._node is None:
             self.__dict__["_node"] = self.tracer.create_proxy("call_function", getattr, (self.root, self.attr),
                                                               {}).node
+        assert self._node is not None
         return self._node
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
         return self.tracer.create_proxy("call_method", self.attr, (self.root,) + args, kwargs)
 
 
-def _binary(name: str, fn: Callable[[Any, Any], Any]) -> Tuple[Callable[..., Any], Callable[..., Any]]:
+def _binary(name: str, fn: Callable[[Any, Any], Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def forward(self: Proxy, other: Any) -> Proxy:
         return self.tracer.create_proxy("call_function", fn, (self, other), {})
 

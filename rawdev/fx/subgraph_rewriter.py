@@ -2,7 +2,8 @@
 GraphModule and replace it by a replacement function's."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .graph import Graph
 from .graph_module import GraphModule
@@ -14,7 +15,7 @@ __all__ = ["Match", "replace_pattern"]
 class Match(NamedTuple):
     """One replaced occurrence: the node that produced the pattern's result, and pattern node -> graph node."""
     anchor: Node
-    nodes_map: Dict[Node, Node]
+    nodes_map: dict[Node, Node]
 
 
 def _graph_of(fn: Any) -> Graph:
@@ -24,7 +25,7 @@ def _graph_of(fn: Any) -> Graph:
     return symbolic_trace(fn).graph
 
 
-def _match(pn: Node, gn: Node, m: Dict[Node, Node], pattern_nodes: set) -> bool:
+def _match(pn: Node, gn: Node, m: dict[Node, Node], pattern_nodes: set) -> bool:
     # pattern node pn against graph node gn, extending m (pattern -> graph); placeholders match any value,
     # each placeholder always the same one
     if pn in m:
@@ -42,7 +43,7 @@ def _match(pn: Node, gn: Node, m: Dict[Node, Node], pattern_nodes: set) -> bool:
     return ok
 
 
-def _match_arg(a: Any, b: Any, m: Dict[Node, Node], pattern_nodes: set) -> bool:
+def _match_arg(a: Any, b: Any, m: dict[Node, Node], pattern_nodes: set) -> bool:
     if isinstance(a, Node):
         return isinstance(b, Node) and _match(a, b, m, pattern_nodes)
     if isinstance(a, (list, tuple)):
@@ -53,7 +54,7 @@ def _match_arg(a: Any, b: Any, m: Dict[Node, Node], pattern_nodes: set) -> bool:
     return bool(a == b)
 
 
-def replace_pattern(gm: GraphModule, pattern: Callable[..., Any], replacement: Callable[..., Any]) -> List[Match]:
+def replace_pattern(gm: GraphModule, pattern: Callable[..., Any], replacement: Callable[..., Any]) -> list[Match]:
     """Replace each occurrence of pattern's computation in gm's graph by replacement's, then recompile.
 
     Matching follows data dependencies, not names: a pattern placeholder matches any value (the same one every
@@ -81,12 +82,12 @@ def replace_pattern(gm: GraphModule, pattern: Callable[..., Any], replacement: C
     p_placeholders = [n for n in pg.nodes if n.op == "placeholder"]
     pattern_nodes = {n for n in pg.nodes if n.op not in ("placeholder", "output")}
     graph = gm.graph
-    matches: List[Match] = []
+    matches: list[Match] = []
     taken: set = set()
     for gn in list(graph.nodes):
         if gn in taken or gn.op in ("placeholder", "output"):
             continue
-        m: Dict[Node, Node] = {}
+        m: dict[Node, Node] = {}
         if not _match(anchor_p, gn, m, pattern_nodes):
             continue
         inner = {m[p] for p in pattern_nodes}
@@ -105,16 +106,16 @@ def replace_pattern(gm: GraphModule, pattern: Callable[..., Any], replacement: C
     return matches
 
 
-def _replace_one(graph: Graph, match: Match, p_placeholders: List[Node], pattern_nodes: set, rg: Graph) -> None:
+def _replace_one(graph: Graph, match: Match, p_placeholders: list[Node], pattern_nodes: set, rg: Graph) -> None:
     r_placeholders = [n for n in rg.nodes if n.op == "placeholder"]
     if len(r_placeholders) != len(p_placeholders):
         raise ValueError("replace_pattern: pattern and replacement must take the same number of inputs")
-    val_map: Dict[Node, Any] = {}
+    val_map: dict[Node, Any] = {}
     for rp, pp in zip(r_placeholders, p_placeholders):
         val_map[rp] = match.nodes_map.get(pp)
     anchor = match.anchor
     with graph.inserting_before(anchor):
-        result: Optional[Any] = None
+        result: Any | None = None
         for rn in rg.nodes:
             if rn.op == "placeholder":
                 continue

@@ -6,8 +6,10 @@ become get_attr nodes, and functions registered with wrap() become call_function
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from collections.abc import Callable
+from typing import Any
 
 from . import patching
 from .graph import Graph
@@ -17,10 +19,10 @@ from .proxy import TracerBase
 __all__ = ["Tracer", "symbolic_trace", "wrap"]
 
 # (id of a module's globals, name) -> that globals dict: the functions wrap() made leaves
-_wrapped_fns: Dict[Tuple[int, str], Dict[str, Any]] = {}
+_wrapped_fns: dict[tuple[int, str], dict[str, Any]] = {}
 
 
-def wrap(fn_or_name: Union[str, Callable[..., Any]]) -> Union[str, Callable[..., Any]]:
+def wrap(fn_or_name: str | Callable[..., Any]) -> str | Callable[..., Any]:
     """Make a module-level function a leaf of symbolic tracing: its calls are recorded as call_function nodes
     instead of being traced through. Call at module scope, with the function or its name.
 
@@ -63,15 +65,16 @@ class Tracer(TracerBase):
         >>> gm = GraphModule(model, graph)
     """
 
-    def __init__(self, autowrap_modules: Tuple[Any, ...] = (), autowrap_functions: Tuple[Callable[..., Any], ...] = (),
+    def __init__(self, autowrap_modules: tuple[Any, ...] = (), autowrap_functions: tuple[Callable[..., Any], ...] = (),
                  param_shapes_constant: bool = False) -> None:
         super().__init__()
         self._autowrap_functions = tuple(autowrap_functions)
         self.param_shapes_constant = param_shapes_constant
-        self.submodule_paths: Optional[Dict[Any, str]] = None
+        self.submodule_paths: dict[Any, str] | None = None
         self.root: Any = None
-        self.tensor_attrs: Dict[int, Tuple[Any, str]] = {}
+        self.tensor_attrs: dict[int, tuple[Any, str]] = {}
         self._constants = 0
+        self._tracing = False
 
     # ------------------------------------------------------------------ what is a leaf, where a module sits
     def is_leaf_module(self, m: Any, module_qualified_name: str) -> bool:
@@ -116,7 +119,7 @@ class Tracer(TracerBase):
             raise NameError("module is not installed as a submodule")
         return path
 
-    def call_module(self, m: Any, forward: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_module(self, m: Any, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A module called during tracing: a call_module node for a leaf, else its forward traced through.
 
         Args:
@@ -136,7 +139,7 @@ class Tracer(TracerBase):
             return forward(*args, **kwargs)
         return self.create_proxy("call_module", module_qualified_name, args, kwargs)
 
-    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: Dict[str, Any]) -> Any:
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
         """A module attribute read during tracing: parameters and buffers become get_attr Proxies.
 
         Args:
@@ -159,7 +162,7 @@ class Tracer(TracerBase):
                 return parameter_proxy_cache[path]
         return attr_val
 
-    def _tensor_path(self, t: Any) -> Optional[str]:
+    def _tensor_path(self, t: Any) -> str | None:
         # keyed by id (a Tensor's == is elementwise); the dict holds the tensors, so ids stay theirs
         if not self.tensor_attrs and self.root is not None:
             for name, p in self.root.named_parameters():
@@ -198,7 +201,7 @@ class Tracer(TracerBase):
 
     # ------------------------------------------------------------------ tracing
     def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
-                             concrete_args: Optional[Dict[str, Any]] = None) -> Tuple[Callable[..., Any], List[Any]]:
+                             concrete_args: dict[str, Any] | None = None) -> tuple[Callable[..., Any], list[Any]]:
         """The placeholders for root_fn's parameters (a concrete_args entry is passed as the value itself and
         kept as the parameter's default in the generated code).
 
@@ -222,7 +225,7 @@ class Tracer(TracerBase):
         if unknown:
             raise RuntimeError(f"Tracing expected {len(params)} arguments but got {len(concrete_args)} concrete "
                                f"arguments: {sorted(unknown)} are not parameters of {root_fn.__qualname__}")
-        args: List[Any] = [self.root] if is_module else []
+        args: list[Any] = [self.root] if is_module else []
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise NotImplementedError(f"symbolic_trace of a function with *args/**kwargs ({p}) is not "
@@ -237,7 +240,7 @@ class Tracer(TracerBase):
             args.append(self.create_proxy("placeholder", p.name, default, {}, type_expr=ann))
         return root_fn, args
 
-    def trace(self, root: Any, concrete_args: Optional[Dict[str, Any]] = None) -> Graph:
+    def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> Graph:
         """Trace root (an nn.Module or a function) and return the Graph.
 
         Args:
@@ -263,7 +266,7 @@ class Tracer(TracerBase):
         self.submodule_paths = None
         self.tensor_attrs = {}
         fn_globals = getattr(fn, "__globals__", {})
-        parameter_proxy_cache: Dict[str, Any] = {}
+        parameter_proxy_cache: dict[str, Any] = {}
         tracer = self
         orig_call, orig_getattr = Module.__call__, Module.__getattr__
 
@@ -275,10 +278,11 @@ class Tracer(TracerBase):
         def module_getattr_wrapper(mod: Any, attr: str) -> Any:
             return tracer.getattr(attr, orig_getattr(mod, attr), parameter_proxy_cache)
 
-        undo: List[Callable[[], None]] = []
+        undo: list[Callable[[], None]] = []
         patching.acquire()
+        self._tracing = True
         try:
-            Module.__call__ = module_call_wrapper  # type: ignore[method-assign]
+            Module.__call__ = module_call_wrapper  # type: ignore[method-assign,assignment]
             Module.__getattr__ = module_getattr_wrapper  # type: ignore[method-assign]
             undo.append(lambda: setattr(Module, "__call__", orig_call))
             undo.append(lambda: setattr(Module, "__getattr__", orig_getattr))
@@ -290,11 +294,12 @@ class Tracer(TracerBase):
         finally:
             for u in reversed(undo):
                 u()
+            self._tracing = False
             patching.release()
             self.submodule_paths = None
         return self.graph
 
-    def _patch_wrapped(self, fn_globals: Dict[str, Any], undo: List[Callable[[], None]]) -> None:
+    def _patch_wrapped(self, fn_globals: dict[str, Any], undo: list[Callable[[], None]]) -> None:
         targets = list(_wrapped_fns.values())
         for f in self._autowrap_functions:
             for name, val in fn_globals.items():
@@ -309,13 +314,13 @@ class Tracer(TracerBase):
             if name in g:
                 orig = g[name]
                 g[name] = patching.proxy_aware(orig)
-                undo.append(lambda g=g, name=name, orig=orig: g.__setitem__(name, orig))
+                undo.append(functools.partial(g.__setitem__, name, orig))
             elif hasattr(builtins, name):
                 g[name] = patching.proxy_aware(getattr(builtins, name))
-                undo.append(lambda g=g, name=name: g.pop(name, None))
+                undo.append(functools.partial(g.pop, name, None))
 
 
-def symbolic_trace(root: Any, concrete_args: Optional[Dict[str, Any]] = None) -> Any:
+def symbolic_trace(root: Any, concrete_args: dict[str, Any] | None = None) -> Any:
     """Trace a module or function into a GraphModule: `GraphModule(root, Tracer().trace(root))`.
 
     Args:

@@ -3,7 +3,8 @@ and remove_dropout."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Iterable, Tuple, Type
+from collections.abc import Iterable
+from typing import Any
 
 from ..graph_module import GraphModule
 from ..node import Node
@@ -12,12 +13,12 @@ from ..tracer import symbolic_trace
 __all__ = ["fuse", "remove_dropout", "matches_module_pattern", "replace_node_module"]
 
 
-def _parent_name(target: str) -> Tuple[str, str]:
+def _parent_name(target: str) -> tuple[str, str]:
     *parent, name = target.rsplit(".", 1)
     return (parent[0] if parent else ""), name
 
 
-def matches_module_pattern(pattern: Iterable[Type[Any]], node: Node, modules: Dict[str, Any]) -> bool:
+def matches_module_pattern(pattern: Iterable[type[Any]], node: Node, modules: dict[str, Any]) -> bool:
     """Whether node is a call of a module of pattern's last type on a call of one of its first type (a chain of
     call_module nodes whose module types are pattern, in order).
 
@@ -35,7 +36,7 @@ def matches_module_pattern(pattern: Iterable[Type[Any]], node: Node, modules: Di
     pattern = list(pattern)
     if len(node.args) == 0:
         return False
-    nodes: Tuple[Any, Node] = (node.args[0], node)
+    nodes: tuple[Any, Node] = (node.args[0], node)
     for expected_type, current_node in zip(pattern, nodes):
         if not isinstance(current_node, Node) or current_node.op != "call_module":
             return False
@@ -46,7 +47,7 @@ def matches_module_pattern(pattern: Iterable[Type[Any]], node: Node, modules: Di
     return True
 
 
-def replace_node_module(node: Node, modules: Dict[str, Any], new_module: Any) -> None:
+def replace_node_module(node: Node, modules: dict[str, Any], new_module: Any) -> None:
     """Install new_module where node's call_module target points (and in modules).
 
     Args:

@@ -2,7 +2,7 @@
 dtype in node.meta['tensor_meta']."""
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 from ..interpreter import Interpreter
 from ..node import Node, map_aggregate
@@ -15,10 +15,10 @@ class TensorMetadata(NamedTuple):
     shape: Any
     dtype: Any
     requires_grad: bool
-    stride: Tuple[int, ...]
-    memory_format: Optional[Any]
+    stride: tuple[int, ...]
+    memory_format: Any | None
     is_quantized: bool
-    qparams: Dict[str, Any]
+    qparams: dict[str, Any]
 
 
 def _extract_tensor_metadata(result: Any) -> TensorMetadata:
