@@ -156,3 +156,19 @@ def test_shape_prop_records_shapes_and_dtypes():
     assert shapes == {"input_1": (2, 3, 6, 6), "_0": (2, 5, 4, 4), "_1": (2, 80), "_2": (2, 7), "output": (2, 7)}
     assert all(n.meta["tensor_meta"].dtype == rawdev.float32 for n in gm.graph.nodes)
     assert gm.graph.find_nodes(op="call_module", target="2")[0].meta["tensor_meta"].stride == (7, 1)
+
+
+def test_transformer_calling_rawdev_functions_on_proxies_and_comparing_targets_with_eq():
+    # torch.fx's documented Transformer idiom: compare the target with ==, call torch functions on the Proxies
+    class NegForRelu(fx.Transformer):
+        def call_function(self, target, args, kwargs):
+            if target == rawdev.relu:
+                return rawdev.neg(*args, **kwargs)
+            return super().call_function(target, args, kwargs)
+    gm = fx.symbolic_trace(lambda x: rawdev.relu(x) * 2)
+    new = NegForRelu(gm).transform()
+    assert not fx.patching.active()
+    assert [n.target for n in new.graph.nodes if n.op == "call_function"] == [rawdev.neg, operator.mul]
+    assert next(n for n in new.graph.nodes if n.name == "neg").target is rawdev.neg   # stored as the original
+    x = randn(5)
+    np.testing.assert_allclose(new(x).numpy(), (-x * 2).numpy())

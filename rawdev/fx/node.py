@@ -89,7 +89,8 @@ class Node:
         self.graph = graph
         self.name = name
         self.op = op
-        self.target = target
+        # a function named while rawdev's functions are wrapped for tracing (patching.py) is stored as itself
+        self.target = getattr(target, "__fx_original__", target)
         self._input_nodes: dict[Node, None] = {}
         self.users: dict[Node, None] = {}
         self.type = return_type

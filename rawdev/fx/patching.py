@@ -18,7 +18,8 @@ from typing import Any
 
 _count = 0
 _originals: dict[tuple[int, str], Any] = {}
-_wrappers: dict[tuple[int, str], Callable[..., Any]] = {}
+_wrappers: dict[tuple[int, str], ProxyAware] = {}
+_shared: dict[int, ProxyAware] = {}
 _NOT_WRAPPED = {"is_tensor", "is_storage", "typename", "compile", "manual_seed", "seed", "initial_seed",
                 "use_driver", "get_default_dtype", "set_default_dtype", "is_grad_enabled", "set_grad_enabled",
                 "get_default_device", "set_default_device", "load", "save", "trace"}
@@ -50,16 +51,35 @@ def find_proxy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
     return None
 
 
-def proxy_aware(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """fn, recording a call_function node of fn instead of running it when a Proxy is among its arguments."""
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+class ProxyAware:
+    """fn, recording a call_function node of fn instead of running it when a Proxy is among its arguments.
+
+    It compares and hashes equal to fn, so `target == torch.add` and `target in {torch.add}` hold for a node
+    recorded while the wrappers are installed (only `is` tells the two apart)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, fn)
+        self.__fx_original__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         p = find_proxy(args, kwargs)
         if p is None:
-            return fn(*args, **kwargs)
-        return p.tracer.create_proxy("call_function", fn, args, kwargs)
-    wrapper.__fx_original__ = fn  # type: ignore[attr-defined]
-    return wrapper
+            return self.__fx_original__(*args, **kwargs)
+        return p.tracer.create_proxy("call_function", self.__fx_original__, args, kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or other is self.__fx_original__
+
+    def __hash__(self) -> int:
+        return hash(self.__fx_original__)
+
+    def __repr__(self) -> str:
+        return repr(self.__fx_original__)
+
+
+def proxy_aware(fn: Callable[..., Any]) -> ProxyAware:
+    """fn wrapped in a ProxyAware."""
+    return ProxyAware(fn)
 
 
 def _install() -> None:
@@ -71,8 +91,9 @@ def _install() -> None:
                 continue
             key = (id(ns), name)
             _originals[key] = obj
-            if key not in _wrappers or getattr(_wrappers[key], "__fx_original__", None) is not obj:
-                _wrappers[key] = proxy_aware(obj)
+            if key not in _wrappers or _wrappers[key].__fx_original__ is not obj:
+                _wrappers[key] = _shared.get(id(obj)) or proxy_aware(obj)
+                _shared[id(obj)] = _wrappers[key]   # rawdev.relu and F.relu stay one object
             setattr(ns, name, _wrappers[key])
 
 
