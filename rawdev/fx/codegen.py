@@ -7,8 +7,12 @@ import math
 import operator
 from typing import Any, NamedTuple
 
+from .. import dtypes
+from ..device import device
+from ..dtypes import dtype
 from .naming import qualified_name
 from .node import Node
+from .patching import top_namespace
 
 __all__ = ["PythonCode", "python_code"]
 
@@ -27,8 +31,7 @@ class PythonCode(NamedTuple):
 
 class _Globals:
     def __init__(self) -> None:
-        import rawdev
-        self.table: dict[str, Any] = {"torch": rawdev, "operator": operator, "inf": math.inf, "nan": math.nan}
+        self.table: dict[str, Any] = {"torch": top_namespace(), "operator": operator, "inf": math.inf, "nan": math.nan}
         self._by_id: dict[int, str] = {}
 
     def name_of(self, obj: Any) -> str:
@@ -50,7 +53,6 @@ class _Globals:
 
 
 def _literal(arg: Any, g: _Globals) -> str:
-    import rawdev
     if isinstance(arg, Node):
         return arg.name
     if isinstance(arg, tuple):
@@ -70,12 +72,12 @@ def _literal(arg: Any, g: _Globals) -> str:
         return repr(arg)   # inf / -inf / nan, bound in the globals
     if arg is None or isinstance(arg, (bool, int, float, str, complex)):
         return repr(arg)
-    if isinstance(arg, rawdev.dtype):
+    if isinstance(arg, dtype):
         for name in ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
                      "bool"):
-            if getattr(rawdev, name, None) is arg:
+            if getattr(dtypes, name, None) is arg:
                 return f"torch.{name}"
-    if isinstance(arg, rawdev.device):
+    if isinstance(arg, device):
         return f"torch.device({str(arg)!r})"
     return g.name_of(arg)
 

@@ -25,13 +25,31 @@ _NOT_WRAPPED = {"is_tensor", "is_storage", "typename", "compile", "manual_seed",
                 "get_default_device", "set_default_device", "load", "save", "trace"}
 
 
+_top: types.ModuleType | None = None
+proxy_type: type = type(None)   # set by proxy.py (which imports this module) to its Proxy class
+
+
+def set_top_namespace(module: types.ModuleType) -> None:
+    """Called by rawdev/__init__ once it has imported fx: the package's own namespace (`torch.*`) is handed down
+    rather than imported, since fx sits below the package's public API."""
+    global _top
+    _top = module
+
+
+def top_namespace() -> types.ModuleType:
+    """The rawdev package (what generated code calls `torch`)."""
+    if _top is None:
+        raise RuntimeError("rawdev.fx is used before the rawdev package finished importing")
+    return _top
+
+
 def namespaces() -> list[tuple[str, types.ModuleType]]:
     """The (printed prefix, module) pairs whose functions record nodes when given a Proxy."""
-    import rawdev
-    import rawdev.nn.functional as F
-    out = [("torch", rawdev), ("torch.nn.functional", F)]
+    from ..nn import functional as F
+    top = top_namespace()
+    out = [("torch", top), ("torch.nn.functional", F)]
     for sub in ("linalg", "special", "fft"):
-        mod = getattr(rawdev, sub, None)
+        mod = getattr(top, sub, None)
         if isinstance(mod, types.ModuleType):
             out.append((f"torch.{sub}", mod))
     out.append(("math", math))
@@ -40,13 +58,13 @@ def namespaces() -> list[tuple[str, types.ModuleType]]:
 
 def find_proxy(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
     """The first Proxy among args/kwargs (looking one level into lists and tuples), or None."""
-    from .proxy import Proxy
+    ptype = proxy_type
     for a in (*args, *kwargs.values()):
-        if isinstance(a, Proxy):
+        if isinstance(a, ptype):
             return a
         if type(a) in (list, tuple):
             for b in a:
-                if isinstance(b, Proxy):
+                if isinstance(b, ptype):
                     return b
     return None
 

@@ -275,6 +275,9 @@ for _name in ("neg", "pos", "invert", "abs"):
 del _name, _fwd, _refl
 
 
+patching.proxy_type = Proxy
+
+
 def map_proxy_to_node(a: Any) -> Any:
     """A structure of Proxies as the same structure of their Nodes."""
     return map_aggregate(a, lambda x: x.node if isinstance(x, Proxy) else x)

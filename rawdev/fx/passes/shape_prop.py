@@ -22,8 +22,8 @@ class TensorMetadata(NamedTuple):
 
 
 def _extract_tensor_metadata(result: Any) -> TensorMetadata:
-    import rawdev
-    fmt = rawdev.contiguous_format if result.is_contiguous() and hasattr(rawdev, "contiguous_format") else None
+    from ...tensor.memfmt import contiguous_format
+    fmt = contiguous_format if result.is_contiguous() else None
     return TensorMetadata(result.shape, result.dtype, result.requires_grad, tuple(result.stride()), fmt, False, {})
 
 
