@@ -108,12 +108,12 @@ def test_graph_built_from_proxies_and_deepcopy():
 def test_printed_forms(capsys, monkeypatch):
     gm = fx.symbolic_trace(lambda x, y: rawdev.relu(x) + y)
     assert str(gm.graph).splitlines() == [
-        "graph(x, y):",
+        "graph():",
         "    %x : [num_users=1] = placeholder[target=x]",
         "    %y : [num_users=1] = placeholder[target=y]",
         "    %relu : [num_users=1] = call_function[target=torch.relu](args = (%x,), kwargs = {})",
         "    %add : [num_users=1] = call_function[target=operator.add](args = (%relu, %y), kwargs = {})",
-        "    return %add"]
+        "    return add"]
     assert gm.code.strip().splitlines() == ["def forward(self, x, y):",
                                             "    relu = torch.relu(x);  x = None",
                                             "    add = relu + y;  relu = y = None",
@@ -124,3 +124,17 @@ def test_printed_forms(capsys, monkeypatch):
     assert out[0].split() == ["opcode", "name", "target", "args", "kwargs"]
     assert out[4].split() == ["call_function", "relu", "torch.relu", "(x,)", "{}"]
     assert "def forward(self, x, y)" in gm.print_readable(print_output=False)
+
+
+def test_dead_code_elimination_keeps_in_place_calls_and_tracing_leaves_rawdev_unpatched():
+    def f(x):
+        unused = x * 3  # noqa: F841  (dead: removed)
+        x.add_(1)       # in place: kept though nothing reads its result
+        return x.relu()
+    gm = fx.symbolic_trace(f)
+    assert gm.graph.eliminate_dead_code()
+    assert [n.name for n in gm.graph.nodes] == ["x", "add_", "relu", "output"]
+    gm.recompile()
+    x = randn(4)
+    np.testing.assert_allclose(gm(x.clone()).numpy(), np.maximum(x.numpy() + 1, 0))
+    assert type(rawdev.cat).__name__ == "function" and rawdev.relu is rawdev.nn.functional.relu

@@ -433,8 +433,7 @@ class Graph:
         return python_code(list(self.nodes), root_module)
 
     def __str__(self) -> str:
-        placeholders = ", ".join(str(n.target) for n in self.nodes if n.op == "placeholder")
-        lines = [f"graph({placeholders}):"] + ["    " + n.format_node() for n in self.nodes]
+        lines = ["graph():"] + ["    " + n.format_node() for n in self.nodes]
         return "\n".join(lines)
 
     def print_tabular(self) -> None:

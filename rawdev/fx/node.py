@@ -283,10 +283,10 @@ class Node:
         """
         from .naming import qualified_name
         if self.op == "placeholder":
-            default = f" = {self.args[0]!r}" if self.args else ""
+            default = f"(default={self.args[0]!r})" if self.args else ""
             return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]{default}"
         if self.op == "output":
-            return f"return {_format_arg(self.args[0])}"
+            return f"return {self.args[0]}"
         target = self.target if isinstance(self.target, str) else qualified_name(self.target)
         return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={target}]"
                 f"(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})")

@@ -136,6 +136,8 @@ def acquire() -> None:
 def release() -> None:
     """One Proxy fewer: the originals are restored after the last."""
     global _count
+    if _count == 0:
+        return
     _count -= 1
     if _count == 0:
         _uninstall()

@@ -221,6 +221,9 @@ class Proxy:
     def __deepcopy__(self, memo: dict[int, Any]) -> Proxy:
         return self
 
+    def __copy__(self) -> Proxy:
+        return self   # a copy made without __init__ would release the patch it never acquired
+
 
 class Attribute(Proxy):
     """`proxy.name`: a getattr node, created only if the attribute is used as a value (a call records

@@ -90,7 +90,7 @@ def replace_pattern(gm: GraphModule, pattern: Callable[..., Any], replacement: C
         m: dict[Node, Node] = {}
         if not _match(anchor_p, gn, m, pattern_nodes):
             continue
-        inner = {m[p] for p in pattern_nodes}
+        inner = {m[p] for p in pattern_nodes if p in m}
         if inner & taken:
             continue
         # the matched values other than the anchor must be read only inside the match
@@ -127,7 +127,7 @@ def _replace_one(graph: Graph, match: Match, p_placeholders: list[Node], pattern
         raise ValueError("replace_pattern: the replacement must return a single value")
     anchor.replace_all_uses_with(result)
     # erase the matched nodes, users first
-    matched = [match.nodes_map[p] for p in pattern_nodes]
+    matched = [match.nodes_map[p] for p in pattern_nodes if p in match.nodes_map]
     order = {n: i for i, n in enumerate(graph.nodes)}
     for n in sorted(matched, key=lambda n: order.get(n, -1), reverse=True):
         if not n.users:

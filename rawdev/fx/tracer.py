@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -56,7 +57,7 @@ class Tracer(TracerBase):
     is_leaf_module, call_module, create_node, create_proxy, create_arg or getattr to change what is recorded.
 
     Args:
-        autowrap_modules: kept for torch's signature (math functions are recorded when given Proxies).
+        autowrap_modules: kept for torch's signature (math functions are always recorded when given Proxies).
         autowrap_functions: functions to record as call_function nodes when found in the traced code's globals.
         param_shapes_constant: kept for torch's signature.
 
@@ -65,7 +66,8 @@ class Tracer(TracerBase):
         >>> gm = GraphModule(model, graph)
     """
 
-    def __init__(self, autowrap_modules: tuple[Any, ...] = (), autowrap_functions: tuple[Callable[..., Any], ...] = (),
+    def __init__(self, autowrap_modules: tuple[Any, ...] = (math,),
+                 autowrap_functions: tuple[Callable[..., Any], ...] = (),
                  param_shapes_constant: bool = False) -> None:
         super().__init__()
         self._autowrap_functions = tuple(autowrap_functions)
