@@ -123,7 +123,19 @@ class Interpreter:
 
     # ------------------------------------------------------------------ one method per opcode
     def placeholder(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
-        """The next input (or the parameter's default when inputs ran out)."""
+        """A placeholder node: the next input.
+
+        Args:
+            target: the parameter name (`*args` takes the remaining inputs).
+            args: the parameter's default, if it has one.
+            kwargs: unused.
+
+        Returns:
+            The input, or the default when the inputs ran out.
+
+        Example:
+            >>> Interpreter(gm).run(x)   # the placeholder x gets x   # doctest: +SKIP
+        """
         assert isinstance(target, str)
         if target.startswith("*"):
             return list(self.args_iter)
@@ -136,29 +148,89 @@ class Interpreter:
                                "passed in!") from si
 
     def get_attr(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
-        """The module attribute at the dotted path target."""
+        """A get_attr node: the module attribute at a dotted path.
+
+        Args:
+            target: e.g. "linear.weight".
+            args: unused.
+            kwargs: unused.
+
+        Returns:
+            The attribute (fetch_attr).
+
+        Example:
+            >>> interp.get_attr("linear.weight", (), {})   # doctest: +SKIP
+        """
         assert isinstance(target, str)
         return self.fetch_attr(target)
 
     def call_function(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
-        """target(*args, **kwargs)."""
+        """A call_function node: target(*args, **kwargs).
+
+        Args:
+            target: the function.
+            args: positional arguments, values already fetched.
+            kwargs: keyword arguments.
+
+        Returns:
+            The call's result.
+
+        Example:
+            >>> interp.call_function(torch.relu, (x,), {})   # doctest: +SKIP
+        """
         assert not isinstance(target, str)
         return target(*args, **kwargs)
 
     def call_method(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
-        """args[0].target(*args[1:], **kwargs)."""
+        """A call_method node: args[0].target(*args[1:], **kwargs).
+
+        Args:
+            target: the method name.
+            args: the object, then the method's arguments.
+            kwargs: keyword arguments.
+
+        Returns:
+            The call's result.
+
+        Example:
+            >>> interp.call_method("view", (x, -1), {})   # doctest: +SKIP
+        """
         self_obj, *args_tail = args
         assert isinstance(target, str)
         return getattr(self_obj, target)(*args_tail, **kwargs)
 
     def call_module(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
-        """The submodule at target, called."""
+        """A call_module node: the submodule at target, called.
+
+        Args:
+            target: its dotted path.
+            args: positional arguments.
+            kwargs: keyword arguments.
+
+        Returns:
+            The module's output.
+
+        Example:
+            >>> interp.call_module("conv1", (x,), {})   # doctest: +SKIP
+        """
         assert isinstance(target, str)
         submod = self.fetch_attr(target)
         return submod(*args, **kwargs)
 
     def output(self, target: Target, args: tuple[Argument, ...], kwargs: dict[str, Any]) -> Any:
-        """The value returned."""
+        """The output node: the value the graph returns.
+
+        Args:
+            target: "output".
+            args: (the value,).
+            kwargs: unused.
+
+        Returns:
+            args[0].
+
+        Example:
+            >>> interp.output("output", (y,), {})   # doctest: +SKIP
+        """
         return args[0]
 
     # ------------------------------------------------------------------ helpers
@@ -186,13 +258,34 @@ class Interpreter:
         return attr_itr
 
     def fetch_args_kwargs_from_env(self, n: Node) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """n's args and kwargs with each Node replaced by its value."""
+        """n's args and kwargs with each Node replaced by its value.
+
+        Args:
+            n: the node about to run.
+
+        Returns:
+            (args, kwargs).
+
+        Example:
+            >>> args, kwargs = interp.fetch_args_kwargs_from_env(n)   # doctest: +SKIP
+        """
         args = self.map_nodes_to_values(n.args, n)
         kwargs = self.map_nodes_to_values(n.kwargs, n)
         return args, kwargs
 
     def map_nodes_to_values(self, args: Argument, n: Node) -> Any:
-        """args with each Node replaced by its value from the environment."""
+        """args with each Node replaced by its value from the environment.
+
+        Args:
+            args: a structure holding Nodes.
+            n: the node they belong to (named in the error).
+
+        Returns:
+            The structure with values.
+
+        Example:
+            >>> interp.map_nodes_to_values(n.args, n)   # doctest: +SKIP
+        """
         def load_arg(n_arg: Node) -> Any:
             if n_arg not in self.env:
                 raise RuntimeError(f"Node {n} referenced nonexistent value {n_arg}! Run Graph.lint() to diagnose "
