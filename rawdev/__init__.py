@@ -91,6 +91,7 @@ from .autograd import is_inference_mode_enabled  # noqa: E402
 __all__ += ["is_inference_mode_enabled"]
 from . import sparse  # noqa: E402
 from . import classes, futures, fx, hub, version  # noqa: E402  (torch's submodules programs reach as attributes)
+fx.patching.set_top_namespace(_sys.modules[__name__])   # fx records calls of torch.* (it sits below this module)
 from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.autograd.profiler)
 from .refusals import polar, view_as_complex, view_as_real  # noqa: E402  (refused: no complex dtypes)
 from .ops.sparse_coo import sparse_coo_tensor, spmm  # noqa: E402

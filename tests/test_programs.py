@@ -45,6 +45,9 @@ CHECKS = {
     and r["trainers_ok"] == 1,
     "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
     and r["inside"] == 1 and r["mean_reward"] > -0.02,
+    "fx_rewrite_profile.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["fuse_err"] < 1e-4
+    and r["rewrite_err"] < 1e-4 and r["profile_err"] == 0 and r["bn_left"] == 0 and r["silus"] == 2
+    and r["adds"] == 2 and r["profiled"] == r["nodes"],
 }
 
 

@@ -13,7 +13,7 @@ import rawdev
     ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),
     ("rawdev.distributed.algorithms._checkpoint.checkpoint_wrapper", "apply_activation_checkpointing"),
-    ("rawdev.fx", "symbolic_trace"), ("rawdev.hub", "load"),
+    ("rawdev.hub", "load"),
     ("rawdev.classes", "load_library"), ("rawdev.utils.tensorboard", "SummaryWriter"),
     ("rawdev.utils.model_zoo", "load_url"), ("rawdev.cuda.nccl", "version"),
 ])
