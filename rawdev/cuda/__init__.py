@@ -227,3 +227,6 @@ from .streams import (  # noqa: E402,F401
     is_bf16_supported,
     stream,
 )
+
+# NCCL behind process groups: registers itself with rawdev.distributed (which cannot import this layer).
+from . import process_group_nccl  # noqa: E402,F401

@@ -3,6 +3,7 @@ rendezvous (init_process_group, new_group), the collectives with NCCL's ordering
 launcher (rawdev.distributed.run). See docs/INTERNALS.md, "Distributed"."""
 from .collectives import *  # noqa: F401,F403
 from .collectives import __all__ as _collectives_all
+from .collectives import _make_nccl_premul_sum  # noqa: F401  (private in PyTorch too)
 from .process_group import (  # noqa: F401
     Work,
     destroy_process_group,
