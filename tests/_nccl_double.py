@@ -13,7 +13,6 @@ import os
 import threading
 
 import numpy as np
-
 from rawdev import sim
 
 VERSION = 22105        # NCCL 2.21.5
@@ -238,7 +237,7 @@ class FakeNccl:
                     c.clique.mail.setdefault(box, []).append(self._read(b, n, dt, stream))
                     c.clique.cond.notify_all()
                     continue
-                if not c.clique.cond.wait_for(lambda: c.clique.mail.get(box), WAIT_S):
+                if not c.clique.cond.wait_for(lambda box=box, c=c: c.clique.mail.get(box), WAIT_S):
                     raise TimeoutError(f"fake NCCL: rank {c.rank} never got its message from rank {peer}")
                 arr = c.clique.mail[box].pop(0)
             assert arr.size == n, (arr.size, n)

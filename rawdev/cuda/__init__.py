@@ -216,6 +216,9 @@ from .graphs import (  # noqa: E402,F401
     make_graphed_callables,
 )
 
+# NCCL behind process groups: importing it registers it with rawdev.distributed (which cannot import this layer).
+from .process_group_nccl import ProcessGroupNccl as _ProcessGroupNccl  # noqa: E402,F401
+
 # Streams, events and device properties, as torch.cuda's.
 from .streams import (  # noqa: E402,F401
     Event,
@@ -227,6 +230,3 @@ from .streams import (  # noqa: E402,F401
     is_bf16_supported,
     stream,
 )
-
-# NCCL behind process groups: registers itself with rawdev.distributed (which cannot import this layer).
-from . import process_group_nccl  # noqa: E402,F401

@@ -76,18 +76,18 @@ class NcclWork(Work):
     synchronize() blocks the host; is_completed() queries the event. A barrier's Work blocks the host in wait().
     """
 
-    def __init__(self, event, value=None, blocking=False):
+    def __init__(self, device, event, value=None, blocking=False):
         from concurrent.futures import Future
         done = Future()
         done.set_result(value)
         super().__init__(done)
-        self._event, self._blocking = event, blocking
+        self._device, self._event, self._blocking = device, event, blocking
 
     def wait(self, timeout=None):
         if self._blocking:
             self._event.synchronize()
         else:
-            self._event.wait()
+            self._device.compute_stream.wait_event(self._event)     # this thread's current stream
         return True
 
     def synchronize(self):
@@ -122,11 +122,11 @@ class ProcessGroupNccl:
         return f"{call} on group {self.pg.name} (rank {self.pg.rank()} of {self.pg.size()})"
 
     def _init(self, index, call):
-        from . import _dev
+        from ..runtime import get_device
         pg = self.pg
         key = f"{pg.name}/nccl_unique_id"
         lib = _library()
-        _dev(index).activate()       # ncclCommInitRank binds the communicator to the current device
+        get_device(index).activate()     # ncclCommInitRank binds the communicator to the current device
         try:
             if pg.rank() == 0:
                 pg.store.set(key, nccl.unique_id(lib))
@@ -143,7 +143,7 @@ class ProcessGroupNccl:
         self.device = index
 
     def _stream(self, call, tensors):
-        from .streams import current_stream
+        from ..runtime import get_device
         index = tensors[0].device.index or 0
         for t in tensors:
             if (t.device.index or 0) != index:
@@ -153,21 +153,19 @@ class ProcessGroupNccl:
         elif index != self.device:
             raise ValueError(f"{call}: group {self.pg.name}'s NCCL communicator is on cuda:{self.device}, got a "
                              f"tensor on cuda:{index} (one device per rank)")
-        return current_stream(index)
+        return get_device(index).compute_stream      # this thread's current stream of that device
 
     def _issue(self, call, tensors, fn, async_op, value=None, blocking=False):
         """Run fn(stream handle) (the NCCL calls) on the current stream; a Work (async_op) or None/value."""
         stream = self._stream(call, tensors)
         try:
-            fn(stream.cuda_stream)
+            fn(stream._int)
         except nccl.NcclError as e:
             raise e.while_doing(self._what(call)) from None
         if not async_op and not blocking:
             return value
-        from .streams import Event
-        event = Event()
-        event.record(stream)
-        work = NcclWork(event, value, blocking)
+        from ..runtime.device import Event
+        work = NcclWork(stream.device, Event(stream.device).record(stream), value, blocking)
         if async_op:
             return work
         work.wait()
@@ -308,10 +306,10 @@ class ProcessGroupNccl:
 
     def barrier(self, async_op, device_ids=None):
         # as PyTorch on NCCL: an all-reduce of one element on the group's device, and the host waits for it
-        from .. import tensor as _tensor
         from ..device import current_cuda_index
+        from ..tensor import zeros
         index = self.device if self.device is not None else (device_ids[0] if device_ids else current_cuda_index())
-        one = _tensor.zeros(1, device=f"cuda:{index}")
+        one = zeros(1, device=f"cuda:{index}")
         p = one.data_ptr()
         return self._issue("barrier", [one], lambda s: self.comm.all_reduce(p, p, 1, "float32", "SUM", s), async_op,
                            blocking=True)

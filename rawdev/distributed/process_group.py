@@ -29,7 +29,8 @@ import numpy as np
 
 from .store import StoreTimeout, TCPStore
 
-__all__ = ["ProcessGroup", "Work", "register_cuda_backend", "init_process_group", "destroy_process_group", "is_initialized", "new_group",
+__all__ = ["ProcessGroup", "Work", "register_cuda_backend", "init_process_group", "destroy_process_group",
+           "is_initialized", "new_group",
            "default_group", "resolve_group", "get_rank", "get_world_size", "get_backend", "get_global_rank",
            "get_group_rank", "get_process_group_ranks", "is_torchelastic_launched", "get_node_local_rank"]
 
