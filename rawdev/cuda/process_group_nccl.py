@@ -22,7 +22,7 @@ from ..distributed.collectives import ReduceOp, _PremulSum
 from ..distributed.process_group import Work, register_cuda_backend
 from ..distributed.store import StoreTimeout
 
-__all__ = ["ProcessGroupNccl", "NcclWork", "wanted", "use_library", "ENV", "CHOICES"]
+__all__ = ["ProcessGroupNccl", "NcclWork", "wanted", "use_library", "communicator", "ENV", "CHOICES"]
 
 ENV = "RAWDEV_COMMUNICATOR"
 CHOICES = ("auto", "nccl", "simulated")
@@ -63,6 +63,26 @@ def wanted():
         from ..runtime import seam
         return seam.driver_name() == "cuda"
     return choice == "nccl"
+
+
+def communicator(group=None):
+    """The group's NCCL communicator (rawdev.distributed.nccl.NcclComm) once a cuda collective made it, else None
+    (the simulated communicator serves the group, or no cuda collective ran yet).
+
+    Args:
+        group: a process group (None: the default group).
+
+    Returns:
+        The NcclComm, or None.
+
+    Example:
+        >>> dist.all_reduce(t_cuda); communicator().nranks
+        1
+    """
+    from ..distributed.process_group import resolve_group
+    pg = resolve_group(group)
+    backend = getattr(pg, "_cuda", None)
+    return backend.comm if backend is not None else None
 
 
 def _dtype_name(t):
