@@ -59,6 +59,7 @@ def test_the_first_cuda_collective_makes_the_communicator_through_the_store(fake
     assert (call["count"], call["dtype"], call["op"]) == (5, 7, 0)
     assert call["stream"] == rawdev.cuda.current_stream().cuda_stream
     handle = call["comm"]
+    assert process_group_nccl.communicator().handle.value == handle
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     assert fake.names().count("ncclCommInitRank") == 1        # made once per group
     dist.destroy_process_group()
@@ -86,6 +87,21 @@ def test_cpu_tensors_and_the_simulator_by_default_keep_the_simulated_communicato
     finally:
         dist.destroy_process_group()
         process_group_nccl.use_library(previous)
+
+
+def test_the_simulated_communicator_does_premul_sum_as_nccl_does(sim, device, monkeypatch):
+    monkeypatch.setenv("RAWDEV_COMMUNICATOR", "simulated")
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        a = rng.standard_normal(5).astype(np.float32)
+        for t in (_cuda(a), rawdev.tensor(a)):
+            dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+            np.testing.assert_array_equal(t.cpu().numpy(), a * np.float32(0.5))
+        assert process_group_nccl.communicator() is None
+        with pytest.raises(TypeError, match="PREMUL_SUM needs a floating point tensor"):
+            dist.all_reduce(rawdev.tensor([1, 2]), op=dist._make_nccl_premul_sum(2))
+    finally:
+        dist.destroy_process_group()
 
 
 @pytest.mark.parametrize("dtype, code", [(np.float32, 7), (np.float64, 8), (np.float16, 6), (np.int64, 4),
