@@ -242,7 +242,7 @@ def test_a_failing_call_names_itself_the_result_and_what_rawdev_was_doing(fake, 
     msg = str(e.value)
     assert msg.startswith(f"ncclAllReduce failed: {name} ({text}")
     assert "fake NCCL: the call was told to fail" in msg
-    assert msg.endswith("(while all_reduce on group world (rank 0 of 1))")
+    assert msg.endswith("(while all_reduce on group world (rank 0 of 1), its first tensor (3,) float32 on cuda:0)")
     assert (e.value.call, e.value.code, e.value.name) == ("ncclAllReduce", code, name)
 
 

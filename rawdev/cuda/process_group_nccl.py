@@ -60,8 +60,12 @@ def wanted():
     if choice not in CHOICES:
         raise ValueError(f"{ENV}={os.environ.get(ENV)!r}: expected one of {', '.join(CHOICES)}")
     if choice == "auto":
+        from ..errors import NoDeviceError, NoDriverError
         from ..runtime import seam
-        return seam.driver_name() == "cuda"
+        try:
+            return seam.driver_name() == "cuda"
+        except (NoDriverError, NoDeviceError):   # a barrier in a job that has no GPU: nothing for NCCL to do
+            return False
     return choice == "nccl"
 
 
@@ -181,7 +185,9 @@ class ProcessGroupNccl:
         try:
             fn(stream._int)
         except nccl.NcclError as e:
-            raise e.while_doing(self._what(call)) from None
+            t = tensors[0]
+            raise e.while_doing(f"{self._what(call)}, its first tensor {tuple(t.shape)} {_dtype_name(t)} on "
+                                f"{t.device}") from None
         if not async_op and not blocking:
             return value
         from ..runtime.device import Event
