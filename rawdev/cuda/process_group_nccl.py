@@ -182,6 +182,7 @@ class ProcessGroupNccl:
     def _issue(self, call, tensors, fn, async_op, value=None, blocking=False):
         """Run fn(stream handle) (the NCCL calls) on the current stream; a Work (async_op) or None/value."""
         stream = self._stream(call, tensors)
+        stream.device.activate()         # NCCL's enqueue runs in the calling thread's CUDA context
         try:
             fn(stream._int)
         except nccl.NcclError as e:
