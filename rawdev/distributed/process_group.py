@@ -305,11 +305,12 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                        group_name="", pg_options=None, device_id=None):
     """torch.distributed.init_process_group: join the job's default group.
 
-    rawdev's communicator serves "nccl" (cuda tensors, on the simulated GPU or through the host) and "gloo" (cpu
-    tensors); both names run the simulated communicator. With init_method "env://" (the default) the rank, world
-    size and master come from RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun and `rawdev run` set them;
-    "tcp://host:port" names the master and takes rank and world_size from the arguments. Rank 0 serves the
-    TCPStore. With backend "nccl" and LOCAL_RANK set, the current cuda device becomes cuda:LOCAL_RANK.
+    "nccl" serves cuda tensors: through NCCL on a real GPU (made at the group's first cuda collective), through
+    rawdev's simulated communicator on the simulated GPU (RAWDEV_COMMUNICATOR=nccl|simulated forces either);
+    "gloo" and cpu tensors always run the simulated communicator. With init_method "env://" (the default) the
+    rank, world size and master come from RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun and
+    `rawdev run` set them; "tcp://host:port" names the master and takes rank and world_size from the arguments.
+    Rank 0 serves the TCPStore. With backend "nccl" and LOCAL_RANK set, the current cuda device becomes cuda:LOCAL_RANK.
 
     Args:
         backend: "nccl", "gloo" or None (both).
