@@ -241,6 +241,7 @@ class FakeNccl:
                     raise TimeoutError(f"fake NCCL: rank {c.rank} never got its message from rank {peer}")
                 arr = c.clique.mail[box].pop(0)
             assert arr.size == n, (arr.size, n)
+            sim.cuStreamSynchronize(_value(stream))     # what was queued before the recv lands first
             self._write(b, arr)
 
     def ncclSend(self, buf, count, dtype, peer, comm, stream):

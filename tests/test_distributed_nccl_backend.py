@@ -189,6 +189,13 @@ def test_every_collective_on_one_rank_matches_numpy_with_its_arguments(fake):
     names = fake.names()
     i = names.index("ncclGroupStart")
     assert names[i:i + 4] == ["ncclGroupStart", "ncclSend", "ncclRecv", "ncclGroupEnd"]
+    gathered = [rawdev.zeros((2, 3), device="cuda")]
+    dist.gather(t, gathered, dst=0)
+    np.testing.assert_array_equal(gathered[0].cpu().numpy(), a)
+    scattered = rawdev.zeros(3, device="cuda")
+    dist.scatter(scattered, [_cuda(a[0])], src=0)
+    np.testing.assert_array_equal(scattered.cpu().numpy(), a[0])
+    assert fake.names().count("ncclGroupEnd") == 3            # all_to_all, gather, scatter
     before = len(_calls(fake, "ncclAllReduce"))
     dist.barrier()                                     # as PyTorch on NCCL: a one-element all-reduce
     call = _calls(fake, "ncclAllReduce")[-1]
@@ -295,7 +302,22 @@ def test_two_ranks_in_threads_share_one_communicator_through_the_store(sim, devi
                 outs = [rawdev.zeros(3, device=f"cuda:{r}") for _ in range(2)]
                 dist.all_to_all(outs, [rawdev.tensor(a[r][3 * j:3 * j + 3], device=f"cuda:{r}") for j in range(2)],
                                 group=groups[r])
-                results[r] = (t.cpu().numpy(), g.cpu().numpy(), [o.cpu().numpy() for o in outs])
+                b = rawdev.tensor(a[r], device=f"cuda:{r}")
+                dist.broadcast(b, src=1, group=groups[r])
+                red = rawdev.tensor(a[r], device=f"cuda:{r}")
+                dist.reduce(red, dst=1, op=dist.ReduceOp.MAX, group=groups[r])
+                rs = rawdev.zeros(3, device=f"cuda:{r}")
+                dist.reduce_scatter_tensor(rs, rawdev.tensor(a[r], device=f"cuda:{r}"), group=groups[r])
+                gl = [rawdev.zeros(6, device=f"cuda:{r}") for _ in range(2)] if r == 0 else None
+                dist.gather(rawdev.tensor(a[r], device=f"cuda:{r}"), gl, dst=0, group=groups[r])
+                p2p = rawdev.tensor(a[r], device=f"cuda:{r}")
+                if r == 0:
+                    dist.send(p2p, dst=1, group=groups[r])
+                else:
+                    assert dist.recv(p2p, src=0, group=groups[r]) == 0
+                results[r] = (t.cpu().numpy(), g.cpu().numpy(), [o.cpu().numpy() for o in outs], b.cpu().numpy(),
+                              red.cpu().numpy(), rs.cpu().numpy(), gl and [x.cpu().numpy() for x in gl],
+                              p2p.cpu().numpy())
             except BaseException as e:
                 errors.append(e)
 
@@ -311,6 +333,13 @@ def test_two_ranks_in_threads_share_one_communicator_through_the_store(sim, devi
             np.testing.assert_array_equal(results[r][1], np.concatenate([total, total]))
             np.testing.assert_array_equal(results[r][2][0], a[0][3 * r:3 * r + 3])
             np.testing.assert_array_equal(results[r][2][1], a[1][3 * r:3 * r + 3])
+            np.testing.assert_array_equal(results[r][3], a[1])                      # broadcast from rank 1
+            np.testing.assert_array_equal(results[r][5], (a[0] + a[1])[3 * r:3 * r + 3])
+            np.testing.assert_array_equal(results[r][7], a[0])                      # rank 0 sent to rank 1
+        np.testing.assert_array_equal(results[1][4], np.maximum(a[0], a[1]))        # reduced onto rank 1 only
+        np.testing.assert_array_equal(results[0][4], a[0])
+        np.testing.assert_array_equal(results[0][6][0], a[0])
+        np.testing.assert_array_equal(results[0][6][1], a[1])
         inits = _calls(lib, "ncclCommInitRank")
         assert sorted((c["rank"], c["device"]) for c in inits) == [(0, 0), (1, 1)]
         assert inits[0]["uid"] == inits[1]["uid"] == store.get("pair/nccl_unique_id")

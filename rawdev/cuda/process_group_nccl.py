@@ -331,6 +331,38 @@ class ProcessGroupNccl:
                 self.comm.group_end()
         return self._issue("all_to_all", [*outputs, *inputs], run, async_op)
 
+    def gather(self, tensor, outputs, root, async_op):
+        # as PyTorch: the root receives from every rank (itself included), every rank sends, in one NCCL group
+        outputs = list(outputs or [])
+        self._contiguous("gather", tensor, *outputs)
+        self._same_dtype("gather", tensor, outputs)
+
+        def run(s):
+            self.comm.group_start()
+            try:
+                for peer, out in enumerate(outputs):
+                    self.comm.recv(out.data_ptr(), out.numel(), self._dtype(out), peer, s)
+                self.comm.send(tensor.data_ptr(), tensor.numel(), self._dtype(tensor), root, s)
+            finally:
+                self.comm.group_end()
+        return self._issue("gather", [tensor, *outputs], run, async_op)
+
+    def scatter(self, tensor, inputs, root, async_op):
+        # as PyTorch: the root sends inputs[r] to every rank r (itself included), every rank receives
+        inputs = list(inputs or [])
+        self._contiguous("scatter", tensor, *inputs)
+        self._same_dtype("scatter", tensor, inputs)
+
+        def run(s):
+            self.comm.group_start()
+            try:
+                for peer, t in enumerate(inputs):
+                    self.comm.send(t.data_ptr(), t.numel(), self._dtype(t), peer, s)
+                self.comm.recv(tensor.data_ptr(), tensor.numel(), self._dtype(tensor), root, s)
+            finally:
+                self.comm.group_end()
+        return self._issue("scatter", [tensor, *inputs], run, async_op)
+
     def barrier(self, async_op, device_ids=None):
         # as PyTorch on NCCL: an all-reduce of one element on the group's device, and the host waits for it
         from ..device import current_cuda_index

@@ -376,6 +376,9 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False, group_ds
         raise ValueError(f"gather: the destination rank needs a gather_list of {pg.size()} tensors")
     if not mine and gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    nccl = pg.cuda_backend([tensor, *(gather_list or [])])
+    if nccl is not None:
+        return nccl.gather(tensor, gather_list if mine else None, root, async_op)
 
     def finish(posts):
         if mine:
@@ -409,6 +412,9 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False, group_
         raise ValueError(f"scatter: the source rank needs a scatter_list of {pg.size()} tensors")
     if not mine and scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    nccl = pg.cuda_backend([tensor, *(scatter_list or [])])
+    if nccl is not None:
+        return nccl.scatter(tensor, scatter_list if mine else None, root, async_op)
     me = pg.rank()
     return _run(pg, "scatter", _sig(tensor, src=pg.ranks[root]), [_np(t) for t in scatter_list] if mine else [],
                 lambda posts: _write(tensor, posts[root][me]), async_op)
