@@ -44,8 +44,14 @@ def test_gpu_check_quick_on_the_simulator_passes_and_writes_its_files(tmp_path):
     assert skinny == {(lay, v) for lay in ("nt", "nn", "tn") for v in ("plain", "splitK")}
     assert all(r["correct"] and r["relerr"] < 1e-4 for r in gemm)
     assert all(r["correct"] for r in benches["sim_speed.py"]["rows"])
+    ar = benches["allreduce.py"]["rows"]
+    assert {r["mode"] for r in ar} == {"allreduce", "ddp"} and all(r.get("wrong", 0) == 0 for r in ar), ar
+    nccl = res["nccl"]           # the world-size-1 NCCL step, on the simulated communicator here
+    assert nccl["rc"] == 0 and len(nccl["rows"]) >= 7, nccl
+    assert all(r["result"] == "PASS" and r["communicator"] == "simulated" for r in nccl["rows"]), nccl
     md = (out / "results.md").read_text()
     assert "rawdev gpu_check" in md and "gemm.py" in md
+    assert "| NCCL check | communicator | result |" in md and "| DDP step = plain step | simulated | PASS |" in md
 
 
 def _gpu_check_module():
@@ -77,6 +83,10 @@ def test_the_verdict_fails_when_nothing_ran_everything_skipped_or_no_gpu():
     assert gc.verdict("cuda", gpu, {"rc": 2, "counts": None}, []) == ["no test ran (pytest exit 2)"]
     skipped = {"rc": 0, "counts": {"tests": 4, "passed": 0, "failed": 0, "errors": 0, "skipped": 4}}
     assert gc.verdict("cuda", gpu, skipped, []) == ["every test skipped (4)"]
+    nccl_failed = {"rc": 1, "rows": [{"check": "broadcast", "result": "PASS", "communicator": "nccl"},
+                                      {"check": "barrier", "result": "FAIL: NcclError", "communicator": "nccl"}]}
+    assert gc.verdict("cuda", gpu, ran, [], nccl_failed) == ["NCCL check(s) failed: barrier"]
+    assert gc.verdict("cuda", gpu, ran, [], {"rc": 124, "rows": []}) == ["the NCCL step: exit 124, 0 row(s)"]
     failed = {"rc": 1, "counts": {"tests": 4, "passed": 3, "failed": 1, "errors": 0, "skipped": 0}}
     assert gc.verdict("sim", {}, failed, [{"script": "move.py", "rc": 124}]) == [
         "1 test(s) failed, 0 error(s)", "benchmark move.py: exit 124"]

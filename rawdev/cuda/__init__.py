@@ -216,6 +216,9 @@ from .graphs import (  # noqa: E402,F401
     make_graphed_callables,
 )
 
+# NCCL behind process groups: importing it registers it with rawdev.distributed (which cannot import this layer).
+from .process_group_nccl import ProcessGroupNccl as _ProcessGroupNccl  # noqa: E402,F401
+
 # Streams, events and device properties, as torch.cuda's.
 from .streams import (  # noqa: E402,F401
     Event,

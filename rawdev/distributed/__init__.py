@@ -1,8 +1,10 @@
-"""`rawdev.distributed`: torch.distributed on rawdev's simulated communicator — process groups with a TCPStore
-rendezvous (init_process_group, new_group), the collectives with NCCL's ordering rules, and the `rawdev run`
-launcher (rawdev.distributed.run). See docs/INTERNALS.md, "Distributed"."""
+"""`rawdev.distributed`: torch.distributed — process groups with a TCPStore rendezvous (init_process_group,
+new_group), the collectives (NCCL for cuda tensors on a real GPU, rawdev's simulated communicator with NCCL's
+ordering rules elsewhere), and the `rawdev run` launcher (rawdev.distributed.run). See docs/INTERNALS.md,
+"Distributed"."""
 from .collectives import *  # noqa: F401,F403
 from .collectives import __all__ as _collectives_all
+from .collectives import _make_nccl_premul_sum  # noqa: F401  (private in PyTorch too)
 from .process_group import (  # noqa: F401
     Work,
     destroy_process_group,

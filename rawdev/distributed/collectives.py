@@ -1,4 +1,6 @@
-"""torch.distributed's collectives on rawdev's simulated communicator (rawdev.distributed.process_group).
+"""torch.distributed's collectives on rawdev's simulated communicator (rawdev.distributed.process_group), or on
+NCCL for cuda tensors where the group's cuda backend serves them (ProcessGroup.cuda_backend: the real driver, or
+RAWDEV_COMMUNICATOR=nccl): each collective checks its arguments here, then hands them to that backend.
 
 Tensors cross processes through the host: each call reads its input tensors with `.detach().cpu().numpy()` when
 it is made, and writes results with `copy_` when its Work is waited on (at once for async_op=False), so cuda
@@ -18,9 +20,11 @@ __all__ = ["ReduceOp", "all_reduce", "all_gather", "all_gather_into_tensor", "al
            "get_default_backend_for_device", "is_nccl_available", "is_gloo_available", "is_mpi_available",
            "monitored_barrier", "Backend", "GroupMember", "group", "Work"]
 
+# not in __all__: PyTorch's name is private too (torch.distributed._make_nccl_premul_sum)
+
 
 class ReduceOp(enum.Enum):
-    """torch.distributed.ReduceOp's members (PREMUL_SUM is not supported by the simulated communicator)."""
+    """torch.distributed.ReduceOp's members (PREMUL_SUM takes its factor from _make_nccl_premul_sum)."""
     SUM = "sum"
     AVG = "avg"
     PRODUCT = "product"
@@ -45,8 +49,43 @@ _REDUCE = {ReduceOp.SUM: np.add, ReduceOp.AVG: np.add, ReduceOp.PRODUCT: np.mult
            ReduceOp.BXOR: np.bitwise_xor}
 
 
+class _PremulSum:
+    """ReduceOp.PREMUL_SUM with its factor: each rank's input times `factor`, summed."""
+    name = "PREMUL_SUM"
+
+    def __init__(self, factor):
+        self.factor = float(factor)
+
+    def __repr__(self):
+        return f"_PremulSum({self.factor!r})"
+
+
+def _make_nccl_premul_sum(factor):
+    """torch.distributed._make_nccl_premul_sum: a reduce op that multiplies every rank's input by `factor`
+    before summing (DDP's gradient averaging, folded into the reduction).
+
+    Args:
+        factor: a Python number (a tensor factor is not supported).
+
+    Returns:
+        The op, for all_reduce / reduce / reduce_scatter(_tensor).
+
+    Example:
+        >>> dist.all_reduce(t, op=dist._make_nccl_premul_sum(1 / dist.get_world_size()))
+    """
+    if not isinstance(factor, (int, float)):
+        raise TypeError(f"_make_nccl_premul_sum: rawdev takes a Python number as the factor, got "
+                        f"{type(factor).__name__}")
+    return _PremulSum(factor)
+
+
 def _reduce(arrays, op):
     """Reduce in rank order 0, 1, 2 ... in the arrays' own dtype: the same bits on every rank, every run."""
+    if isinstance(op, _PremulSum):
+        if arrays[0].dtype.kind not in "fc":
+            raise TypeError(f"ReduceOp.PREMUL_SUM needs a floating point tensor, got {arrays[0].dtype}")
+        factor = np.asarray(op.factor, dtype=arrays[0].dtype)
+        return _reduce([(a * factor).astype(a.dtype, copy=False) for a in arrays], ReduceOp.SUM)
     fn = _REDUCE.get(op)
     if fn is None:
         raise ValueError(f"rawdev.distributed: {op} is not supported by the simulated communicator")
@@ -65,6 +104,10 @@ def _np(t):
 
 
 def _sig(t, **extra):
+    if isinstance(extra.get("op"), _PremulSum):
+        extra["op"] = f"PREMUL_SUM({extra['op'].factor!r})"
+    elif isinstance(extra.get("op"), ReduceOp):
+        extra["op"] = extra["op"].name
     return dict(shape=list(t.shape), dtype=str(t.dtype).replace("rawdev.", ""), **extra)
 
 
@@ -73,8 +116,12 @@ def _write(t, arr):
 
 
 def _op(op):
+    if isinstance(op, _PremulSum):
+        return op
     if not isinstance(op, ReduceOp):
         raise ValueError(f"op must be a rawdev.distributed.ReduceOp, got {op!r}")
+    if op is ReduceOp.PREMUL_SUM:
+        raise ValueError("ReduceOp.PREMUL_SUM needs its factor: pass rawdev.distributed._make_nccl_premul_sum(factor)")
     return op
 
 
@@ -118,7 +165,10 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if pg is None:
         return _skip(async_op)
     op = _op(op)
-    return _run(pg, "all_reduce", _sig(tensor, op=op.name), [_np(tensor)],
+    nccl = pg.cuda_backend([tensor])
+    if nccl is not None:
+        return nccl.all_reduce(tensor, op, async_op)
+    return _run(pg, "all_reduce", _sig(tensor, op=op), [_np(tensor)],
                 lambda posts: _write(tensor, _reduce([p[0] for p in posts], op)), async_op)
 
 
@@ -144,7 +194,10 @@ def reduce(tensor, dst=0, op=ReduceOp.SUM, group=None, async_op=False, group_dst
     op = _op(op)
     root = group_dst if group_dst is not None else pg.group_rank(dst, "dst")
     mine = pg.rank() == root
-    return _run(pg, "reduce", _sig(tensor, op=op.name, dst=pg.ranks[root]), [_np(tensor)],
+    nccl = pg.cuda_backend([tensor])
+    if nccl is not None:
+        return nccl.reduce(tensor, root, op, async_op)
+    return _run(pg, "reduce", _sig(tensor, op=op, dst=pg.ranks[root]), [_np(tensor)],
                 lambda posts: _write(tensor, _reduce([p[0] for p in posts], op)) if mine else None, async_op)
 
 
@@ -168,6 +221,9 @@ def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
         return _skip(async_op)
     root = group_src if group_src is not None else pg.group_rank(src, "src")
     mine = pg.rank() == root
+    nccl = pg.cuda_backend([tensor])
+    if nccl is not None:
+        return nccl.broadcast(tensor, root, async_op)
     return _run(pg, "broadcast", _sig(tensor, src=pg.ranks[root]), [_np(tensor)] if mine else [],
                 lambda posts: None if mine else _write(tensor, posts[root][0]), async_op)
 
@@ -193,6 +249,9 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         return _skip(async_op)
     if len(tensor_list) != pg.size():
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors for a group of {pg.size()} ranks")
+    nccl = pg.cuda_backend([tensor, *tensor_list])
+    if nccl is not None:
+        return nccl.all_gather(list(tensor_list), tensor, async_op)
 
     def finish(posts):
         for out, p in zip(tensor_list, posts):
@@ -222,6 +281,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError(f"all_gather_into_tensor: output has {output_tensor.numel()} elements, expected "
                          f"{input_tensor.numel()} x {pg.size()} ranks")
+    nccl = pg.cuda_backend([output_tensor, input_tensor])
+    if nccl is not None:
+        return nccl.all_gather_into_tensor(output_tensor, input_tensor, async_op)
     return _run(pg, "all_gather_into_tensor", _sig(input_tensor), [_np(input_tensor)],
                 lambda posts: _write(output_tensor, np.concatenate([p[0].reshape(-1) for p in posts])), async_op)
 
@@ -250,8 +312,11 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     n = output.numel()
     if input.numel() != n * pg.size():
         raise ValueError(f"reduce_scatter_tensor: input has {input.numel()} elements, expected {n} x {pg.size()} ranks")
+    nccl = pg.cuda_backend([output, input])
+    if nccl is not None:
+        return nccl.reduce_scatter_tensor(output, input, op, async_op)
     me = pg.rank()
-    return _run(pg, "reduce_scatter_tensor", _sig(input, op=op.name), [_np(input)],
+    return _run(pg, "reduce_scatter_tensor", _sig(input, op=op), [_np(input)],
                 lambda posts: _write(output, _reduce([p[0].reshape(-1)[me * n:(me + 1) * n] for p in posts], op)),
                 async_op)
 
@@ -278,8 +343,11 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     op = _op(op)
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors for a group of {pg.size()} ranks")
+    nccl = pg.cuda_backend([output, *input_list])
+    if nccl is not None:
+        return nccl.reduce_scatter(output, list(input_list), op, async_op)
     me = pg.rank()
-    return _run(pg, "reduce_scatter", _sig(output, op=op.name), [_np(t) for t in input_list],
+    return _run(pg, "reduce_scatter", _sig(output, op=op), [_np(t) for t in input_list],
                 lambda posts: _write(output, _reduce([p[me] for p in posts], op)), async_op)
 
 
@@ -308,6 +376,9 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False, group_ds
         raise ValueError(f"gather: the destination rank needs a gather_list of {pg.size()} tensors")
     if not mine and gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    nccl = pg.cuda_backend([tensor, *(gather_list or [])])
+    if nccl is not None:
+        return nccl.gather(tensor, gather_list if mine else None, root, async_op)
 
     def finish(posts):
         if mine:
@@ -341,6 +412,9 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False, group_
         raise ValueError(f"scatter: the source rank needs a scatter_list of {pg.size()} tensors")
     if not mine and scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    nccl = pg.cuda_backend([tensor, *(scatter_list or [])])
+    if nccl is not None:
+        return nccl.scatter(tensor, scatter_list if mine else None, root, async_op)
     me = pg.rank()
     return _run(pg, "scatter", _sig(tensor, src=pg.ranks[root]), [_np(t) for t in scatter_list] if mine else [],
                 lambda posts: _write(tensor, posts[root][me]), async_op)
@@ -364,6 +438,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     pg = resolve_group(group)
     if pg is None:
         return _skip(async_op)
+    nccl = pg.cuda_backend([*output_tensor_list, *input_tensor_list])
+    if nccl is not None:
+        return nccl.all_to_all(list(output_tensor_list), list(input_tensor_list), async_op)
     me = pg.rank()
 
     def finish(posts):
@@ -389,6 +466,9 @@ def barrier(group=None, async_op=False, device_ids=None):
     pg = resolve_group(group)
     if pg is None:
         return _skip(async_op)
+    nccl = pg.cuda_backend(None)
+    if nccl is not None:
+        return nccl.barrier(async_op, device_ids)
     return _run(pg, "barrier", {}, [], None, async_op)
 
 
@@ -420,6 +500,9 @@ def isend(tensor, dst, group=None, tag=0, group_dst=None):
     if pg is None:
         return _skip(True)
     peer = group_dst if group_dst is not None else pg.group_rank(dst, "dst")
+    nccl = pg.cuda_backend([tensor])
+    if nccl is not None:
+        return nccl.send(tensor, peer)
     return Work(pg.submit_send(peer, tag, _sig(tensor), [_np(tensor)]))
 
 
@@ -444,6 +527,9 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     if src is None and group_src is None:
         raise ValueError("rawdev.distributed.recv needs src: receiving from any rank is not supported")
     peer = group_src if group_src is not None else pg.group_rank(src, "src")
+    nccl = pg.cuda_backend([tensor])
+    if nccl is not None:
+        return nccl.recv(tensor, peer)
     return Work(pg.submit_recv(peer, tag, _sig(tensor)), lambda arrays: (_write(tensor, arrays[0]), pg.ranks[peer])[1])
 
 
@@ -600,7 +686,8 @@ def get_default_backend_for_device(device):
 
 
 def is_nccl_available() -> bool:
-    """True: the "nccl" backend name runs rawdev's communicator."""
+    """True: the "nccl" backend name runs NCCL for cuda tensors on a real GPU (libnccl from the distributed
+    extra, loaded at the first cuda collective) and rawdev's simulated communicator elsewhere."""
     return True
 
 

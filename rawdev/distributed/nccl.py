@@ -5,8 +5,8 @@ A failed call raises NcclError naming the call, the ncclResult_t name, ncclGetEr
 communicator is at hand, ncclGetLastError's. Buffers and streams are raw handles (device pointers as ints, a
 CUstream as an int): this module sits below the tensor layer and never sees a Tensor.
 
-Not yet wired into init_process_group: process groups run rawdev's simulated communicator on every driver
-(see docs/INTERNALS.md, "Distributed"); NcclComm is the piece a real-GPU backend is built on.
+Process groups use it through rawdev.cuda.process_group_nccl (for cuda tensors on the real driver, or wherever
+RAWDEV_COMMUNICATOR=nccl asks for it; see docs/INTERNALS.md, "Distributed").
 """
 import ctypes
 import ctypes.util
@@ -33,11 +33,16 @@ class NcclUnavailable(RuntimeError):
 class NcclError(RuntimeError):
     """An NCCL call returned something other than ncclSuccess."""
 
-    def __init__(self, call, code, description, last_error=""):
+    def __init__(self, call, code, description, last_error="", doing=""):
         self.call, self.code, self.name = call, int(code), RESULT_NAMES.get(int(code), f"ncclResult {int(code)}")
-        self.description, self.last_error = description, last_error
+        self.description, self.last_error, self.doing = description, last_error, doing
         detail = f": {last_error}" if last_error else ""
-        super().__init__(f"{call} failed: {self.name} ({description}){detail}")
+        context = f" (while {doing})" if doing else ""
+        super().__init__(f"{call} failed: {self.name} ({description}){detail}{context}")
+
+    def while_doing(self, doing):
+        """The same error, saying what rawdev was doing (the collective and the group)."""
+        return NcclError(self.call, self.code, self.description, self.last_error, doing)
 
 
 class _UniqueId(ctypes.Structure):
@@ -165,6 +170,8 @@ class NcclComm:
 
     @staticmethod
     def _enum(table, key, what):
+        if isinstance(key, int):       # an op from premul_sum_op()
+            return ctypes.c_int(key)
         if key not in table:
             raise ValueError(f"NCCL has no {what} {key!r} (it has {', '.join(table)})")
         return ctypes.c_int(table[key])
@@ -186,6 +193,42 @@ class NcclComm:
         self._call("ncclReduceScatter", ctypes.c_void_p(send), ctypes.c_void_p(recv), ctypes.c_size_t(count),
                    self._enum(DTYPES, dtype, "dtype"), self._enum(OPS, op, "reduce op"), self.handle,
                    ctypes.c_void_p(stream))
+
+    def reduce(self, send, recv, count, dtype, op, root, stream):
+        self._call("ncclReduce", ctypes.c_void_p(send), ctypes.c_void_p(recv), ctypes.c_size_t(count),
+                   self._enum(DTYPES, dtype, "dtype"), self._enum(OPS, op, "reduce op"), ctypes.c_int(root),
+                   self.handle, ctypes.c_void_p(stream))
+
+    def send(self, buf, count, dtype, peer, stream):
+        self._call("ncclSend", ctypes.c_void_p(buf), ctypes.c_size_t(count), self._enum(DTYPES, dtype, "dtype"),
+                   ctypes.c_int(peer), self.handle, ctypes.c_void_p(stream))
+
+    def recv(self, buf, count, dtype, peer, stream):
+        self._call("ncclRecv", ctypes.c_void_p(buf), ctypes.c_size_t(count), self._enum(DTYPES, dtype, "dtype"),
+                   ctypes.c_int(peer), self.handle, ctypes.c_void_p(stream))
+
+    def group_start(self):
+        self._call("ncclGroupStart")
+
+    def group_end(self):
+        self._call("ncclGroupEnd")
+
+    def premul_sum_op(self, factor, dtype):
+        """A ncclRedOp_t that multiplies each rank's input by `factor` (held in the host, in `dtype`) and sums:
+        ncclRedOpCreatePreMulSum with ncclScalarHostImmediate. Destroy it with destroy_op()."""
+        import numpy as np
+        if dtype == "bfloat16":       # numpy has no bfloat16: its bits are float32's upper half
+            raw = (np.array(factor, np.float32).view(np.uint32) >> 16).astype(np.uint16).tobytes()
+        else:
+            raw = np.array(factor, dtype).tobytes()
+        scalar = ctypes.create_string_buffer(raw, len(raw))
+        op = ctypes.c_int()
+        self._call("ncclRedOpCreatePreMulSum", ctypes.byref(op), scalar, self._enum(DTYPES, dtype, "dtype"),
+                   ctypes.c_int(1), self.handle)           # 1: ncclScalarHostImmediate (read at the call)
+        return op.value
+
+    def destroy_op(self, op):
+        self._call("ncclRedOpDestroy", ctypes.c_int(op), self.handle)
 
     def destroy(self):
         if self.handle:

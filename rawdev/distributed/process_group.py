@@ -10,6 +10,11 @@ rank order 0, 1, 2 ..., so results are bit-identical on all ranks and from run t
 
 Calls run on one worker thread per group, in submission order; the caller's tensors are read when the call is
 made and written when its Work is waited on (async_op=False waits at once).
+
+Cuda tensors of a group whose backend names nccl can go through NCCL instead: rawdev.cuda registers a factory
+here (register_cuda_backend; this layer cannot import the cuda layer) and `ProcessGroup.cuda_backend` hands the
+collectives that group's NCCL backend when the factory says NCCL is wanted (the real driver, or
+RAWDEV_COMMUNICATOR=nccl).
 """
 import atexit
 import datetime
@@ -24,7 +29,8 @@ import numpy as np
 
 from .store import StoreTimeout, TCPStore
 
-__all__ = ["ProcessGroup", "Work", "init_process_group", "destroy_process_group", "is_initialized", "new_group",
+__all__ = ["ProcessGroup", "Work", "register_cuda_backend", "init_process_group", "destroy_process_group",
+           "is_initialized", "new_group",
            "default_group", "resolve_group", "get_rank", "get_world_size", "get_backend", "get_global_rank",
            "get_group_rank", "get_process_group_ranks", "is_torchelastic_launched", "get_node_local_rank"]
 
@@ -119,6 +125,26 @@ class _Worker:
         self.q.put(None)
 
 
+class _CudaBackend:
+    factory = None       # set by rawdev.cuda: factory(group) -> the group's NCCL backend; factory.wanted() -> bool
+
+
+def register_cuda_backend(factory):
+    """Install what serves cuda tensors of "nccl" groups (rawdev.cuda does, at import).
+
+    Args:
+        factory: a callable taking a ProcessGroup and returning its backend (with the collectives' methods and
+            destroy()), with a `wanted()` attribute saying whether it serves this process (None: uninstall).
+
+    Returns:
+        None.
+
+    Example:
+        >>> register_cuda_backend(ProcessGroupNccl)
+    """
+    _CudaBackend.factory = factory
+
+
 def _describe(op, sig):
     args = ", ".join(f"{k}={tuple(v) if isinstance(v, list) else v}" for k, v in sig.items())
     return f"{op}({args})"
@@ -156,12 +182,37 @@ class ProcessGroup:
         self._seq = 0
         self._p2p = {}
         self._worker = _Worker(f"rawdev-{name}")
+        self._cuda = None                   # the NCCL backend, made at the group's first cuda collective
 
     def rank(self):
         return self._rank
 
     def close(self):
         self._worker.stop()
+        if self._cuda is not None:
+            cuda, self._cuda = self._cuda, None
+            cuda.destroy()
+
+    def cuda_backend(self, tensors=None):
+        """The group's NCCL backend when it serves this call, else None (the simulated communicator does).
+
+        It serves when the group's backend names nccl, the registered factory says NCCL is wanted and every
+        tensor is a cuda tensor; with `tensors` None (barrier) only when the backend is "nccl" itself, as PyTorch
+        runs a barrier on the group's default device's backend.
+        """
+        factory = _CudaBackend.factory
+        if factory is None or "nccl" not in self.backend:
+            return None
+        if tensors is None:
+            if self.backend != "nccl":
+                return None
+        elif not tensors or not all(getattr(t, "is_cuda", False) for t in tensors):
+            return None
+        if self._cuda is None:
+            if not factory.wanted():
+                return None
+            self._cuda = factory(self)
+        return self._cuda
 
     def size(self):
         return len(self.ranks)
@@ -254,11 +305,12 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                        group_name="", pg_options=None, device_id=None):
     """torch.distributed.init_process_group: join the job's default group.
 
-    rawdev's communicator serves "nccl" (cuda tensors, on the simulated GPU or through the host) and "gloo" (cpu
-    tensors); both names run the simulated communicator. With init_method "env://" (the default) the rank, world
-    size and master come from RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun and `rawdev run` set them;
-    "tcp://host:port" names the master and takes rank and world_size from the arguments. Rank 0 serves the
-    TCPStore. With backend "nccl" and LOCAL_RANK set, the current cuda device becomes cuda:LOCAL_RANK.
+    "nccl" serves cuda tensors: through NCCL on a real GPU (made at the group's first cuda collective), through
+    rawdev's simulated communicator on the simulated GPU (RAWDEV_COMMUNICATOR=nccl|simulated forces either);
+    "gloo" and cpu tensors always run the simulated communicator. With init_method "env://" (the default) the
+    rank, world size and master come from RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun and
+    `rawdev run` set them; "tcp://host:port" names the master and takes rank and world_size from the arguments.
+    Rank 0 serves the TCPStore. With backend "nccl" and LOCAL_RANK set, the current cuda device becomes cuda:LOCAL_RANK.
 
     Args:
         backend: "nccl", "gloo" or None (both).
