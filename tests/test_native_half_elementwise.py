@@ -79,7 +79,8 @@ BINARY = {
     "add_alpha": lambda a, b: rawdev.add(a, b, alpha=0.3),
 }
 SCALAR = {
-    "add_scalar": lambda a: a + 0.1, "mul_scalar": lambda a: a * 3.7, "neg": lambda a: -a, "div_scalar": lambda a: a / 3,
+    "add_scalar": lambda a: a + 0.1, "mul_scalar": lambda a: a * 3.7, "neg": lambda a: -a,
+    "div_scalar": lambda a: a / 3,
     "pow": lambda a: a ** 2.5, "reciprocal": lambda a: 1 / a, "exp": lambda a: a.exp(), "log": lambda a: a.log(),
 }
 

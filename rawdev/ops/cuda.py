@@ -512,11 +512,11 @@ def _native_elementwise(kernel, dt, operands, *args, **kwargs):
 
 # opmath passes 16-bit operands unchanged to these: their kernels have float16/bfloat16 variants
 for _fn in (scale_, scale, div_scalar, add_scalar, neg, pow_scalar):
-    _fn.native_low = _native_unary  # type: ignore[attr-defined]
+    _fn.native_low = _native_unary  # type: ignore[attr-defined,union-attr]
 # s / x is a reciprocal and a scale: in 16-bit storage that would round twice, so only 1 / x runs natively
 rdiv_scalar.native_low = lambda x, s: _low(x) is not None and s == 1  # type: ignore[attr-defined]
 for _fn in (add, add_, mul, div):
-    _fn.native_low = _native_binary  # type: ignore[attr-defined]
+    _fn.native_low = _native_binary  # type: ignore[attr-defined,union-attr]
 elementwise.native_low = _native_elementwise  # type: ignore[attr-defined]
 
 
