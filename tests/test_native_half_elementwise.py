@@ -30,7 +30,7 @@ def _x(dtype, shape, scale=3.0):
 
 def _bits(t):
     """The float32 bit patterns of t's values (the widening to float32 is exact, NaN payloads kept)."""
-    return t.float().cpu().numpy().view(np.uint32)
+    return t.detach().float().cpu().numpy().view(np.uint32)
 
 
 def _same(native, widened, what):

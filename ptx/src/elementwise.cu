@@ -9,41 +9,10 @@
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
          i < (n); i += _stride)
 
-// ---------------------------------------------------------------- storages: float32, float16, bfloat16
-// One kernel body serves the three storages: Io<S>::ld loads an element and widens it to float32 (exact),
-// the body's float32 math is the float32 kernel's, and Io<S>::st rounds the result once to the storage. So a
-// `<name>_f16` / `<name>_bf16` kernel gives, bit for bit, what cast_f16_f32 + `<name>` + cast_f32_f16 give
-// (PyTorch's opmath), without the float32 copies. 16-bit elements travel as their bits (unsigned short).
-enum Storage { S_F32, S_F16, S_BF16 };
-
-DEVI float f16_to_f32(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-DEVI unsigned short f32_to_f16(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-DEVI float bf16_to_f32(unsigned short b) { return __uint_as_float((unsigned int)b << 16); }
-// round to nearest even with integer ops (sm_75 has no cvt to bf16): NaN -> quiet NaN with its sign, overflow -> inf
-DEVI unsigned short f32_to_bf16(float f)
-{
-    const unsigned int u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u);
-    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-template <int S> struct Io;
-template <> struct Io<S_F32> {
-    typedef float T;
-    static DEVI float ld(const float* p, long long i) { return p[i]; }
-    static DEVI void st(float* p, long long i, float v) { p[i] = v; }
-};
-template <> struct Io<S_F16> {
-    typedef unsigned short T;
-    static DEVI float ld(const unsigned short* p, long long i) { return f16_to_f32(p[i]); }
-    static DEVI void st(unsigned short* p, long long i, float v) { p[i] = f32_to_f16(v); }
-};
-template <> struct Io<S_BF16> {
-    typedef unsigned short T;
-    static DEVI float ld(const unsigned short* p, long long i) { return bf16_to_f32(p[i]); }
-    static DEVI void st(unsigned short* p, long long i, float v) { p[i] = f32_to_bf16(v); }
-};
-#define ELT(S) typename Io<S>::T   // a kernel body's element pointer type
+// The storages (float32, float16, bfloat16) and their loads and stores: Io<S>, ELT(S) (storage.cuh). One kernel
+// body serves the three: a `<name>_f16` / `<name>_bf16` kernel gives, bit for bit, what cast_f16_f32 + `<name>` +
+// cast_f32_f16 give (PyTorch's opmath), without the float32 copies.
+#include "storage.cuh"
 
 #define K_GELU_TANH 0.7978845608028654f  // sqrt(2/pi)
 #define K_GELU_CUBIC 0.044715f

@@ -186,15 +186,30 @@ def matmul(a, b):
 def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     """Sum of x over dims (times alpha) in one reduction launch (two for everything): the reduced axes
     are moved last (a permuted view, copied once when that is not already contiguous) and each row is
-    summed by a warp; reducing only leading axes sums columns in place (sum_axis0)."""
+    summed by a warp; reducing only leading axes sums columns in place (sum_axis0). A float16/bfloat16 x is read
+    in its own storage (the _f16/_bf16 sums: float32 accumulation into a float32 result), which is rounded once
+    to x's dtype unless dt is float32."""
     if x.dtype is _dt.int64 and dt in (None, _dt.int64) and alpha == 1.0:
         from .cuda_int import sum_dims_i64
         return sum_dims_i64(x, dims, keepdim)
     if x.dtype is _dt.bool and dt is _dt.int64 and alpha == 1.0:
         return _count(x, dims, keepdim)
-    _f32("sum", x)
-    if dt not in (None, x.dtype):
+    low = _low(x)
+    if low is None:
+        _f32("sum", x)
+    if dt not in (None, x.dtype, _dt.float32):
         raise TypeError(f"sum(dtype={dt}) on cuda: only float32")
+    out = _sum_f32(x, dims, keepdim, alpha, owner or "sum output", _SUFFIX[low] if low is not None else "")
+    if low is None or dt is _dt.float32:
+        return out
+    r = cast(out, low)
+    if r._buf is not None and out._buf is not None:   # the rounded copy is the op's output: it takes the name
+        r._buf.owner, out._buf.owner = out._buf.owner, f"{out._buf.owner} (float32, before rounding)"
+    return r
+
+
+def _sum_f32(x, dims, keepdim, alpha, owner, sfx):
+    """The float32 sum of x (of the storage sfx names) over dims, times alpha."""
     rdev, dev = _rdev(x), x.device
     shape = tuple(x.shape)
     dims = sorted(set(dims))
@@ -202,7 +217,7 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
     red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
-    out = empty(out_shape, _dt.float32, dev, owner or "sum output")
+    out = empty(out_shape, _dt.float32, dev, owner)
     if rows == 0:
         return out
     if red == 0:
@@ -212,16 +227,16 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     if not keep:                                     # everything: two deterministic passes
         nparts = min(1024, (red + 255) // 256)
         parts = empty((nparts,), _dt.float32, dev, "partial sums")
-        _kernel(rdev, "sum_partial", "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
+        _kernel(rdev, "sum_partial" + sfx, "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
         _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
         return out
     if dims == list(range(len(dims))):               # leading axes: column sums of [red, rows]
-        _kernel(rdev, "sum_axis0", "sum").launch((rows + 31) // 32, (32, 8),
-                                                 [out.data_ptr(), x.data_ptr(), red, rows, 0.0])
+        _kernel(rdev, "sum_axis0" + sfx, "sum").launch((rows + 31) // 32, (32, 8),
+                                                       [out.data_ptr(), x.data_ptr(), red, rows, 0.0])
     else:                                            # reduced axes last: row sums of [rows, red]
         from .shape import permute
         xt = dense(permute(x, tuple(keep) + tuple(dims)))
-        _rows(rdev, "sum_axis1", [out.data_ptr(), xt.data_ptr(), rows, red, 0.0], rows, "sum")
+        _rows(rdev, "sum_axis1" + sfx, [out.data_ptr(), xt.data_ptr(), rows, red, 0.0], rows, "sum")
     if alpha != 1.0:
         _ew(rdev, "scale", [out.data_ptr(), out.data_ptr(), float(alpha), out.numel()], out.numel(), "mean")
     return out
@@ -520,6 +535,13 @@ for _fn in (add, add_, mul, div):
 elementwise.native_low = _native_elementwise  # type: ignore[attr-defined]
 
 
+def _native_sum(x, dims, keepdim=False, dt=None, *args, **kwargs):
+    return _low(x) is not None and dt in (None, x.dtype, _dt.float32)
+
+
+sum_dims.native_low = _native_sum  # type: ignore[attr-defined]
+
+
 def _cmp_operand(t):
     """Comparisons run on float32 or int64: bool/uint8 widen to float32 exactly; int32 would not."""
     if t.dtype in (_dt.float32, _dt.int64):
@@ -569,25 +591,29 @@ def softmax(x, dim, log=False):
     """Row-wise (log-)softmax kernels; another dim is moved last first (one strided copy), and the
     result is returned as a view in the input's axis order."""
     op = "log_softmax" if log else "softmax"
-    _f32(op, x)
+    sfx = _storage(op, x)
     xt, back = _last_dim(x, dim)
     C = xt.shape[-1] if xt.ndim else 1
     rows = xt.numel() // C if C else 0
     y = empty(xt.shape, x.dtype, x.device, f"{op} output")
-    _rows(_rdev(x), f"{op}_fwd", [y.data_ptr(), xt.data_ptr(), rows, C], rows, op)
+    _rows(_rdev(x), f"{op}_fwd{sfx}", [y.data_ptr(), xt.data_ptr(), rows, C], rows, op)
     return _restore(y, back)
 
 
 def softmax_bwd(gy, y, dim, log=False):
     op = "log_softmax" if log else "softmax"
+    sfx = _storage(op + " backward", gy, y)
     gyt, back = _last_dim(gy, dim)
     yt, _ = _last_dim(y, dim)
     C = yt.shape[-1] if yt.ndim else 1
     rows = yt.numel() // C if C else 0
     gx = empty(yt.shape, gy.dtype, gy.device, f"{op} grad")
-    _rows(_rdev(gy), f"{op}_bwd", [gx.data_ptr(), gyt.data_ptr(), yt.data_ptr(), rows, C], rows, op + " backward")
+    _rows(_rdev(gy), f"{op}_bwd{sfx}", [gx.data_ptr(), gyt.data_ptr(), yt.data_ptr(), rows, C], rows, op + " backward")
     return _restore(gx, back)
 
+
+softmax.native_low = _native_unary  # type: ignore[attr-defined]
+softmax_bwd.native_low = lambda gy, y, *args, **kwargs: _low(gy, y) is not None  # type: ignore[attr-defined]
 
 _REDUCTION = {"none": 0, "sum": 1, "mean": 2}
 
