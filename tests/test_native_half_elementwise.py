@@ -154,3 +154,19 @@ def test_binary_matches_float64_reference(driver, dtype, name):
                       device="cuda").to(_low(dtype))
     got = _f64(BINARY[name](a, b))
     _close(got, BINARY[name](_f64(a), _f64(b)), dtype, name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dropout_forward_and_backward_equal_widened_bit_for_bit(driver, dtype):
+    from rawdev.ops.dispatch import cuda_backend
+    low = _low(dtype)
+    x, g = _x(dtype, (11, 97)), _x(dtype, (11, 97), 1.0)
+    gen = rawdev.Generator("cpu")
+    gen.manual_seed(5)
+    y, mask = _no_widening(lambda: cuda_backend.dropout(x, 0.3, gen))
+    gen.manual_seed(5)   # the same seed: the same mask
+    y32, mask32 = cuda_backend.dropout(x.float(), 0.3, gen)
+    np.testing.assert_array_equal(mask.cpu().numpy(), mask32.cpu().numpy())
+    _same(y, y32.to(low), "dropout forward")
+    dx = _no_widening(lambda: cuda_backend.dropout_bwd(g, mask, 0.3))
+    _same(dx, cuda_backend.dropout_bwd(g.float(), mask, 0.3).to(low), "dropout backward")

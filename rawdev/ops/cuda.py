@@ -694,23 +694,27 @@ def index_add_(dst, outer, size, inner, idx, src):
 def dropout(x, p, generator):
     """y = keep ? x/(1-p) : 0 with keep from Philox(seed, 0); the seed is drawn from rawdev's generator (so
     checkpoint's RNG restore recomputes the same mask). Returns (y, saved uint8 mask)."""
-    _f32("dropout", x)
+    sfx = _storage("dropout", x)
     rdev, n = _rdev(x), x.numel()
     seed = int(generator.np.integers(0, 2 ** 63))
     y = empty(x.shape, x.dtype, x.device, "dropout output")
     mask = empty(x.shape, _dt.uint8, x.device, "dropout mask")
-    _ew(rdev, "dropout_fwd", [y.data_ptr(), mask.data_ptr(), x.data_ptr(), n, float(p), 1.0 / (1.0 - p), seed, 0],
+    _ew(rdev, "dropout_fwd" + sfx, [y.data_ptr(), mask.data_ptr(), x.data_ptr(), n, float(p), 1.0 / (1.0 - p), seed, 0],
         n, "dropout")
     return y, mask
 
 
 def dropout_bwd(g, mask, p):
+    sfx = _storage("dropout backward", g)
     gx = empty(g.shape, g.dtype, g.device, "dropout grad")
     n = g.numel()
-    _ew(_rdev(g), "dropout_bwd", [gx.data_ptr(), g.data_ptr(), mask.data_ptr(), n, 1.0 / (1.0 - p)], n,
+    _ew(_rdev(g), "dropout_bwd" + sfx, [gx.data_ptr(), g.data_ptr(), mask.data_ptr(), n, 1.0 / (1.0 - p)], n,
         "dropout backward")
     return gx
 
+
+dropout.native_low = _native_unary  # type: ignore[attr-defined]
+dropout_bwd.native_low = _native_unary  # type: ignore[attr-defined]
 
 # ------------------------------------------------------------------ gradients in arenas
 _grad_arenas: dict = {}   # id(param arena DeviceBuffer) -> (weakref to it, weakref to grad arena, {offset: weakref})
