@@ -6,9 +6,9 @@ half-precision elementwise math, reductions and losses in float32 ("opmath": loa
 the result once), so a float16/bfloat16 op on cuda here is: one cast kernel per 16-bit operand to float32,
 the float32 kernel, one cast of each float32 result back to the operands' 16-bit dtype. The values are
 PyTorch's (one rounding at the end); the cost is the extra cast launches and the float32 temporaries,
-which tools/bench/elementwise.py measures. The functions listed below skip it. A dtype argument the caller passes for the result (dt=...)
-is rewritten to float32 for the call; a caller that asks for float32 explicitly keeps the float32 result
-(sum(x, dtype=float32) of a half tensor).
+which tools/bench/elementwise.py measures. The functions listed below skip it. A dtype argument the caller
+passes for the result (dt=...) is rewritten to float32 for the call; a caller that asks for float32 explicitly
+keeps the float32 result (sum(x, dtype=float32) of a half tensor).
 
 Integer tensors narrower than int64 (bool, uint8, int8, int16, int32) go to the int64 kernels, for the
 functions in _INT_RESULTS only: there the table says which results are values (cast back to the narrow
