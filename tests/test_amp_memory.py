@@ -1,6 +1,7 @@
 """Device memory of 16-bit math on cuda: the bytes at the peak of ops that widen bfloat16 operands to float32
-(rawdev.ops.opmath), from the allocator's statistics. Exact byte counts: every block here is a tensor of known
-size, so a temporary kept alive longer than its use shows as a larger peak."""
+(rawdev.ops.opmath) and of ops that run their 16-bit kernels on the operands' own storage, from the allocator's
+statistics. Exact byte counts: every block here is a tensor of known size, so a temporary kept alive longer than
+its use shows as a larger peak."""
 import numpy as np
 import pytest
 import rawdev
@@ -26,9 +27,35 @@ def _peak_above(fn):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_binary_op_peak_is_widened_operands_and_float32_result(driver, dtype):
-    # a + b of n 16-bit elements: the two float32 copies (4n each) and the float32 sum (4n) during the kernel;
-    # the copies are gone before the sum is rounded (4n + its 2n copy), so the peak is 12n, not 14n
+def test_widened_binary_op_peak_is_widened_operands_and_float32_result(driver, dtype):
+    # a + b of n 16-bit elements through a function with no 16-bit kernel: the two float32 copies (4n each) and the
+    # float32 sum (4n) during the kernel; the copies are gone before the sum is rounded (4n + its 2n copy), so the
+    # peak is 12n, not 14n
+    n = 4096
+    a = rawdev.randn(n, device="cuda").to(getattr(rawdev, dtype))
+    b = rawdev.randn(n, device="cuda").to(getattr(rawdev, dtype))
+    freed = []
+    al = get_device(0).allocator
+    al.listeners.append(lambda kind, block: freed.append(block.owner) if kind == "free" else None)
+
+    def add(x, y):   # cuda.add without its native_low: the widened path
+        return cuda_ops.add(x, y)
+    fn = opmath.adapt("add", add, cuda_ops.cast, cuda_ops.copy_into)
+    try:
+        out, peak = _peak_above(lambda: fn(a, b))
+    finally:
+        al.listeners.pop()
+    assert out.dtype is getattr(rawdev, dtype)
+    assert peak == 12 * n, f"peak {peak} B for {n} elements: expected {12 * n}"
+    # the memory tool names the temporaries: the widened operands, the float32 result; the output keeps its name
+    assert sorted(o for o in freed if o.startswith("add")) == [
+        "add float32 operand", "add float32 operand", "add output (float32, before rounding)"]
+    assert al.live[out.data_ptr()].owner == "add output"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_binary_op_peak_is_its_16bit_result(driver, dtype):
+    # a + b of n 16-bit elements runs add_bf16/add_f16 on the 16-bit storage: the 2n result is all it allocates
     n = 4096
     a = rawdev.randn(n, device="cuda").to(getattr(rawdev, dtype))
     b = rawdev.randn(n, device="cuda").to(getattr(rawdev, dtype))
@@ -40,11 +67,8 @@ def test_binary_op_peak_is_widened_operands_and_float32_result(driver, dtype):
     finally:
         al.listeners.pop()
     assert out.dtype is getattr(rawdev, dtype)
-    assert peak == 12 * n, f"peak {peak} B for {n} elements: expected {12 * n}"
-    # the memory tool names the temporaries: the widened operands, the float32 result; the output keeps its name
-    assert sorted(o for o in freed if o.startswith("add")) == [
-        "add float32 operand", "add float32 operand", "add output (float32, before rounding)"]
-    assert al.live[out.data_ptr()].owner == "add output"
+    assert peak == 2 * n, f"peak {peak} B for {n} elements: expected {2 * n}"
+    assert [o for o in freed if o.startswith("add")] == [] and al.live[out.data_ptr()].owner == "add output"
 
 
 def test_tuple_results_rounded_one_at_a_time(driver):
@@ -66,9 +90,9 @@ def test_tuple_results_rounded_one_at_a_time(driver):
     assert peak == 16 * n, f"peak {peak} B for {n} elements: expected {16 * n}"
 
 
-def test_relu_backward_bfloat16_selects_bytes(driver):
-    # relu's gradient of a 16-bit tensor: a mask from the saved output (its float32 copy, 4n, and the mask, n)
-    # and a byte select into the 2n result: 5n at the peak, not the 12n of widening g and y and a float32 result
+def test_relu_backward_bfloat16_peak_is_its_result(driver):
+    # relu's gradient of a 16-bit tensor: relu_bwd_bf16 reads g and the saved input in their 2-byte storage and
+    # writes the 2n result: 2n at the peak, not the 12n of widening g and x and a float32 result
     n = 4096
     seed = int(RNG.integers(2 ** 31))
     gen = np.random.default_rng(seed)
@@ -83,7 +107,7 @@ def test_relu_backward_bfloat16_selects_bytes(driver):
     assert dx.dtype is rawdev.bfloat16
     yh, gh = _host(y), _host(g)
     np.testing.assert_array_equal(_host(dx), np.where(yh > 0, gh, 0.0), err_msg=f"seed {seed}")
-    assert peak == 5 * n, f"peak {peak} B for {n} elements: expected {5 * n} (seed {seed})"
+    assert peak == 2 * n, f"peak {peak} B for {n} elements: expected {2 * n} (seed {seed})"
 
 
 def test_self_attention_backward_joins_qkv_gradients_once(driver):
@@ -134,10 +158,9 @@ def test_attention_backward_bfloat16_peak(driver):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_relu_forward_16bit_selects_bytes(driver, dtype):
-    # relu of a 16-bit tensor: a mask (x's float32 copy for the comparison, 4n, and the mask, n), then a byte select
-    # into the 2n output: 5n at the peak, not a float32 copy and a float32 result; the kernel's values (-0.0 stays,
-    # NaN gives 0, as fmaxf(x, 0) does)
+def test_relu_forward_16bit_peak_is_its_result(driver, dtype):
+    # relu of a 16-bit tensor: relu_fwd_bf16/relu_fwd_f16 on the 2-byte storage, so the 2n output is the peak, not a
+    # float32 copy and a float32 result; the float32 kernel's values (NaN gives 0, as fmaxf(x, 0) does)
     n = 4096
     seed = int(RNG.integers(2 ** 31))
     xv = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
@@ -147,6 +170,7 @@ def test_relu_forward_16bit_selects_bytes(driver, dtype):
     assert y.dtype is getattr(rawdev, dtype)
     xh, yh = _host(x), _host(y)
     np.testing.assert_array_equal(yh, np.where(xh >= 0, xh, 0.0), err_msg=f"seed {seed}")
-    np.testing.assert_array_equal(np.signbit(yh), np.signbit(np.where(xh >= 0, xh, 0.0)), err_msg=f"seed {seed}")
-    assert peak == 5 * n, f"peak {peak} B for {n} elements: expected {5 * n} (seed {seed})"
+    # the sign of relu(-0.0) is the float32 kernel's (fmaxf), as every 16-bit result is
+    np.testing.assert_array_equal(np.signbit(yh), np.signbit(_host(rawdev.relu(x.float()))), err_msg=f"seed {seed}")
+    assert peak == 2 * n, f"peak {peak} B for {n} elements: expected {2 * n} (seed {seed})"
     assert get_device(0).allocator.live[y.data_ptr()].owner == "relu output"

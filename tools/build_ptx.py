@@ -63,7 +63,11 @@ def compile_cu(lib: ctypes.CDLL, path: Path) -> str:
             raise RuntimeError(f"{what}: {lib.nvrtcGetErrorString(res).decode()}")
 
     prog = ctypes.c_void_p()
-    ok(lib.nvrtcCreateProgram(ctypes.byref(prog), path.read_bytes(), path.name.encode(), 0, None, None),
+    # the shared device code (ptx/src/*.cuh) goes in as headers: `#include "storage.cuh"` resolves to it
+    hdrs = sorted(path.parent.glob("*.cuh"))
+    texts = (ctypes.c_char_p * len(hdrs))(*[h.read_bytes() for h in hdrs])
+    names = (ctypes.c_char_p * len(hdrs))(*[h.name.encode() for h in hdrs])
+    ok(lib.nvrtcCreateProgram(ctypes.byref(prog), path.read_bytes(), path.name.encode(), len(hdrs), texts, names),
        "nvrtcCreateProgram")
     try:
         options = [f"--gpu-architecture=compute_{file_sm(path)}"] + OPTIONS

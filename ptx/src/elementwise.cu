@@ -1,5 +1,6 @@
-// Elementwise kernels, float32 (plus f16/bf16 casts). All take a 64-bit element count n and use a
-// grid-stride loop: any 1-D grid/block works (e.g. block 256, grid min(ceil(n/256), 65535)).
+// Elementwise kernels, float32, and the same kernels on float16/bfloat16 storage (plus the f16/bf16 casts).
+// All take a 64-bit element count n and use a grid-stride loop: any 1-D grid/block works (e.g. block 256,
+// grid min(ceil(n/256), 65535)).
 // Backward kernels write dx = dy * f'(.) and take the saved forward input x (relu, leaky_relu, gelu)
 // or the saved forward output y (tanh, sigmoid, sqrt, rsqrt), as named in each signature.
 
@@ -8,22 +9,15 @@
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
          i < (n); i += _stride)
 
+// The storages (float32, float16, bfloat16) and their loads and stores: Io<S>, ELT(S) (storage.cuh). One kernel
+// body serves the three: a `<name>_f16` / `<name>_bf16` kernel gives, bit for bit, what cast_f16_f32 + `<name>` +
+// cast_f32_f16 give (PyTorch's opmath), without the float32 copies.
+#include "storage.cuh"
+
 #define K_GELU_TANH 0.7978845608028654f  // sqrt(2/pi)
 #define K_GELU_CUBIC 0.044715f
 #define K_INV_SQRT2 0.7071067811865476f
 #define K_INV_SQRT_2PI 0.3989422804014327f
-
-// doc: y = x > 0 ? x : slope * x.
-extern "C" __global__ void leaky_relu_fwd(float* __restrict__ y, const float* __restrict__ x, float slope, long long n)
-{
-    GRID_STRIDE(i, n) { float v = x[i]; y[i] = v > 0.0f ? v : v * slope; }
-}
-
-// doc: dx = dy * (x > 0 ? 1 : slope), x = saved forward input.
-extern "C" __global__ void leaky_relu_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, float slope, long long n)
-{
-    GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : dy[i] * slope;
-}
 
 // gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
 DEVI float sigmoid_2u(float x)
@@ -31,58 +25,61 @@ DEVI float sigmoid_2u(float x)
     const float u = K_GELU_TANH * fmaf(K_GELU_CUBIC * x, x * x, x);
     return 1.0f / (1.0f + expf(-2.0f * u));
 }
-
-// doc: y = 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))) (PyTorch gelu approximate='tanh'), computed as x*sigmoid(2u).
-extern "C" __global__ void gelu_tanh_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
+// gelu_tanh'(x) = s + x*s*(1-s)*2*sqrt(2/pi)*(1 + 3*0.044715*x^2), s = sigmoid(2u)
+DEVI float gelu_tanh_d(float v)
 {
-    GRID_STRIDE(i, n) { float v = x[i]; y[i] = v * sigmoid_2u(v); }
+    const float s = sigmoid_2u(v);
+    const float du = 2.0f * K_GELU_TANH * fmaf(3.0f * K_GELU_CUBIC * v, v, 1.0f);
+    return fmaf(v * s * (1.0f - s), du, s);
+}
+// gelu_erf(x) = 0.5*x*(1 + erf(x/sqrt(2))) computed as 0.5*x*erfc(-x/sqrt(2)); its derivative cdf + x*pdf
+DEVI float gelu_erf_d(float v)
+{
+    const float cdf = 0.5f * erfcf(-v * K_INV_SQRT2), pdf = K_INV_SQRT_2PI * expf(-0.5f * v * v);
+    return fmaf(v, pdf, cdf);
 }
 
-// doc: dx = dy * gelu_tanh'(x), x = saved forward input; gelu_tanh' = s + x*s*(1-s)*2*sqrt(2/pi)*(1 + 3*0.044715*x^2), s = sigmoid(2u).
-extern "C" __global__ void gelu_tanh_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) {
-        const float v = x[i], s = sigmoid_2u(v);
-        const float du = 2.0f * K_GELU_TANH * fmaf(3.0f * K_GELU_CUBIC * v, v, 1.0f);
-        dx[i] = dy[i] * fmaf(v * s * (1.0f - s), du, s);
-    }
-}
-
-// doc: y = 0.5*x*(1 + erf(x/sqrt(2))) (PyTorch gelu approximate='none'), computed as 0.5*x*erfc(-x/sqrt(2)).
-extern "C" __global__ void gelu_erf_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) { float v = x[i]; y[i] = 0.5f * v * erfcf(-v * K_INV_SQRT2); }
-}
-
-// doc: dx = dy * (0.5*erfc(-x/sqrt(2)) + x*exp(-x^2/2)/sqrt(2*pi)), x = saved forward input.
-extern "C" __global__ void gelu_erf_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) {
-        const float v = x[i];
-        const float cdf = 0.5f * erfcf(-v * K_INV_SQRT2), pdf = K_INV_SQRT_2PI * expf(-0.5f * v * v);
-        dx[i] = dy[i] * fmaf(v, pdf, cdf);
-    }
-}
-
-// ---------------------------------------------------------------- simple unary ops, one line each
-// UNARY_OP(name, fwd, saved, bwd) defines two kernels:
+// ---------------------------------------------------------------- unary ops, one line each
+// UNARY_OP(name, fwd, saved, bwd) defines, for each storage (suffix: none float32, _f16, _bf16):
 //   name_fwd(y, x, n):          y[i] = fwd, with x the input element
 //   name_bwd(dx, dy, saved, n): dx[i] = bwd, with dy the incoming gradient element and saved (x: the
 //                               forward input, y: the forward output) the saved element
 // The expressions see plain floats named x, y, dy (inner scopes shadow the pointer parameters). The
 // `/* doc: */` comments become the manifest docs (tools/build_ptx.py expands the macro to find them).
 #define UNARY_OP(NAME, FWD, SAVED, BWD)                                                                          \
+    template <int S> DEVI void NAME##_fwd_t(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, long long n)   \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = Io<S>::ld(x, i); { const float x = _x; Io<S>::st(y, i, (FWD)); } }  \
+    }                                                                                                            \
+    template <int S> DEVI void NAME##_bwd_t(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,              \
+                                            const ELT(S)* __restrict__ SAVED, long long n)                       \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) {                                                                                      \
+            const float _g = Io<S>::ld(dy, i), _s = Io<S>::ld(SAVED, i);                                         \
+            { const float dy = _g, SAVED = _s; Io<S>::st(dx, i, (BWD)); }                                        \
+        }                                                                                                        \
+    }                                                                                                            \
     /* doc: y = FWD. */                                                                                          \
     extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)       \
-    {                                                                                                            \
-        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
-    }                                                                                                            \
+    { NAME##_fwd_t<S_F32>(y, x, n); }                                                                            \
+    /* doc: NAME##_fwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_fwd_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, long long n) \
+    { NAME##_fwd_t<S_F16>(y, x, n); }                                                                            \
+    /* doc: NAME##_fwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_fwd_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, long long n) \
+    { NAME##_fwd_t<S_BF16>(y, x, n); }                                                                           \
     /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd). */                                                   \
     extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
                                           const float* __restrict__ SAVED, long long n)                          \
-    {                                                                                                            \
-        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
-    }
+    { NAME##_bwd_t<S_F32>(dx, dy, SAVED, n); }                                                                   \
+    /* doc: NAME##_bwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_bwd_f16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, \
+                                              const unsigned short* __restrict__ SAVED, long long n)             \
+    { NAME##_bwd_t<S_F16>(dx, dy, SAVED, n); }                                                                   \
+    /* doc: NAME##_bwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_bwd_bf16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, \
+                                               const unsigned short* __restrict__ SAVED, long long n)            \
+    { NAME##_bwd_t<S_BF16>(dx, dy, SAVED, n); }
 
 // relu_bwd may be given the saved output y instead of x: y > 0 exactly where x > 0
 UNARY_OP(relu, fmaxf(x, 0.0f), x, x > 0.0f ? dy : 0.0f)
@@ -134,62 +131,159 @@ UNARY_OP(logsigmoid, fminf(x, 0.0f) - log1pf(expf(-fabsf(x))), x, dy * (x < 0.0f
 UNARY_OP(softsign, x / (1.0f + fabsf(x)), x, dy / ((1.0f + fabsf(x)) * (1.0f + fabsf(x))))
 UNARY_OP(tanhshrink, x - tanhf(x), x, dy * tanhf(x) * tanhf(x))
 
+// gelu (PyTorch approximate='none'), gelu_tanh (approximate='tanh', computed as x*sigmoid(2u)); leaky_relu: a = slope
+UNARY_OP(gelu_erf, 0.5f * x * erfcf(-x * K_INV_SQRT2), x, dy * gelu_erf_d(x))
+UNARY_OP(gelu_tanh, x * sigmoid_2u(x), x, dy * gelu_tanh_d(x))
+
 // UNARY_OP_P1(name, fwd, saved, bwd) / UNARY_OP_P2(...): as UNARY_OP with one float parameter a (two: a, b)
-// before n: name_fwd(y, x, a, [b,] n), name_bwd(dx, dy, saved, a, [b,] n).
+// before n: name_fwd(y, x, a, [b,] n), name_bwd(dx, dy, saved, a, [b,] n); each storage as UNARY_OP's.
 #define UNARY_OP_P1(NAME, FWD, SAVED, BWD)                                                                       \
+    template <int S> DEVI void NAME##_fwd_t(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, float a, long long n) \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = Io<S>::ld(x, i); { const float x = _x; Io<S>::st(y, i, (FWD)); } }  \
+    }                                                                                                            \
+    template <int S> DEVI void NAME##_bwd_t(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,              \
+                                            const ELT(S)* __restrict__ SAVED, float a, long long n)              \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) {                                                                                      \
+            const float _g = Io<S>::ld(dy, i), _s = Io<S>::ld(SAVED, i);                                         \
+            { const float dy = _g, SAVED = _s; Io<S>::st(dx, i, (BWD)); }                                        \
+        }                                                                                                        \
+    }                                                                                                            \
     /* doc: y = FWD (float parameter a). */                                                                      \
     extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, float a, long long n) \
-    {                                                                                                            \
-        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
-    }                                                                                                            \
+    { NAME##_fwd_t<S_F32>(y, x, a, n); }                                                                         \
+    /* doc: NAME##_fwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_fwd_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, float a, long long n) \
+    { NAME##_fwd_t<S_F16>(y, x, a, n); }                                                                         \
+    /* doc: NAME##_fwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_fwd_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, float a, long long n) \
+    { NAME##_fwd_t<S_BF16>(y, x, a, n); }                                                                        \
     /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd; float parameter a). */                                \
     extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
                                           const float* __restrict__ SAVED, float a, long long n)                 \
-    {                                                                                                            \
-        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
-    }
+    { NAME##_bwd_t<S_F32>(dx, dy, SAVED, a, n); }                                                                \
+    /* doc: NAME##_bwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_bwd_f16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, \
+                                              const unsigned short* __restrict__ SAVED, float a, long long n)    \
+    { NAME##_bwd_t<S_F16>(dx, dy, SAVED, a, n); }                                                                \
+    /* doc: NAME##_bwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_bwd_bf16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, \
+                                               const unsigned short* __restrict__ SAVED, float a, long long n)   \
+    { NAME##_bwd_t<S_BF16>(dx, dy, SAVED, a, n); }
 #define UNARY_OP_P2(NAME, FWD, SAVED, BWD)                                                                       \
+    template <int S> DEVI void NAME##_fwd_t(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, float a, float b, long long n) \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = Io<S>::ld(x, i); { const float x = _x; Io<S>::st(y, i, (FWD)); } }  \
+    }                                                                                                            \
+    template <int S> DEVI void NAME##_bwd_t(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,              \
+                                            const ELT(S)* __restrict__ SAVED, float a, float b, long long n)     \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) {                                                                                      \
+            const float _g = Io<S>::ld(dy, i), _s = Io<S>::ld(SAVED, i);                                         \
+            { const float dy = _g, SAVED = _s; Io<S>::st(dx, i, (BWD)); }                                        \
+        }                                                                                                        \
+    }                                                                                                            \
     /* doc: y = FWD (float parameters a, b). */                                                                  \
     extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, float a, float b, long long n) \
-    {                                                                                                            \
-        GRID_STRIDE(i, n) { const float _x = x[i]; { const float x = _x; y[i] = (FWD); } }                       \
-    }                                                                                                            \
+    { NAME##_fwd_t<S_F32>(y, x, a, b, n); }                                                                      \
+    /* doc: NAME##_fwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_fwd_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, float a, float b, long long n) \
+    { NAME##_fwd_t<S_F16>(y, x, a, b, n); }                                                                      \
+    /* doc: NAME##_fwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_fwd_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, float a, float b, long long n) \
+    { NAME##_fwd_t<S_BF16>(y, x, a, b, n); }                                                                     \
     /* doc: dx = BWD (reads the saved SAVED of NAME##_fwd; float parameters a, b). */                            \
     extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy,                  \
                                           const float* __restrict__ SAVED, float a, float b, long long n)        \
-    {                                                                                                            \
-        GRID_STRIDE(i, n) { const float _g = dy[i], _s = SAVED[i]; { const float dy = _g, SAVED = _s; dx[i] = (BWD); } } \
-    }
+    { NAME##_bwd_t<S_F32>(dx, dy, SAVED, a, b, n); }                                                             \
+    /* doc: NAME##_bwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_bwd_f16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, \
+                                              const unsigned short* __restrict__ SAVED, float a, float b, long long n) \
+    { NAME##_bwd_t<S_F16>(dx, dy, SAVED, a, b, n); }                                                             \
+    /* doc: NAME##_bwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_bwd_bf16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, \
+                                               const unsigned short* __restrict__ SAVED, float a, float b, long long n) \
+    { NAME##_bwd_t<S_BF16>(dx, dy, SAVED, a, b, n); }
 
+UNARY_OP_P1(leaky_relu, x > 0.0f ? x : x * a, x, x > 0.0f ? dy : dy * a)
 // elu: a = alpha; celu: a = alpha; softplus: a = beta, b = threshold; hardtanh: a = min_val, b = max_val
 UNARY_OP_P1(elu, x > 0.0f ? x : a * expm1f(x), x, x > 0.0f ? dy : dy * a * expf(x))
 UNARY_OP_P1(celu, x > 0.0f ? x : a * expm1f(x / a), x, x > 0.0f ? dy : dy * expf(x / a))
 UNARY_OP_P2(softplus, x * a > b ? x : log1pf(expf(x * a)) / a, x, x * a > b ? dy : dy * sigm(x * a))
 UNARY_OP_P2(hardtanh, x < a ? a : (x > b ? b : x), x, (x <= a || x >= b) ? 0.0f : dy)
 
-// doc: z = x + y (z may alias x or y).
-extern "C" __global__ void add(float* z, const float* x, const float* y, long long n)
-{
-    GRID_STRIDE(i, n) z[i] = x[i] + y[i];
-}
+// ---------------------------------------------------------------- binary, scalar and forward-only ops
+// BINARY_OP(name, expr): name(z, x, y, n), z[i] = expr of the elements x, y (z may alias x or y: no
+// __restrict__), for each storage (name, name_f16, name_bf16). SCALAR_OP(name, expr): name(y, x, a, n) with a
+// float scalar a. FORWARD_OP(name, expr): name_fwd(y, x, n), an op whose gradient is another kernel.
+#define BINARY_OP(NAME, EXPR)                                                                                    \
+    template <int S> DEVI void NAME##_t(ELT(S)* z, const ELT(S)* x, const ELT(S)* y, long long n)                \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = Io<S>::ld(x, i), _y = Io<S>::ld(y, i); { const float x = _x, y = _y; Io<S>::st(z, i, (EXPR)); } } \
+    }                                                                                                            \
+    /* doc: z = EXPR (z may alias x or y). */                                                                    \
+    extern "C" __global__ void NAME(float* z, const float* x, const float* y, long long n) { NAME##_t<S_F32>(z, x, y, n); } \
+    /* doc: NAME on float16 storage (float32 math, one rounding; z may alias x or y). */                         \
+    extern "C" __global__ void NAME##_f16(unsigned short* z, const unsigned short* x, const unsigned short* y, long long n) \
+    { NAME##_t<S_F16>(z, x, y, n); }                                                                             \
+    /* doc: NAME on bfloat16 storage (float32 math, one rounding; z may alias x or y). */                        \
+    extern "C" __global__ void NAME##_bf16(unsigned short* z, const unsigned short* x, const unsigned short* y, long long n) \
+    { NAME##_t<S_BF16>(z, x, y, n); }
+#define SCALAR_OP(NAME, EXPR)                                                                                    \
+    template <int S> DEVI void NAME##_t(ELT(S)* y, const ELT(S)* x, float a, long long n)                        \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = Io<S>::ld(x, i); { const float x = _x; Io<S>::st(y, i, (EXPR)); } } \
+    }                                                                                                            \
+    /* doc: y = EXPR for a float scalar a (y may alias x). */                                                    \
+    extern "C" __global__ void NAME(float* y, const float* x, float a, long long n) { NAME##_t<S_F32>(y, x, a, n); } \
+    /* doc: NAME on float16 storage (float32 math, one rounding; y may alias x). */                              \
+    extern "C" __global__ void NAME##_f16(unsigned short* y, const unsigned short* x, float a, long long n)      \
+    { NAME##_t<S_F16>(y, x, a, n); }                                                                             \
+    /* doc: NAME on bfloat16 storage (float32 math, one rounding; y may alias x). */                             \
+    extern "C" __global__ void NAME##_bf16(unsigned short* y, const unsigned short* x, float a, long long n)     \
+    { NAME##_t<S_BF16>(y, x, a, n); }
+#define FORWARD_OP(NAME, EXPR)                                                                                   \
+    template <int S> DEVI void NAME##_fwd_t(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, long long n)   \
+    {                                                                                                            \
+        GRID_STRIDE(i, n) { const float _x = Io<S>::ld(x, i); { const float x = _x; Io<S>::st(y, i, (EXPR)); } } \
+    }                                                                                                            \
+    /* doc: y = EXPR. */                                                                                         \
+    extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)       \
+    { NAME##_fwd_t<S_F32>(y, x, n); }                                                                            \
+    /* doc: NAME##_fwd on float16 storage (float32 math, one rounding). */                                       \
+    extern "C" __global__ void NAME##_fwd_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, long long n) \
+    { NAME##_fwd_t<S_F16>(y, x, n); }                                                                            \
+    /* doc: NAME##_fwd on bfloat16 storage (float32 math, one rounding). */                                      \
+    extern "C" __global__ void NAME##_fwd_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, long long n) \
+    { NAME##_fwd_t<S_BF16>(y, x, n); }
 
-// doc: z = x * y (z may alias x or y).
-extern "C" __global__ void mul(float* z, const float* x, const float* y, long long n)
-{
-    GRID_STRIDE(i, n) z[i] = x[i] * y[i];
-}
+BINARY_OP(add, x + y)
+BINARY_OP(mul, x * y)
+// IEEE division (div.rn)
+BINARY_OP(div, x / y)
+SCALAR_OP(scale, a * x)
+SCALAR_OP(add_scalar, x + a)
+// powf: negative x with an integer a keeps its sign, with a fractional a is NaN
+SCALAR_OP(pow_scalar, powf(x, a))
+// exp's gradient dy * y is the mul kernel; log's (natural; -inf at 0, NaN below) dy / x the div kernel
+FORWARD_OP(exp, expf(x))
+FORWARD_OP(log, logf(x))
 
-// doc: y = a * x (y may alias x).
-extern "C" __global__ void scale(float* y, const float* x, float a, long long n)
+// y = a * x + y (fused multiply-add, one rounding; with y in S's storage, the float32 sum is rounded once)
+template <int S> DEVI void axpy_t(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, float a, long long n)
 {
-    GRID_STRIDE(i, n) y[i] = a * x[i];
+    GRID_STRIDE(i, n) Io<S>::st(y, i, fmaf(a, Io<S>::ld(x, i), Io<S>::ld(y, i)));
 }
 
 // doc: y = a * x + y (fused multiply-add, one rounding).
-extern "C" __global__ void axpy(float* __restrict__ y, const float* __restrict__ x, float a, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = fmaf(a, x[i], y[i]);
-}
+extern "C" __global__ void axpy(float* __restrict__ y, const float* __restrict__ x, float a, long long n) { axpy_t<S_F32>(y, x, a, n); }
+
+// doc: axpy on float16 storage (float32 fma, one rounding).
+extern "C" __global__ void axpy_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, float a, long long n) { axpy_t<S_F16>(y, x, a, n); }
+
+// doc: axpy on bfloat16 storage (float32 fma, one rounding).
+extern "C" __global__ void axpy_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, float a, long long n) { axpy_t<S_BF16>(y, x, a, n); }
 
 // doc: y = x (non-overlapping buffers).
 extern "C" __global__ void copy(float* __restrict__ y, const float* __restrict__ x, long long n)
@@ -200,65 +294,25 @@ extern "C" __global__ void copy(float* __restrict__ y, const float* __restrict__
 // doc: y(f16 bits, u16) = x(f32) rounded to nearest even (cvt.rn.f16.f32; overflow -> inf, NaN kept).
 extern "C" __global__ void cast_f32_f16(unsigned short* __restrict__ y, const float* __restrict__ x, long long n)
 {
-    GRID_STRIDE(i, n) {
-        unsigned short h;
-        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x[i]));
-        y[i] = h;
-    }
+    GRID_STRIDE(i, n) y[i] = f32_to_f16(x[i]);
 }
 
 // doc: y(f32) = x(f16 bits, u16), exact.
 extern "C" __global__ void cast_f16_f32(float* __restrict__ y, const unsigned short* __restrict__ x, long long n)
 {
-    GRID_STRIDE(i, n) {
-        float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x[i]));
-        y[i] = f;
-    }
+    GRID_STRIDE(i, n) y[i] = f16_to_f32(x[i]);
 }
 
 // doc: y(bf16 bits, u16) = x(f32) rounded to nearest even with integer ops (NaN -> quiet NaN with the sign kept; overflow -> inf).
 extern "C" __global__ void cast_f32_bf16(unsigned short* __restrict__ y, const float* __restrict__ x, long long n)
 {
-    GRID_STRIDE(i, n) {
-        const unsigned int u = __float_as_uint(x[i]);
-        unsigned int r;
-        if ((u & 0x7fffffffu) > 0x7f800000u) r = (u >> 16) | 0x0040u;            // NaN: keep sign, quiet it
-        else r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                          // round to nearest even
-        y[i] = (unsigned short)r;
-    }
+    GRID_STRIDE(i, n) y[i] = f32_to_bf16(x[i]);
 }
 
 // doc: y(f32) = x(bf16 bits, u16), exact (bits << 16).
 extern "C" __global__ void cast_bf16_f32(float* __restrict__ y, const unsigned short* __restrict__ x, long long n)
 {
-    GRID_STRIDE(i, n) y[i] = __uint_as_float((unsigned int)x[i] << 16);
-}
-
-// ---------------------------------------------------------------- division, abs, exp, log, pow
-
-// doc: z = x / y (IEEE division, div.rn; z may alias x or y).
-extern "C" __global__ void div(float* z, const float* x, const float* y, long long n)
-{
-    GRID_STRIDE(i, n) z[i] = x[i] / y[i];
-}
-
-// doc: y = exp(x) (its gradient dy * y is the mul kernel).
-extern "C" __global__ void exp_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = expf(x[i]);
-}
-
-// doc: y = log(x) (natural; -inf at 0, NaN below; its gradient dy / x is the div kernel).
-extern "C" __global__ void log_fwd(float* __restrict__ y, const float* __restrict__ x, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = logf(x[i]);
-}
-
-// doc: y = x ** e (powf: negative x with an integer e keeps its sign, with a fractional e is NaN).
-extern "C" __global__ void pow_scalar(float* __restrict__ y, const float* __restrict__ x, float e, long long n)
-{
-    GRID_STRIDE(i, n) y[i] = powf(x[i], e);
+    GRID_STRIDE(i, n) y[i] = bf16_to_f32(x[i]);
 }
 
 // ---------------------------------------------------------------- comparisons (bool results, one byte each)

@@ -1,4 +1,5 @@
-// Softmax family and losses, float32. Row kernels use one warp per row: block (256, 1, 1) = 8 rows
+// Softmax family and losses, float32; the softmax family also on float16/bfloat16 storage (`_f16`, `_bf16`: loads
+// widened to float32, the float32 kernel's math, one rounding at the store, so equal to the widened result bit for bit). Row kernels use one warp per row: block (256, 1, 1) = 8 rows
 // per block, grid (ceil(rows/8), 1, 1); lanes stride over the C columns, reductions by shuffles.
 // Everything subtracts the row max first, so logits of +-1e4 and C = 1 stay finite.
 // Reduction codes: 0 none, 1 sum, 2 mean.
@@ -7,6 +8,7 @@
 // CUDA_ERROR_ASSERT ("device-side assert triggered"), sticky for the context (the simulator does the same).
 
 #define DEVI __device__ __forceinline__
+#include "storage.cuh"
 #define GRID_STRIDE(i, n)                                                                           \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
          i < (n); i += _stride)
@@ -32,67 +34,90 @@ DEVI bool warp_row(long long& r, int rows)
 
 // Row max and ls = log(sum(exp(x - max))) of one row, valid in all lanes. Kept apart (logsumexp =
 // mx + ls) so that x - mx stays exact for large logits. Returns sum(exp(x - max)).
-DEVI float row_max_lse(const float* __restrict__ xr, int C, float& mx, float& ls)
+template <int S> DEVI float row_max_lse(const ELT(S)* __restrict__ xr, int C, float& mx, float& ls)
 {
     const int lane = threadIdx.x & 31;
     float m = __int_as_float(0xff800000);  // -inf
-    for (int c = lane; c < C; c += 32) m = fmaxf(m, xr[c]);
+    for (int c = lane; c < C; c += 32) m = fmaxf(m, Io<S>::ld(xr, c));
     m = warp_max(m);
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += expf(xr[c] - m);
+    for (int c = lane; c < C; c += 32) s += expf(Io<S>::ld(xr, c) - m);
     s = warp_sum(s);
     mx = m;
     ls = logf(s);
     return s;
 }
 
-// doc: row softmax y[r, c] = exp(x[r, c] - max_r) / sum_c exp(x[r, c] - max_r) for x[rows, C]. One warp per row: block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void softmax_fwd(float* __restrict__ y, const float* __restrict__ x, int rows, int C)
+template <int S> DEVI void softmax_rows(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, int rows, int C)
 {
     long long r;
     if (!warp_row(r, rows)) return;
-    const float* xr = x + r * C;
+    const ELT(S)* xr = x + r * C;
     float mx, ls;
-    const float inv = 1.0f / row_max_lse(xr, C, mx, ls);
-    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = expf(xr[c] - mx) * inv;
+    const float inv = 1.0f / row_max_lse<S>(xr, C, mx, ls);
+    for (int c = threadIdx.x & 31; c < C; c += 32) Io<S>::st(y, r * C + c, expf(Io<S>::ld(xr, c) - mx) * inv);
 }
 
-// doc: softmax backward dx = y * (dy - sum_c(dy * y)) per row, y = saved softmax OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void softmax_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, int rows, int C)
+template <int S> DEVI void softmax_rows_bwd(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy, const ELT(S)* __restrict__ y, int rows, int C)
 {
     long long r;
     if (!warp_row(r, rows)) return;
     const int lane = threadIdx.x & 31;
-    const float *dyr = dy + r * C, *yr = y + r * C;
+    const ELT(S)* dyr = dy + r * C;
+    const ELT(S)* yr = y + r * C;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s = fmaf(dyr[c], yr[c], s);
+    for (int c = lane; c < C; c += 32) s = fmaf(Io<S>::ld(dyr, c), Io<S>::ld(yr, c), s);
     s = warp_sum(s);
-    for (int c = lane; c < C; c += 32) dx[r * C + c] = yr[c] * (dyr[c] - s);
+    for (int c = lane; c < C; c += 32) Io<S>::st(dx, r * C + c, Io<S>::ld(yr, c) * (Io<S>::ld(dyr, c) - s));
 }
 
-// doc: row log-softmax y[r, c] = x[r, c] - logsumexp_c(x[r, :]) for x[rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void log_softmax_fwd(float* __restrict__ y, const float* __restrict__ x, int rows, int C)
+template <int S> DEVI void log_softmax_rows(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, int rows, int C)
 {
     long long r;
     if (!warp_row(r, rows)) return;
-    const float* xr = x + r * C;
+    const ELT(S)* xr = x + r * C;
     float mx, ls;
-    row_max_lse(xr, C, mx, ls);
-    for (int c = threadIdx.x & 31; c < C; c += 32) y[r * C + c] = (xr[c] - mx) - ls;
+    row_max_lse<S>(xr, C, mx, ls);
+    for (int c = threadIdx.x & 31; c < C; c += 32) Io<S>::st(y, r * C + c, (Io<S>::ld(xr, c) - mx) - ls);
 }
 
-// doc: log-softmax backward dx = dy - exp(y) * sum_c(dy) per row, y = saved log-softmax OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1).
-extern "C" __global__ void log_softmax_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, int rows, int C)
+template <int S> DEVI void log_softmax_rows_bwd(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy, const ELT(S)* __restrict__ y, int rows, int C)
 {
     long long r;
     if (!warp_row(r, rows)) return;
     const int lane = threadIdx.x & 31;
-    const float *dyr = dy + r * C, *yr = y + r * C;
+    const ELT(S)* dyr = dy + r * C;
+    const ELT(S)* yr = y + r * C;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += dyr[c];
+    for (int c = lane; c < C; c += 32) s += Io<S>::ld(dyr, c);
     s = warp_sum(s);
-    for (int c = lane; c < C; c += 32) dx[r * C + c] = fmaf(-expf(yr[c]), s, dyr[c]);
+    for (int c = lane; c < C; c += 32) Io<S>::st(dx, r * C + c, fmaf(-expf(Io<S>::ld(yr, c)), s, Io<S>::ld(dyr, c)));
 }
+
+// SOFTMAX_KERNELS(name, doc of the float32 kernel's result): name_fwd (x -> y) and name_bwd (dy and the saved
+// output y -> dx) for the three storages: name_fwd, name_fwd_f16, name_fwd_bf16, name_bwd, name_bwd_f16, name_bwd_bf16.
+#define SOFTMAX_KERNELS(NAME, FWD_DOC, BWD_DOC)                                                                 \
+    /* doc: FWD_DOC for x[rows, C]. One warp per row: block (256, 1, 1), grid (ceil(rows/8), 1, 1). */         \
+    extern "C" __global__ void NAME##_fwd(float* __restrict__ y, const float* __restrict__ x, int rows, int C)   \
+    { NAME##_rows<S_F32>(y, x, rows, C); }                                                                     \
+    /* doc: NAME##_fwd on float16 storage (float32 math, one rounding). */                                     \
+    extern "C" __global__ void NAME##_fwd_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, int rows, int C) \
+    { NAME##_rows<S_F16>(y, x, rows, C); }                                                                     \
+    /* doc: NAME##_fwd on bfloat16 storage (float32 math, one rounding). */                                    \
+    extern "C" __global__ void NAME##_fwd_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, int rows, int C) \
+    { NAME##_rows<S_BF16>(y, x, rows, C); }                                                                    \
+    /* doc: BWD_DOC per row, y = saved NAME OUTPUT [rows, C]. block (256, 1, 1), grid (ceil(rows/8), 1, 1). */  \
+    extern "C" __global__ void NAME##_bwd(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ y, int rows, int C) \
+    { NAME##_rows_bwd<S_F32>(dx, dy, y, rows, C); }                                                            \
+    /* doc: NAME##_bwd on float16 storage (float32 math, one rounding). */                                     \
+    extern "C" __global__ void NAME##_bwd_f16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ y, int rows, int C) \
+    { NAME##_rows_bwd<S_F16>(dx, dy, y, rows, C); }                                                            \
+    /* doc: NAME##_bwd on bfloat16 storage (float32 math, one rounding). */                                    \
+    extern "C" __global__ void NAME##_bwd_bf16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ y, int rows, int C) \
+    { NAME##_rows_bwd<S_BF16>(dx, dy, y, rows, C); }
+
+SOFTMAX_KERNELS(softmax, row softmax y(r, c) = exp(x(r, c) - max_r) / sum_c exp(x(r, c) - max_r), softmax backward dx = y * (dy - sum_c(dy * y)))
+SOFTMAX_KERNELS(log_softmax, row log-softmax y(r, c) = x(r, c) - logsumexp_c(x(r, :)), log-softmax backward dx = dy - exp(y) * sum_c(dy))
 
 // The block-wide end of the loss reduction: sum each thread's (loss, count) over the block (1024
 // threads), then out = sum, or sum / count for the mean (0/0 = NaN, as PyTorch); count saved if wanted.

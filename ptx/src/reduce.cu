@@ -1,11 +1,14 @@
-// Reductions, float32, deterministic (fixed reduction order; no float atomics).
+// Reductions, float32, deterministic (fixed reduction order; no float atomics). The sums also read float16 and
+// bfloat16 storage (`_f16`, `_bf16`: each element widened to float32 as it is loaded, float32 accumulation in the
+// float32 kernel's order, float32 results), so a 16-bit sum equals the widened one bit for bit.
 
 #define DEVI __device__ __forceinline__
+#include "storage.cuh"
 
 // Column sums of x[rows, cols] (row-major): out[c] = sum_r x[r, c] (+ beta*out[c]; out not read when beta == 0).
 // Block (32, 8): each block owns 32 columns; the 8 thread rows stride over the rows (4 loads in flight each), then
 // a shared tree.
-DEVI void col_sums(float* __restrict__ out, const float* __restrict__ x, int rows, int cols, float beta)
+template <int S> DEVI void col_sums(float* __restrict__ out, const ELT(S)* __restrict__ x, int rows, int cols, float beta)
 {
     __shared__ float part[8][33];
     const int c = blockIdx.x * 32 + threadIdx.x;
@@ -17,12 +20,12 @@ DEVI void col_sums(float* __restrict__ out, const float* __restrict__ x, int row
         float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
         int r = threadIdx.y;
         for (; r + 3 * step < rows; r += 4 * step) {
-            s0 += x[(long long)r * cols + c];
-            s1 += x[(long long)(r + step) * cols + c];
-            s2 += x[(long long)(r + 2 * step) * cols + c];
-            s3 += x[(long long)(r + 3 * step) * cols + c];
+            s0 += Io<S>::ld(x, (long long)r * cols + c);
+            s1 += Io<S>::ld(x, (long long)(r + step) * cols + c);
+            s2 += Io<S>::ld(x, (long long)(r + 2 * step) * cols + c);
+            s3 += Io<S>::ld(x, (long long)(r + 3 * step) * cols + c);
         }
-        for (; r < rows; r += step) s0 += x[(long long)r * cols + c];
+        for (; r < rows; r += step) s0 += Io<S>::ld(x, (long long)r * cols + c);
         s = (s0 + s1) + (s2 + s3);
     }
     part[threadIdx.y][threadIdx.x] = s;
@@ -37,20 +40,50 @@ DEVI void col_sums(float* __restrict__ out, const float* __restrict__ x, int row
 // doc: sum over axis 0 (columns sums) of x[rows, cols]: out[cols] = sum_r x[r, :] (+ beta*out; not read when beta == 0). block (32, 8, 1), grid (ceil(cols/32), 1, 1).
 extern "C" __global__ void sum_axis0(float* __restrict__ out, const float* __restrict__ x, int rows, int cols, float beta)
 {
-    col_sums(out, x, rows, cols, beta);
+    col_sums<S_F32>(out, x, rows, cols, beta);
+}
+
+// doc: sum_axis0 of float16 storage x (float32 sums, float32 out). block (32, 8, 1), grid (ceil(cols/32), 1, 1).
+extern "C" __global__ void sum_axis0_f16(float* __restrict__ out, const unsigned short* __restrict__ x, int rows, int cols, float beta)
+{
+    col_sums<S_F16>(out, x, rows, cols, beta);
+}
+
+// doc: sum_axis0 of bfloat16 storage x (float32 sums, float32 out). block (32, 8, 1), grid (ceil(cols/32), 1, 1).
+extern "C" __global__ void sum_axis0_bf16(float* __restrict__ out, const unsigned short* __restrict__ x, int rows, int cols, float beta)
+{
+    col_sums<S_BF16>(out, x, rows, cols, beta);
+}
+
+// Row sums of x[rows, cols], one warp per row.
+template <int S> DEVI void row_sums(float* __restrict__ out, const ELT(S)* __restrict__ x, int rows, int cols, float beta)
+{
+    const int lane = threadIdx.x & 31;
+    const long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const ELT(S)* xr = x + r * cols;
+    float s = 0.0f;
+    for (int c = lane; c < cols; c += 32) s += Io<S>::ld(xr, c);
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) out[r] = (beta != 0.0f) ? fmaf(beta, out[r], s) : s;
 }
 
 // doc: sum over axis 1 (row sums) of x[rows, cols]: out[rows] = sum_c x[:, c] (+ beta*out; not read when beta == 0). One warp per row: block (256, 1, 1), grid (ceil(rows/8), 1, 1).
 extern "C" __global__ void sum_axis1(float* __restrict__ out, const float* __restrict__ x, int rows, int cols, float beta)
 {
-    const int lane = threadIdx.x & 31;
-    const long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (r >= rows) return;
-    const float* xr = x + r * cols;
-    float s = 0.0f;
-    for (int c = lane; c < cols; c += 32) s += xr[c];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0) out[r] = (beta != 0.0f) ? fmaf(beta, out[r], s) : s;
+    row_sums<S_F32>(out, x, rows, cols, beta);
+}
+
+// doc: sum_axis1 of float16 storage x (float32 sums, float32 out). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void sum_axis1_f16(float* __restrict__ out, const unsigned short* __restrict__ x, int rows, int cols, float beta)
+{
+    row_sums<S_F16>(out, x, rows, cols, beta);
+}
+
+// doc: sum_axis1 of bfloat16 storage x (float32 sums, float32 out). block (256, 1, 1), grid (ceil(rows/8), 1, 1).
+extern "C" __global__ void sum_axis1_bf16(float* __restrict__ out, const unsigned short* __restrict__ x, int rows, int cols, float beta)
+{
+    row_sums<S_BF16>(out, x, rows, cols, beta);
 }
 
 // Block-wide sum for blockDim.x a multiple of 32 (<= 1024); result valid in thread 0.
@@ -69,14 +102,31 @@ DEVI float block_sum(float s)
     return s;
 }
 
-// doc: pass 1 of sum/mean over all n elements: partials[blockIdx.x] = sum of this block's grid-stride share of x. block (256, 1, 1) (multiple of 32, <= 1024), grid (G, 1, 1) with G <= 1024 (e.g. min(1024, ceil(n/256))); partials has G floats.
-extern "C" __global__ void sum_partial(float* __restrict__ partials, const float* __restrict__ x, long long n)
+template <int S> DEVI void partial_sums(float* __restrict__ partials, const ELT(S)* __restrict__ x, long long n)
 {
     const long long stride = (long long)gridDim.x * blockDim.x;
     float s = 0.0f;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) s += x[i];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) s += Io<S>::ld(x, i);
     s = block_sum(s);
     if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// doc: pass 1 of sum/mean over all n elements: partials[blockIdx.x] = sum of this block's grid-stride share of x. block (256, 1, 1) (multiple of 32, <= 1024), grid (G, 1, 1) with G <= 1024 (e.g. min(1024, ceil(n/256))); partials has G floats.
+extern "C" __global__ void sum_partial(float* __restrict__ partials, const float* __restrict__ x, long long n)
+{
+    partial_sums<S_F32>(partials, x, n);
+}
+
+// doc: sum_partial of float16 storage x (float32 partials). block (256, 1, 1), grid (G, 1, 1), G <= 1024.
+extern "C" __global__ void sum_partial_f16(float* __restrict__ partials, const unsigned short* __restrict__ x, long long n)
+{
+    partial_sums<S_F16>(partials, x, n);
+}
+
+// doc: sum_partial of bfloat16 storage x (float32 partials). block (256, 1, 1), grid (G, 1, 1), G <= 1024.
+extern "C" __global__ void sum_partial_bf16(float* __restrict__ partials, const unsigned short* __restrict__ x, long long n)
+{
+    partial_sums<S_BF16>(partials, x, n);
 }
 
 // doc: pass 2 of sum/mean: out[0] = scale * sum(partials[0:nparts]) (scale 1 for sum, 1/n for mean). block (1024, 1, 1), grid (1, 1, 1).

@@ -186,15 +186,30 @@ def matmul(a, b):
 def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     """Sum of x over dims (times alpha) in one reduction launch (two for everything): the reduced axes
     are moved last (a permuted view, copied once when that is not already contiguous) and each row is
-    summed by a warp; reducing only leading axes sums columns in place (sum_axis0)."""
+    summed by a warp; reducing only leading axes sums columns in place (sum_axis0). A float16/bfloat16 x is read
+    in its own storage (the _f16/_bf16 sums: float32 accumulation into a float32 result), which is rounded once
+    to x's dtype unless dt is float32."""
     if x.dtype is _dt.int64 and dt in (None, _dt.int64) and alpha == 1.0:
         from .cuda_int import sum_dims_i64
         return sum_dims_i64(x, dims, keepdim)
     if x.dtype is _dt.bool and dt is _dt.int64 and alpha == 1.0:
         return _count(x, dims, keepdim)
-    _f32("sum", x)
-    if dt not in (None, x.dtype):
+    low = _low(x)
+    if low is None:
+        _f32("sum", x)
+    if dt not in (None, x.dtype, _dt.float32):
         raise TypeError(f"sum(dtype={dt}) on cuda: only float32")
+    out = _sum_f32(x, dims, keepdim, alpha, owner or "sum output", _SUFFIX[low] if low is not None else "")
+    if low is None or dt is _dt.float32:
+        return out
+    r = cast(out, low)
+    if r._buf is not None and out._buf is not None:   # the rounded copy is the op's output: it takes the name
+        r._buf.owner, out._buf.owner = out._buf.owner, f"{out._buf.owner} (float32, before rounding)"
+    return r
+
+
+def _sum_f32(x, dims, keepdim, alpha, owner, sfx):
+    """The float32 sum of x (of the storage sfx names) over dims, times alpha."""
     rdev, dev = _rdev(x), x.device
     shape = tuple(x.shape)
     dims = sorted(set(dims))
@@ -202,7 +217,7 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
     red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
-    out = empty(out_shape, _dt.float32, dev, owner or "sum output")
+    out = empty(out_shape, _dt.float32, dev, owner)
     if rows == 0:
         return out
     if red == 0:
@@ -212,16 +227,16 @@ def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
     if not keep:                                     # everything: two deterministic passes
         nparts = min(1024, (red + 255) // 256)
         parts = empty((nparts,), _dt.float32, dev, "partial sums")
-        _kernel(rdev, "sum_partial", "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
+        _kernel(rdev, "sum_partial" + sfx, "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
         _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
         return out
     if dims == list(range(len(dims))):               # leading axes: column sums of [red, rows]
-        _kernel(rdev, "sum_axis0", "sum").launch((rows + 31) // 32, (32, 8),
-                                                 [out.data_ptr(), x.data_ptr(), red, rows, 0.0])
+        _kernel(rdev, "sum_axis0" + sfx, "sum").launch((rows + 31) // 32, (32, 8),
+                                                       [out.data_ptr(), x.data_ptr(), red, rows, 0.0])
     else:                                            # reduced axes last: row sums of [rows, red]
         from .shape import permute
         xt = dense(permute(x, tuple(keep) + tuple(dims)))
-        _rows(rdev, "sum_axis1", [out.data_ptr(), xt.data_ptr(), rows, red, 0.0], rows, "sum")
+        _rows(rdev, "sum_axis1" + sfx, [out.data_ptr(), xt.data_ptr(), rows, red, 0.0], rows, "sum")
     if alpha != 1.0:
         _ew(rdev, "scale", [out.data_ptr(), out.data_ptr(), float(alpha), out.numel()], out.numel(), "mean")
     return out
@@ -276,6 +291,44 @@ def expand(x, shape):
 
 
 # ------------------------------------------------------------------ elementwise (elementwise.ptx)
+# The elementwise kernels come in three storages: `<name>` (float32), `<name>_f16`, `<name>_bf16` (2-byte loads
+# widened to float32, the float32 kernel's math, one rounding at the store). Operands all of one 16-bit dtype run
+# the 16-bit kernel on their own storage; the functions below say so to rawdev.ops.opmath with `native_low`.
+_SUFFIX = {_dt.float32: "", _dt.float16: "_f16", _dt.bfloat16: "_bf16"}
+
+
+def _low(*ts):
+    """The 16-bit float dtype all of ts share (None when they are not all float16 or all bfloat16)."""
+    dt = ts[0].dtype
+    if dt in (_dt.float16, _dt.bfloat16) and all(t.dtype is dt for t in ts):
+        return dt
+    return None
+
+
+def _storage(op, *ts):
+    """The kernel-name suffix for the operands' storage: '' for float32, '_f16'/'_bf16' for operands all of that
+    16-bit dtype; any other mix is the float32 check's TypeError."""
+    low = _low(*ts)
+    if low is not None:
+        return _SUFFIX[low]
+    _f32(op, *ts)
+    return ""
+
+
+def _native_unary(x, *args, **kwargs):
+    return _low(x) is not None
+
+
+def _native_binary(a, b, *args, dt=None, **kwargs):
+    """a and b of one 16-bit dtype, broadcast together, and no other result dtype asked for."""
+    low = isinstance(b, Tensor) and _low(a, b)
+    if not low:
+        return False
+    if args and isinstance(args[-1], _dt.dtype):   # dt passed positionally
+        dt = args[-1]
+    return dt is None or dt is low
+
+
 def _epilogue_(y, beta=1.0, bias=None, act=0, rows=None, cols=None):
     """In place: Y = act(beta·Y + bias[col]) over y viewed as [rows, cols] (GEMM with K = 0)."""
     n = y.numel()
@@ -299,10 +352,10 @@ def scale_(x, s):
     if _i64(x) and _int_scalar(s):
         copy_into(x, scale(x, s))
         return x
-    _f32("mul_", x)
+    sfx = _storage("mul_", x)
     if not x.is_contiguous():
         return copy_into(x, scale(dense(x), s))
-    _ew(_rdev(x), "scale", [x.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul_")
+    _ew(_rdev(x), "scale" + sfx, [x.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul_")
     x._bump_version()
     return x
 
@@ -311,9 +364,9 @@ def scale(x, s):
     if _i64(x) and _int_scalar(s):     # int64 arithmetic (math2.ptx)
         from .cuda_math import scalar_i64
         return scalar_i64(dense(x), int(s), "mul")
-    _f32("mul", x)
+    sfx = _storage("mul", x)
     y = empty(x.shape, x.dtype, x.device, "mul output")
-    _ew(_rdev(x), "scale", [y.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul")
+    _ew(_rdev(x), "scale" + sfx, [y.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "mul")
     return y
 
 
@@ -332,7 +385,11 @@ def add_scalar(x, s):
     if _i64(x) and _int_scalar(s):
         from .cuda_math import scalar_i64
         return scalar_i64(dense(x), int(s), "add")
-    _f32("add", x)
+    sfx = _storage("add", x)
+    if sfx:   # s stays a float32 scalar (a 16-bit constant tensor would round it first)
+        y = empty(x.shape, x.dtype, x.device, "add output")
+        _ew(_rdev(x), "add_scalar" + sfx, [y.data_ptr(), x.data_ptr(), float(s), x.numel()], x.numel(), "add")
+        return y
     y = full(x.shape, s, x.dtype, x.device, "add output")
     _ew(_rdev(x), "add", [y.data_ptr(), y.data_ptr(), x.data_ptr(), x.numel()], x.numel(), "add")
     return y
@@ -364,22 +421,23 @@ def add(a, b, alpha=1.0, dt=None):
     if _i64(a, b) and _int_scalar(alpha):
         from .cuda_math import binary_i64
         return binary_i64(a, b, "add", int(alpha))
-    _f32("add", a, b)
+    sfx = _storage("add", a, b)
     shape = _bshape(a, b)
     rdev = _rdev(a)
-    if tuple(a.shape) == shape and b.ndim == 1 and len(shape) >= 2 and b.numel() == shape[-1] and alpha == 1:
-        # [.., N] + [N]: the GEMM epilogue's bias on a copy of a
+    if not sfx and tuple(a.shape) == shape and b.ndim == 1 and len(shape) >= 2 and b.numel() == shape[-1] \
+            and alpha == 1:
+        # [.., N] + [N] in float32: the GEMM epilogue's bias on a copy of a
         y = clone(a, "add output")
         return _epilogue_(y, bias=b, rows=a.numel() // b.numel(), cols=b.numel())
     a, b = _bcast(a, shape), _bcast(b, shape)
     n = math.prod(shape)
     y = empty(shape, a.dtype, a.device, "add output")
     if alpha == 1:
-        _ew(rdev, "add", [y.data_ptr(), a.data_ptr(), b.data_ptr(), n], n, "add")
+        _ew(rdev, "add" + sfx, [y.data_ptr(), a.data_ptr(), b.data_ptr(), n], n, "add")
     else:
         if n:
-            memory.copy_dtod(y.data_ptr(), a.data_ptr(), 4 * n, stream=rdev.compute_stream)
-        _ew(rdev, "axpy", [y.data_ptr(), b.data_ptr(), float(alpha), n], n, "add")
+            memory.copy_dtod(y.data_ptr(), a.data_ptr(), a.dtype.itemsize * n, stream=rdev.compute_stream)
+        _ew(rdev, "axpy" + sfx, [y.data_ptr(), b.data_ptr(), float(alpha), n], n, "add")
     return y
 
 
@@ -387,22 +445,22 @@ def add_(a, b, alpha=1.0):
     if _i64(a, b) and _int_scalar(alpha):
         copy_into(a, add(dense(a), b, alpha))
         return a
-    _f32("add_", a, b)
+    sfx = _storage("add_", a, b)
     if not a.is_contiguous():
         return copy_into(a, add(dense(a), b, alpha))
     b = _bcast(b, a.shape)
-    _ew(_rdev(a), "axpy", [a.data_ptr(), b.data_ptr(), float(alpha), a.numel()], a.numel(), "add_")
+    _ew(_rdev(a), "axpy" + sfx, [a.data_ptr(), b.data_ptr(), float(alpha), a.numel()], a.numel(), "add_")
     a._bump_version()
     return a
 
 
 def _binary(kernel, a, b):
     """z = a (kernel) b elementwise on float32, both operands broadcast to the result's shape first."""
-    _f32(kernel, a, b)
+    sfx = _storage(kernel, a, b)
     shape = _bshape(a, b)
     a, b = _bcast(a, shape), _bcast(b, shape)
     y = empty(shape, a.dtype, a.device, f"{kernel} output")
-    _ew(_rdev(a), kernel, [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), kernel)
+    _ew(_rdev(a), kernel + sfx, [y.data_ptr(), a.data_ptr(), b.data_ptr(), y.numel()], y.numel(), kernel)
     return y
 
 
@@ -427,9 +485,9 @@ def div(a, b, dt=None):
 
 
 def pow_scalar(x, e):
-    _f32("pow", x)
+    sfx = _storage("pow", x)
     y = empty(x.shape, x.dtype, x.device, "pow output")
-    _ew(_rdev(x), "pow_scalar", [y.data_ptr(), x.data_ptr(), float(e), x.numel()], x.numel(), "pow")
+    _ew(_rdev(x), "pow_scalar" + sfx, [y.data_ptr(), x.data_ptr(), float(e), x.numel()], x.numel(), "pow")
     return y
 
 
@@ -444,7 +502,11 @@ def elementwise(kernel, dt, operands, params=(), op=None):
     if kernel in _INT_ELEMENTWISE and len(operands) == 1 and operands[0].dtype is _dt.int64 and dt is _dt.int64:
         from .cuda_int import int_unary
         return int_unary(operands[0], *_INT_ELEMENTWISE[kernel])
-    _f32(op or kernel, *operands)
+    low = _low(*operands)
+    if low is not None and dt is low and has_kernel(kernel + _SUFFIX[low]):
+        kernel += _SUFFIX[low]
+    else:
+        _f32(op or kernel, *operands)
     operands = [dense(t) for t in operands]
     x = operands[0]
     y = empty(x.shape, dt, x.device, f"{op or kernel} output")
@@ -456,6 +518,28 @@ def elementwise(kernel, dt, operands, params=(), op=None):
 
 # ------------------------------------------------------------------ comparisons and casts (elementwise.ptx)
 _CMP = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "same": 6}   # the kernels' op codes
+
+
+def _native_elementwise(kernel, dt, operands, *args, **kwargs):
+    low = _low(*operands)
+    return low is not None and dt is low and has_kernel(kernel + _SUFFIX[low])
+
+
+# opmath passes 16-bit operands unchanged to these: their kernels have float16/bfloat16 variants
+for _fn in (scale_, scale, div_scalar, add_scalar, neg, pow_scalar):
+    _fn.native_low = _native_unary  # type: ignore[attr-defined,union-attr]
+# s / x is a reciprocal and a scale: in 16-bit storage that would round twice, so only 1 / x runs natively
+rdiv_scalar.native_low = lambda x, s: _low(x) is not None and s == 1  # type: ignore[attr-defined]
+for _fn in (add, add_, mul, div):
+    _fn.native_low = _native_binary  # type: ignore[attr-defined,union-attr]
+elementwise.native_low = _native_elementwise  # type: ignore[attr-defined]
+
+
+def _native_sum(x, dims, keepdim=False, dt=None, *args, **kwargs):
+    return _low(x) is not None and dt in (None, x.dtype, _dt.float32)
+
+
+sum_dims.native_low = _native_sum  # type: ignore[attr-defined]
 
 
 def _cmp_operand(t):
@@ -507,25 +591,29 @@ def softmax(x, dim, log=False):
     """Row-wise (log-)softmax kernels; another dim is moved last first (one strided copy), and the
     result is returned as a view in the input's axis order."""
     op = "log_softmax" if log else "softmax"
-    _f32(op, x)
+    sfx = _storage(op, x)
     xt, back = _last_dim(x, dim)
     C = xt.shape[-1] if xt.ndim else 1
     rows = xt.numel() // C if C else 0
     y = empty(xt.shape, x.dtype, x.device, f"{op} output")
-    _rows(_rdev(x), f"{op}_fwd", [y.data_ptr(), xt.data_ptr(), rows, C], rows, op)
+    _rows(_rdev(x), f"{op}_fwd{sfx}", [y.data_ptr(), xt.data_ptr(), rows, C], rows, op)
     return _restore(y, back)
 
 
 def softmax_bwd(gy, y, dim, log=False):
     op = "log_softmax" if log else "softmax"
+    sfx = _storage(op + " backward", gy, y)
     gyt, back = _last_dim(gy, dim)
     yt, _ = _last_dim(y, dim)
     C = yt.shape[-1] if yt.ndim else 1
     rows = yt.numel() // C if C else 0
     gx = empty(yt.shape, gy.dtype, gy.device, f"{op} grad")
-    _rows(_rdev(gy), f"{op}_bwd", [gx.data_ptr(), gyt.data_ptr(), yt.data_ptr(), rows, C], rows, op + " backward")
+    _rows(_rdev(gy), f"{op}_bwd{sfx}", [gx.data_ptr(), gyt.data_ptr(), yt.data_ptr(), rows, C], rows, op + " backward")
     return _restore(gx, back)
 
+
+softmax.native_low = _native_unary  # type: ignore[attr-defined]
+softmax_bwd.native_low = lambda gy, y, *args, **kwargs: _low(gy, y) is not None  # type: ignore[attr-defined]
 
 _REDUCTION = {"none": 0, "sum": 1, "mean": 2}
 
@@ -606,23 +694,27 @@ def index_add_(dst, outer, size, inner, idx, src):
 def dropout(x, p, generator):
     """y = keep ? x/(1-p) : 0 with keep from Philox(seed, 0); the seed is drawn from rawdev's generator (so
     checkpoint's RNG restore recomputes the same mask). Returns (y, saved uint8 mask)."""
-    _f32("dropout", x)
+    sfx = _storage("dropout", x)
     rdev, n = _rdev(x), x.numel()
     seed = int(generator.np.integers(0, 2 ** 63))
     y = empty(x.shape, x.dtype, x.device, "dropout output")
     mask = empty(x.shape, _dt.uint8, x.device, "dropout mask")
-    _ew(rdev, "dropout_fwd", [y.data_ptr(), mask.data_ptr(), x.data_ptr(), n, float(p), 1.0 / (1.0 - p), seed, 0],
+    _ew(rdev, "dropout_fwd" + sfx, [y.data_ptr(), mask.data_ptr(), x.data_ptr(), n, float(p), 1.0 / (1.0 - p), seed, 0],
         n, "dropout")
     return y, mask
 
 
 def dropout_bwd(g, mask, p):
+    sfx = _storage("dropout backward", g)
     gx = empty(g.shape, g.dtype, g.device, "dropout grad")
     n = g.numel()
-    _ew(_rdev(g), "dropout_bwd", [gx.data_ptr(), g.data_ptr(), mask.data_ptr(), n, 1.0 / (1.0 - p)], n,
+    _ew(_rdev(g), "dropout_bwd" + sfx, [gx.data_ptr(), g.data_ptr(), mask.data_ptr(), n, 1.0 / (1.0 - p)], n,
         "dropout backward")
     return gx
 
+
+dropout.native_low = _native_unary  # type: ignore[attr-defined]
+dropout_bwd.native_low = _native_unary  # type: ignore[attr-defined]
 
 # ------------------------------------------------------------------ gradients in arenas
 _grad_arenas: dict = {}   # id(param arena DeviceBuffer) -> (weakref to it, weakref to grad arena, {offset: weakref})

@@ -6,9 +6,9 @@ half-precision elementwise math, reductions and losses in float32 ("opmath": loa
 the result once), so a float16/bfloat16 op on cuda here is: one cast kernel per 16-bit operand to float32,
 the float32 kernel, one cast of each float32 result back to the operands' 16-bit dtype. The values are
 PyTorch's (one rounding at the end); the cost is the extra cast launches and the float32 temporaries,
-which tools/bench/elementwise.py measures. A dtype argument the caller passes for the result (dt=...)
-is rewritten to float32 for the call; a caller that asks for float32 explicitly keeps the float32 result
-(sum(x, dtype=float32) of a half tensor).
+which tools/bench/elementwise.py measures. The functions listed below skip it. A dtype argument the caller
+passes for the result (dt=...) is rewritten to float32 for the call; a caller that asks for float32 explicitly
+keeps the float32 result (sum(x, dtype=float32) of a half tensor).
 
 Integer tensors narrower than int64 (bool, uint8, int8, int16, int32) go to the int64 kernels, for the
 functions in _INT_RESULTS only: there the table says which results are values (cast back to the narrow
@@ -16,8 +16,16 @@ dtype: a truncation, so uint8 250 + 10 wraps to 4 as PyTorch's does) and which a
 counts stay int64/bool). Other functions see their operands unchanged and keep their own dtype errors.
 
 A backend function with a `native_low` attribute computes some 16-bit cases itself: when
-native_low(*args, **kwargs) is true for the call, its operands pass unchanged (cuda.gemm: bfloat16/float16
-tensor-core kernels on sm_80+, no float32 temporaries).
+native_low(*args, **kwargs) is true for the call, its operands pass unchanged, with no float32 temporaries:
+- cuda.gemm / bmm: bfloat16/float16 tensor-core kernels on sm_80+;
+- the elementwise kernels (every unary op and its backward, add/sub/mul/div with broadcasting, scalar add/mul/
+  neg/pow/1/x, exp/log, in-place add_/mul_): `<kernel>_f16` / `<kernel>_bf16` on operands all of one 16-bit
+  dtype;
+- sum/mean over any dims (float32 accumulation; the float32 result rounded once, or kept with dtype=float32),
+  softmax/log_softmax forward and backward, dropout forward and backward.
+Those kernels load 2 bytes, compute the float32 kernel's math and round once at the store, so their results
+equal the widened ones bit for bit (tests/test_native_half_*.py). Everything else (norms, losses, the optimizers'
+reads of 16-bit gradients, comparisons, ...) is still widened here.
 
 This module is the one place that decides it; rawdev.ops.dispatch applies `adapt` to every cuda backend
 function the ops call.

@@ -69,6 +69,9 @@ class _Mean(Function):
         B = backend_of(x)
         if not dims and x.ndim:
             return B.clone(x)
+        if x.is_cuda and n and x.dtype in (_dt.float16, _dt.bfloat16):
+            # the float32 sum times 1/n, rounded once to the 16-bit dtype (PyTorch's); not a rounded sum divided
+            return B.sum_dims(x, dims, keepdim, None, 1.0 / n)
         with np.errstate(invalid="ignore", divide="ignore"):
             return B.div_scalar(B.sum_dims(x, dims, keepdim), n)
 

@@ -18,8 +18,7 @@ from ..autograd.function import Function, delayed_error
 from ..autograd.grad_mode import no_grad
 from .cpu import _erf, _gelu_tanh, v, wrap
 from .dispatch import cuda_backend as _cuda
-from .dispatch import current_owner, quietly
-from .opmath import LOW_FLOATS, retag
+from .dispatch import quietly
 from .registry import declare, get, inplace_form
 
 __all__ = ["UnaryOp", "unary", "OPS"]
@@ -35,12 +34,6 @@ class UnaryOp:
     def run(self, x, p):
         """y = op(x) on x's device (no graph)."""
         if x.is_cuda:
-            if self.name == "relu" and x.dtype in LOW_FLOATS:
-                # x >= 0 ? x : 0 as a mask and a byte select (5 bytes an element at the peak, not the 8 of a float32
-                # copy and a float32 result); the kernel's values: -0.0 stays -0.0, NaN gives 0
-                y = _cuda.fill_where(x, _cuda.compare(x, 0.0, "ge"), 0.0, invert=True)
-                retag(y, current_owner("relu output"))
-                return y
             return _cuda.elementwise(self.kernels[0], x.dtype, (x,), p, self.name)
         xv = v(x)
         return wrap(np.asarray(quietly(self.forward, xv, *p), xv.dtype), x.dtype)
@@ -48,13 +41,6 @@ class UnaryOp:
     def grad(self, g, x, y, p):
         """dx from dy = g and the saved x or y."""
         if g.is_cuda:
-            if self.name == "relu" and g.dtype in LOW_FLOATS and y.dtype is g.dtype:
-                # y > 0 ? g : 0 as a mask and a byte select: the 16-bit gradient is never widened, and the float32
-                # temporaries are y's copy for the comparison alone (4 bytes an element, not the 12 that widening
-                # g and y and a float32 result take); the values are the kernel's bit for bit
-                dx = _cuda.fill_where(g, _cuda.compare(y, 0.0, "gt"), 0.0, invert=True)
-                retag(dx, current_owner("relu backward output"))
-                return dx
             return _cuda.elementwise(self.kernels[1], g.dtype, (g, x if self.saves == "x" else y), p,
                                      self.name + " backward")
         gv = v(g)
