@@ -45,7 +45,8 @@ def _send(sock, header, payload=b""):
     sock.sendall(struct.pack(">II", len(head), len(payload)) + head + payload)
 
 
-def _recv_exact(sock, n):
+def recv_exact(sock, n):
+    """Exactly n bytes from sock (ConnectionError when the peer closes first)."""
     chunks, got = [], 0
     while got < n:
         chunk = sock.recv(min(n - got, 1 << 20))
@@ -57,9 +58,9 @@ def _recv_exact(sock, n):
 
 
 def _recv(sock):
-    nh, np_ = struct.unpack(">II", _recv_exact(sock, 8))
-    header = json.loads(_recv_exact(sock, nh))
-    return header, _recv_exact(sock, np_) if np_ else b""
+    nh, np_ = struct.unpack(">II", recv_exact(sock, 8))
+    header = json.loads(recv_exact(sock, nh))
+    return header, recv_exact(sock, np_) if np_ else b""
 
 
 class _Server:

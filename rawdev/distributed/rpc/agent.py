@@ -22,6 +22,7 @@ from typing import Any
 
 from ...futures import Future
 from ...tensor.core import Tensor
+from ..store import recv_exact as _read_exact
 from . import context as dctx
 from .wire import decode, encode, frame, function_ref, resolve_ref, unframe
 
@@ -52,17 +53,6 @@ class WorkerInfo:
 
 class RemoteError(RuntimeError):
     """An exception raised on another worker whose type could not be rebuilt here."""
-
-
-def _read_exact(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
 
 
 def _read_frame(sock: socket.socket) -> tuple[dict[str, Any], list[bytes]]:
