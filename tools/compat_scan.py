@@ -68,7 +68,6 @@ _NOT_IN_PYTORCH = "not in PyTorch's torch.functional either (it is in torch.nn.f
 STATUS = {
     "torch.ops.profiler._record_function_enter": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
     "torch.ops.profiler._record_function_exit": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
-    "torch.ops.load_library": ("missing", _TORCH_OPS + "; C++ operator libraries cannot load"),
     "torch.functional.relu": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax(dim=)": ("missing", _NOT_IN_PYTORCH),

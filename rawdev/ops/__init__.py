@@ -33,3 +33,11 @@ if TYPE_CHECKING:
     def __getattr__(name: str) -> Any: ...
 
 __all__ = sorted(_names("torch"))
+
+from ..refusals import Refused  # noqa: E402
+
+# torch.ops is also where users reach PyTorch's dispatcher; the one name of it that programs call outside an op
+# namespace is load_library, which rawdev refuses: a C++ library's operators need the ATen dispatcher to run
+load_library = Refused("torch.ops.load_library", "loading C++ extensions (torch.ops.load_library)",
+                       "C++ operator libraries register into PyTorch's ATen dispatcher, which rawdev does not have; "
+                       "write the op as a Python function over rawdev tensors instead")
