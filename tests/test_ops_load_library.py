@@ -1,6 +1,5 @@
 """torch.ops.load_library: rawdev.ops keeps its op package and refuses loading C++ operator libraries by name."""
 import pytest
-
 import rawdev as torch
 
 
