@@ -10,7 +10,7 @@ from typing import Any
 from ...tensor.core import Tensor
 
 __all__ = ["Metadata", "TensorStorageMetadata", "BytesStorageMetadata", "FORMAT", "METADATA_FILE", "flatten",
-           "key_path"]
+           "key_path", "has_tensor"]
 
 FORMAT = "rawdev.distributed.checkpoint/1"
 METADATA_FILE = ".metadata"
@@ -56,18 +56,19 @@ def flatten(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, .
             yield path, obj
         for k, v in obj.items():
             yield from flatten(v, path + (k,))
-    elif isinstance(obj, (list, tuple)) and path and any(_has_tensor(v) for v in obj):
+    elif isinstance(obj, (list, tuple)) and path and any(has_tensor(v) for v in obj):
         for i, v in enumerate(obj):
             yield from flatten(v, path + (i,))
     else:
         yield path, obj
 
 
-def _has_tensor(obj: Any) -> bool:
+def has_tensor(obj: Any) -> bool:
+    """Whether obj is a tensor or a container holding one (such lists are walked, others are one value)."""
     if isinstance(obj, Tensor):
         return True
     if isinstance(obj, Mapping):
-        return any(_has_tensor(v) for v in obj.values())
+        return any(has_tensor(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
-        return any(_has_tensor(v) for v in obj)
+        return any(has_tensor(v) for v in obj)
     return False

@@ -137,7 +137,7 @@ def _init_optim_state(optim: Optimizer) -> None:
                                    "state_dict will fake the gradients as zero to initialize the optimizer states. "
                                    "However, the gradients are not None.")
             if p.requires_grad:
-                p.grad = p.detach().new_zeros(p.shape) if hasattr(p, "new_zeros") else None
+                p.grad = p.detach().new_zeros(p.shape)
     lrs = [g["lr"] for g in optim.param_groups]
     for g in optim.param_groups:
         g["lr"] = 0.0 if not isinstance(g["lr"], Tensor) else g["lr"].detach().clone().fill_(0.0)

@@ -13,7 +13,7 @@ from ...serialization import load as _load_tensors
 from ...tensor.core import Tensor
 from ..objects import decode
 from .default_planner import DefaultLoadPlanner
-from .metadata import Metadata, TensorStorageMetadata, _has_tensor, key_path
+from .metadata import Metadata, TensorStorageMetadata, has_tensor, key_path
 from .storage import CheckpointException, check_planner, checkpoint_dir, is_stateful, read_metadata
 
 __all__ = ["load", "load_state_dict"]
@@ -49,7 +49,7 @@ class _Reader:
                 if new is not v:
                     obj[k] = new   # type: ignore[index]
             return obj
-        if isinstance(obj, (list, tuple)) and path and any(_has_tensor(v) for v in obj):
+        if isinstance(obj, (list, tuple)) and path and any(has_tensor(v) for v in obj):
             items = [self.fill(v, path + (i,)) for i, v in enumerate(obj)]
             if isinstance(obj, list):
                 obj[:] = items

@@ -133,7 +133,7 @@ def backward(context_id: int, roots: list[Tensor], retain_graph: bool = False) -
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
     prev = dctx.set_current(None)
     try:
-        _run(ctx, list(roots), [r.detach().new_ones(r.shape) if hasattr(r, "new_ones") else None for r in roots])
+        _run(ctx, list(roots), [r.detach().new_ones(r.shape) for r in roots])
     finally:
         dctx.set_current(prev)
 
