@@ -14,6 +14,10 @@ from .node import Argument, Node, Target, map_arg
 
 __all__ = ["Graph", "PythonCode"]
 
+# placeholder()'s "no default": inspect.Signature.empty itself would read as no default to inspect, which then
+# sees a parameter without a default after ones with defaults.
+_NO_DEFAULT: Any = type("_NoDefault", (), {"__repr__": lambda self: "<no default>"})()
+
 
 class _NodeList:
     def __init__(self, graph: Graph, reverse: bool = False) -> None:
@@ -122,7 +126,7 @@ class Graph:
         return n
 
     def placeholder(self, name: str, type_expr: Any | None = None,
-                    default_value: Any = inspect.Signature.empty) -> Node:
+                    default_value: Any = _NO_DEFAULT) -> Node:
         """An input of the function.
 
         Args:
@@ -136,7 +140,7 @@ class Graph:
         Example:
             >>> x = g.placeholder("x")   # doctest: +SKIP
         """
-        args = () if default_value is inspect.Signature.empty else (default_value,)
+        args = () if default_value is _NO_DEFAULT or default_value is inspect.Signature.empty else (default_value,)
         return self.create_node("placeholder", name, args=args, type_expr=type_expr)
 
     def get_attr(self, qualified_name: str, type_expr: Any | None = None) -> Node:

@@ -1,7 +1,5 @@
 """`torch.fx.passes.shape_prop`: run a GraphModule on example inputs and record each node's tensor shape and
 dtype in node.meta['tensor_meta']."""
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 from ..interpreter import Interpreter
