@@ -5,8 +5,9 @@ reason), which tools/compat_scan.py reports as refused rather than resolved."""
 from typing import Any
 
 DISTRIBUTED = ("rawdev's distributed training is data parallel: process groups, the collectives, "
-               "DistributedDataParallel and the `rawdev run` launcher (rawdev.distributed); RPC, sharded tensors "
-               "(DTensor, FSDP), device meshes and pipeline schedules are not built")
+               "DistributedDataParallel, FullyShardedDataParallel and the `rawdev run` launcher "
+               "(rawdev.distributed); RPC, sharded tensors (DTensor, FSDP2's fully_shard), device meshes and "
+               "pipeline schedules are not built")
 
 
 class Refused:

@@ -8,7 +8,7 @@ import rawdev
 
 
 @pytest.mark.parametrize("module,name", [
-    ("rawdev.distributed.fsdp", "FullyShardedDataParallel"),
+    ("rawdev.distributed.pipelining", "pipeline"),
     ("rawdev.distributed.tensor.parallel", "ColwiseParallel"),
     ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),

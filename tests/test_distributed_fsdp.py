@@ -1,0 +1,405 @@
+"""FullyShardedDataParallel over 2 ranks (separate processes, gloo-like cpu backend; one run on the simulated
+GPUs): a transformer-ish model wrapped with an auto-wrap policy trains like one process on the concatenated
+batch (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD = DDP, mixed precision, no_sync, clip_grad_norm_); state dicts
+(FULL with the original names, rank0_only, LOCAL, SHARDED) and optimizer state dicts round-trip; misuse raises."""
+import json
+import os
+
+import numpy as np
+import pytest
+import rawdev
+from rawdev import nn
+
+from _dist_ranks import run_ranks
+
+SEED = int(os.environ.get("RAWDEV_TEST_SEED", np.random.SeedSequence().entropy % 10000))
+STEPS, LR = 3, 0.01
+
+MODEL = """
+from rawdev import nn
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 2 * d)
+        self.fc2 = nn.Linear(2 * d, d)
+    def forward(self, x):
+        return x + self.fc2(rawdev.tanh(self.fc1(self.ln(x))))
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(4, 6)
+        self.blocks = nn.ModuleList([Block(6), Block(6)])
+        self.head = nn.Linear(6, 3)      # the root unit keeps emb + head: 51 elements, padded to 52
+    def forward(self, x):
+        h = self.emb(x)
+        for b in self.blocks:
+            h = b(h)
+        return self.head(h)
+def make(seed):
+    rawdev.manual_seed(seed)
+    return Net()
+def batch(step, r):
+    return inp(10 * step + r, (5, 4)), inp(10 * step + r + 5, (5, 3))
+"""
+
+TRAIN = MODEL + """
+from rawdev import optim
+from rawdev.distributed.fsdp import (FullyShardedDataParallel as FSDP, ShardingStrategy, StateDictType,
+                                     FullStateDictConfig, ShardedStateDictConfig, LocalStateDictConfig,
+                                     MixedPrecision)
+from rawdev.distributed.fsdp.wrap import ModuleWrapPolicy
+dev = os.environ.get("TEST_DEVICE", "cpu")
+_results = {}
+def report(name, value):      # into a file: many dumps would fill the stdout pipe that run_ranks reads in turn
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy().tolist()
+    _results[name] = value
+    with open(os.path.join(os.environ["TEST_OUT"], f"rank{RANK}.json"), "w") as f:
+        json.dump(_results, f)
+POLICY = ModuleWrapPolicy({Block})
+def T(a):
+    return rawdev.tensor(a, device=dev)
+def full_sd(model, **cfg):
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, FullStateDictConfig(**cfg)):
+        return model.state_dict()
+def dump(sd):
+    return {k: v.float().cpu().numpy().ravel().tolist() for k, v in sd.items()}
+def train(model, opt, steps, first=0, clip=None):
+    for step in range(first, first + steps):
+        x, y = batch(step, RANK)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(T(x)).float(), T(y)).backward()
+        if clip is not None:
+            report("clip_norm", float(model.clip_grad_norm_(clip)))
+        opt.step()
+def fsdp(seed=0, **kw):
+    net = make(seed)
+    return FSDP(net.to(dev), auto_wrap_policy=POLICY, **kw)
+
+# FULL_SHARD with Adam: the shards are what parameters() yields; trains like one process
+model = fsdp()
+report("flat_shapes", [[n, list(p.shape)] for n, p in model.named_parameters()])
+opt = optim.Adam(model.parameters(), lr=0.01)
+train(model, opt, 3)
+sd = full_sd(model)
+report("full_shard", dump(sd))
+assert all(v.dtype == rawdev.float32 for v in sd.values())
+
+if os.environ.get("TEST_ALL") == "1":
+    # optimizer state dict: name-keyed full state; loads into a fresh model/optimizer and continues identically
+    osd = FSDP.optim_state_dict(model, opt)
+    report("osd_keys", sorted(osd["state"]))
+    report("osd_exp_avg", {k: v["exp_avg"].numpy().ravel().tolist() for k, v in osd["state"].items()})
+    assert sorted(osd["param_groups"][0]["params"]) == sorted(sd)
+    model2 = fsdp(seed=7)
+    opt2 = optim.Adam(model2.parameters(), lr=0.01)
+    with FSDP.state_dict_type(model2, StateDictType.FULL_STATE_DICT):
+        model2.load_state_dict(sd)
+    opt2.load_state_dict(FSDP.optim_state_dict_to_load(model2, opt2, osd))
+    train(model, opt, 1, first=3)
+    train(model2, opt2, 1, first=3)
+    a, b = dump(full_sd(model)), dump(full_sd(model2))
+    report("osd_resume_equal", all(a[k] == b[k] for k in a))
+    # the legacy pair: full_optim_state_dict on rank 0, scattered to every rank's shards
+    full = FSDP.full_optim_state_dict(model, opt)
+    report("legacy_keys", sorted(full["state"]) if RANK == 0 else full)
+    model3 = fsdp(seed=8)
+    opt3 = optim.Adam(model3.parameters(), lr=0.01)
+    with FSDP.state_dict_type(model3, StateDictType.FULL_STATE_DICT):
+        model3.load_state_dict(full_sd(model))
+    opt3.load_state_dict(FSDP.scatter_full_optim_state_dict(full if RANK == 0 else None, model3))
+    train(model, opt, 1, first=4)
+    train(model3, opt3, 1, first=4)
+    a, b = dump(full_sd(model)), dump(full_sd(model3))
+    report("legacy_resume_equal", all(a[k] == b[k] for k in a))
+
+    # FULL state dict round trip: a differently initialized model loads it and computes the same outputs
+    other = fsdp(seed=3)
+    with FSDP.state_dict_type(other, StateDictType.FULL_STATE_DICT):
+        res = other.load_state_dict(sd)
+    report("load_result", [list(res.missing_keys), list(res.unexpected_keys)])
+    model = fsdp()
+    with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+        model.load_state_dict(sd)
+    x0 = T(inp(99, (3, 4)))
+    report("roundtrip_out", [model(x0).tolist(), other(x0).tolist()])
+    report("roundtrip_sd", dump(full_sd(other)) == dump(sd))
+    # rank0_only: the other ranks get {} (they still take part in the gathers)
+    r0 = full_sd(other, rank0_only=True, offload_to_cpu=True)
+    report("rank0_only", [len(r0), all(v.device.type == "cpu" for v in r0.values())])
+    # LOCAL: each unit's flat shard; round trip
+    with FSDP.state_dict_type(other, StateDictType.LOCAL_STATE_DICT):
+        local = other.state_dict()
+    report("local", {k: list(v.shape) for k, v in local.items()})
+    third = fsdp(seed=4)
+    with FSDP.state_dict_type(third, StateDictType.LOCAL_STATE_DICT):
+        third.load_state_dict(local)
+    report("local_roundtrip", dump(full_sd(third)) == dump(sd))
+    # SHARDED: each rank's dim-0 chunk under every original name; round trip
+    with FSDP.state_dict_type(other, StateDictType.SHARDED_STATE_DICT):
+        sharded = other.state_dict()
+    report("sharded", {k: list(v.shape) for k, v in sharded.items()})
+    fourth = fsdp(seed=5)
+    with FSDP.state_dict_type(fourth, StateDictType.SHARDED_STATE_DICT):
+        fourth.load_state_dict(sharded)
+    report("sharded_roundtrip", dump(full_sd(fourth)) == dump(sd))
+
+    # SHARD_GRAD_OP trains exactly as FULL_SHARD (it only keeps the gathered parameters until backward)
+    model = fsdp(sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)
+    train(model, optim.Adam(model.parameters(), lr=0.01), 3)
+    report("shard_grad_op", dump(full_sd(model)))
+
+    # NO_SHARD equals DistributedDataParallel
+    model = fsdp(sharding_strategy=ShardingStrategy.NO_SHARD)
+    report("no_shard_shapes", [list(p.shape) for p in model.parameters()])
+    train(model, optim.Adam(model.parameters(), lr=0.01), 3)
+    report("no_shard", dump(full_sd(model)))
+    ddp = nn.parallel.DistributedDataParallel(make(0).to(dev))
+    train(ddp, optim.Adam(ddp.parameters(), lr=0.01), 3)
+    report("ddp", {k[len("module."):]: v.cpu().numpy().ravel().tolist() for k, v in ddp.state_dict().items()})
+
+    # clip_grad_norm_ over all shards, then plain SGD
+    model = fsdp()
+    train(model, optim.SGD(model.parameters(), lr=0.5), 1, clip=0.05)
+    report("clipped", dump(full_sd(model)))
+
+    # no_sync: two backwards accumulate unsharded, the second one synchronized reduces the sum
+    model = fsdp()
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    with model.no_sync():
+        x, y = batch(0, RANK)
+        nn.functional.mse_loss(model(T(x)), T(y)).backward()
+    report("no_sync_grad_none", all(p.grad is None for p in model.parameters()))
+    x, y = batch(1, RANK)
+    nn.functional.mse_loss(model(T(x)), T(y)).backward()
+    opt.step()
+    report("no_sync", dump(full_sd(model)))
+
+    # FULL_SHARD drops a nested unit's gathered parameter after forward and gathers it again before its
+    # backward; SHARD_GRAD_OP keeps it until backward; either way it is gone after backward
+    gathers = []
+    import rawdev.distributed.collectives as coll
+    real = coll.all_gather_into_tensor
+    def spy(out, inp_, *a, **k):
+        gathers.append(out.numel())
+        return real(out, inp_, *a, **k)
+    coll.all_gather_into_tensor = spy
+    for strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP):
+        model = fsdp(sharding_strategy=strategy)
+        block = model.blocks[0]
+        gathers.clear()
+        out = model(T(batch(0, RANK)[0]))
+        after_forward = [block._full is not None, list(block.module.fc1.weight.shape), len(gathers)]
+        out.sum().backward()
+        report(f"life_{strategy.name}", after_forward + [block._full is None, len(gathers),
+                                                          list(block.module.fc1.weight.shape)])
+    coll.all_gather_into_tensor = real
+
+    # mixed precision: bfloat16 compute (seen inside forward), float32 shards and gradients
+    seen = []
+    model = fsdp(mixed_precision=MixedPrecision(param_dtype=rawdev.bfloat16))
+    model.blocks[0].module.fc1.register_forward_hook(lambda m, i, o: seen.append([str(m.weight.dtype),
+                                                                                   str(i[0].dtype)]))
+    train(model, optim.Adam(model.parameters(), lr=0.01), 2)
+    report("mp_seen", seen[0])
+    report("mp_shards", sorted({str(p.dtype) for p in model.parameters()} |
+                               {str(p.grad.dtype) for p in model.parameters()}))
+    report("mp", dump(full_sd(model)))
+
+    # sync_module_states: every rank starts from rank 0's values
+    model = fsdp(seed=RANK + 20, sync_module_states=True)
+    report("synced", dump(full_sd(model)))
+
+    # misuse
+    errors = {}
+    def expect(name, fn):
+        try:
+            fn()
+        except Exception as e:
+            errors[name] = f"{type(e).__name__}: {e}"
+    model = fsdp()
+    expect("clip_inner", lambda: (model(T(batch(0, RANK)[0])), model.blocks[0].clip_grad_norm_(1.0)))
+    expect("no_sync_inner", lambda: model.blocks[0].no_sync().__enter__())
+    expect("rank0_writeback", lambda: FSDP.summon_full_params(model, rank0_only=True).__enter__())
+    mixed = make(0)
+    mixed.head.double()
+    expect("dtype", lambda: FSDP(mixed))
+    expect("hybrid", lambda: FSDP(make(0), sharding_strategy=ShardingStrategy.HYBRID_SHARD))
+    expect("orig_params", lambda: FSDP(make(0), use_orig_params=True))
+    expect("both_groups", lambda: FSDP(make(0), process_group=dist.new_group([0, 1]), device_mesh=object()))
+    report("errors", errors)
+"""
+
+
+def _inp(r, shape):
+    return np.random.default_rng(SEED * 1000 + r).standard_normal(shape).astype(np.float32)
+
+
+def reference():
+    env = {"rawdev": rawdev, "nn": nn, "_inp": _inp}
+    exec(MODEL.replace("inp(", "_inp("), env)
+    return env["make"], env["batch"]
+
+
+def train_ref(steps, opt_cls=rawdev.optim.Adam, lr=0.01, first=0, clip=None, model=None, dtype=None):
+    make, batch = reference()
+    model = make(0) if model is None else model
+    opt = opt_cls(model.parameters(), lr=lr)
+    norms = []
+    for step in range(first, first + steps):
+        xs, ys = zip(*(batch(step, r) for r in range(2)))
+        opt.zero_grad()
+        nn.functional.mse_loss(model(rawdev.tensor(np.concatenate(xs))), rawdev.tensor(np.concatenate(ys))).backward()
+        if clip is not None:
+            norms.append(float(nn.utils.clip_grad_norm_(model.parameters(), clip)))
+        opt.step()
+    return model, opt, norms
+
+
+def sd_arrays(sd):
+    return {k: np.asarray(v, np.float64).ravel() for k, v in sd.items()}
+
+
+def assert_sd_close(got, want, rtol=1e-5, what=""):
+    got = sd_arrays(got)
+    assert list(got) == list(want), (what, list(got), list(want))
+    for k, w in want.items():
+        err = np.linalg.norm(got[k] - w) / max(np.linalg.norm(w), 1e-12)
+        assert err < rtol, f"{what} {k}: relative error {err:.3g} (seed {SEED})"
+
+
+def model_sd(model):
+    return {k: v.detach().numpy().astype(np.float64).ravel() for k, v in model.state_dict().items()}
+
+
+def run(tmp_path, **kw):
+    ranks = run_ranks(tmp_path, TRAIN, 2, **kw)
+    for rk in ranks:
+        assert rk.rc == 0, f"seed {SEED}: {rk}"
+    return [json.loads((tmp_path / f"rank{rk.rank}.json").read_text()) for rk in ranks]
+
+
+@pytest.fixture(scope="module")
+def cpu_ranks(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fsdp")
+    return run(tmp, env={"TEST_SEED": str(SEED), "TEST_ALL": "1", "TEST_OUT": str(tmp)})
+
+
+def test_full_shard_trains_like_one_process_on_the_concatenated_batch(cpu_ranks):
+    ref, _, _ = train_ref(STEPS)
+    want = model_sd(ref)
+    make, _ = reference()
+    assert np.abs(model_sd(make(1))["emb.weight"] - model_sd(make(0))["emb.weight"]).max() > 1e-3
+    for r, res in enumerate(cpu_ranks):
+        # parameters() are the three units' flat shards: root (emb + head: 51 elements -> 52 / 2), two blocks
+        assert res["flat_shapes"] == [["_flat_param", [26]], ["blocks.0._flat_param", [87]],
+                                      ["blocks.1._flat_param", [87]]], res["flat_shapes"]
+        # the FULL state dict has the unwrapped model's names (no _fsdp_wrapped_module.) and the trained values
+        assert_sd_close(res["full_shard"], want, what=f"rank {r}")
+
+
+def test_shard_grad_op_equals_full_shard_and_no_shard_equals_ddp(cpu_ranks):
+    for res in cpu_ranks:
+        assert_sd_close(res["shard_grad_op"], sd_arrays(res["full_shard"]), rtol=1e-6, what="SHARD_GRAD_OP")
+        assert res["no_shard_shapes"] == [[51], [174], [174]]          # NO_SHARD: whole, unpadded
+        assert_sd_close(res["no_shard"], sd_arrays(res["ddp"]), rtol=1e-5, what="NO_SHARD vs DDP")
+
+
+def test_full_state_dict_round_trip_rank0_only_local_and_sharded(cpu_ranks):
+    make, _ = reference()
+    names = list(model_sd(make(0)))
+    for r, res in enumerate(cpu_ranks):
+        assert res["load_result"] == [[], []]
+        a, b = res["roundtrip_out"]
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert res["roundtrip_sd"] is True
+        assert res["rank0_only"] == ([len(names), True] if r == 0 else [0, True])
+        assert res["local"] == {"_flat_param": [26], "blocks.0._flat_param": [87], "blocks.1._flat_param": [87]}
+        assert res["local_roundtrip"] is True
+        shapes = {k: list(v.shape) for k, v in make(0).state_dict().items()}
+        # each rank holds its torch.chunk(2, dim=0) piece of every original parameter
+        want = {k: [-(-s[0] // 2) if r == 0 else s[0] - (-(-s[0] // 2))] + s[1:] for k, s in shapes.items()}
+        assert res["sharded"] == want, (res["sharded"], want)
+        assert res["sharded_roundtrip"] is True
+
+
+def test_optimizer_state_dicts(cpu_ranks):
+    ref, opt, _ = train_ref(STEPS)
+    names = [n for n, _ in ref.named_parameters()]
+    ref_avg = {n: opt.state[p]["exp_avg"].numpy().astype(np.float64).ravel() for n, p in ref.named_parameters()}
+    for r, res in enumerate(cpu_ranks):
+        assert res["osd_keys"] == sorted(names)
+        assert_sd_close({n: res["osd_exp_avg"][n] for n in names}, ref_avg, rtol=1e-4, what="exp_avg")
+        assert res["osd_resume_equal"] is True
+        assert res["legacy_keys"] == (list(range(len(names))) if r == 0 else {})
+        assert res["legacy_resume_equal"] is True
+
+
+def test_clip_grad_norm_equals_single_process_clip(cpu_ranks):
+    ref, _, norms = train_ref(1, opt_cls=rawdev.optim.SGD, lr=0.5, clip=0.05)
+    for res in cpu_ranks:
+        assert abs(res["clip_norm"] - norms[0]) / norms[0] < 1e-5
+        assert_sd_close(res["clipped"], model_sd(ref), what="clipped")
+
+
+def test_no_sync_accumulates_then_reduces_the_sum(cpu_ranks):
+    make, batch = reference()
+    model = make(0)
+    opt = rawdev.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        xs, ys = zip(*(batch(step, r) for r in range(2)))
+        nn.functional.mse_loss(model(rawdev.tensor(np.concatenate(xs))), rawdev.tensor(np.concatenate(ys))).backward()
+    opt.step()
+    for res in cpu_ranks:
+        assert res["no_sync_grad_none"] is True
+        assert_sd_close(res["no_sync"], model_sd(model), what="no_sync")
+
+
+def test_full_shard_frees_after_forward_and_regathers_for_backward(cpu_ranks):
+    for res in cpu_ranks:
+        # forward: 3 all-gathers (root, 2 blocks); FULL_SHARD: a block is empty after forward and gathers again
+        # (2 more) before its backward; SHARD_GRAD_OP keeps the blocks gathered through to backward
+        assert res["life_FULL_SHARD"] == [False, [0], 3, True, 5, [0]], res["life_FULL_SHARD"]
+        assert res["life_SHARD_GRAD_OP"] == [True, [12, 6], 3, True, 3, [0]], res["life_SHARD_GRAD_OP"]
+
+
+def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks):
+    ref, _, _ = train_ref(2)
+    for res in cpu_ranks:
+        assert res["mp_seen"] == ["rawdev.bfloat16", "rawdev.bfloat16"]
+        assert res["mp_shards"] == ["rawdev.float32"]
+        assert_sd_close(res["mp"], model_sd(ref), rtol=3e-2, what="bfloat16")    # bfloat16 has 8 bits
+
+
+def test_sync_module_states_broadcasts_rank0(cpu_ranks):
+    make, _ = reference()
+    want = model_sd(make(20))
+    for res in cpu_ranks:
+        assert_sd_close(res["synced"], want, rtol=1e-7, what="sync_module_states")
+
+
+def test_misuse_errors(cpu_ranks):
+    e = cpu_ranks[0]["errors"]
+    assert e["clip_inner"] == "RuntimeError: `clip_grad_norm_()` should only be called on the root FSDP instance"
+    assert e["no_sync_inner"].startswith("RuntimeError: `no_sync()` on inner FSDP instances is not supported")
+    assert e["rank0_writeback"].startswith("ValueError: writeback=True and rank0_only=True is not supported")
+    assert e["dtype"].startswith("ValueError: Must flatten tensors with uniform dtype"), e["dtype"]
+    assert e["hybrid"].startswith("NotImplementedError:") and "HYBRID_SHARD" in e["hybrid"]
+    assert e["orig_params"].startswith("NotImplementedError:") and "use_orig_params" in e["orig_params"]
+    assert e["both_groups"].startswith("ValueError: Cannot pass both process_group and device_mesh")
+
+
+def test_fsdp_on_the_simulated_gpus(tmp_path):
+    env = {"TEST_SEED": str(SEED), "TEST_DEVICE": "cuda", "RAWDEV_DRIVER": "sim", "RAWDEV_SIM_DEVICES": "2",
+           "TEST_OUT": str(tmp_path)}
+    ranks = run(tmp_path, env=env, init="dist.init_process_group('nccl', timeout=20)\n")
+    ref, _, _ = train_ref(STEPS)
+    for r, res in enumerate(ranks):
+        assert_sd_close(res["full_shard"], model_sd(ref), what=f"cuda rank {r}")
+
+
+def test_fsdp_needs_a_process_group():
+    from rawdev.distributed.fsdp import FullyShardedDataParallel
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        FullyShardedDataParallel(nn.Linear(2, 2))
