@@ -86,7 +86,37 @@ sd = full_sd(model)
 report("full_shard", dump(sd))
 assert all(v.dtype == rawdev.float32 for v in sd.values())
 
+if dev == "cuda":
+    # device_id moves the module to this rank's GPU; CPUOffload keeps the shards (and their grads) on the cpu
+    from rawdev.distributed.fsdp import CPUOffload
+    model = FSDP(make(0), auto_wrap_policy=POLICY, device_id=rawdev.cuda.current_device(),
+                 cpu_offload=CPUOffload(offload_params=True))
+    opt = optim.Adam(model.parameters(), lr=0.01)
+    train(model, opt, 3)
+    report("offload_devices", sorted({str(p.device) for p in model.parameters()} |
+                                     {str(p.grad.device) for p in model.parameters()}))
+    report("offload", dump(full_sd(model)))
+
 if os.environ.get("TEST_ALL") == "1":
+    # a single unit (no policy) trains the same
+    single = FSDP(make(0))
+    report("single_shapes", [list(p.shape) for p in single.parameters()])
+    train(single, optim.Adam(single.parameters(), lr=0.01), 3)
+    report("single", dump(full_sd(single)))
+    # summon_full_params: the original parameters, under their names; writeback reshards what was changed
+    with FSDP.summon_full_params(model):
+        report("summoned_names", [n for n, _ in model.named_parameters()])
+        with rawdev.no_grad():
+            model.blocks[1].module.fc2.bias.fill_(0.25)
+    report("summon_writeback", full_sd(model)["blocks.1.fc2.bias"].tolist())
+    report("after_summon_names", [n for n, _ in model.named_parameters()])
+    with FSDP.summon_full_params(model, writeback=False):
+        with rawdev.no_grad():
+            model.blocks[1].module.fc2.bias.fill_(-1.0)
+    report("summon_no_writeback", full_sd(model)["blocks.1.fc2.bias"].tolist())
+    with FSDP.summon_full_params(model):
+        with rawdev.no_grad():
+            model.blocks[1].module.fc2.bias.copy_(sd["blocks.1.fc2.bias"])
     # optimizer state dict: name-keyed full state; loads into a fresh model/optimizer and continues identically
     osd = FSDP.optim_state_dict(model, opt)
     report("osd_keys", sorted(osd["state"]))
@@ -299,6 +329,19 @@ def test_full_shard_trains_like_one_process_on_the_concatenated_batch(cpu_ranks)
         assert_sd_close(res["full_shard"], want, what=f"rank {r}")
 
 
+def test_a_single_unit_and_summon_full_params(cpu_ranks):
+    ref, _, _ = train_ref(STEPS)
+    make, _ = reference()
+    names = list(model_sd(make(0)))
+    for res in cpu_ranks:
+        assert res["single_shapes"] == [[-(-sum(p.numel() for p in make(0).parameters()) // 2)]]
+        assert_sd_close(res["single"], model_sd(ref), what="single unit")
+        assert res["summoned_names"] == names          # the unwrapped model's names, in its order
+        assert res["summon_writeback"] == [0.25] * 6
+        assert res["after_summon_names"] == ["_flat_param", "blocks.0._flat_param", "blocks.1._flat_param"]
+        assert res["summon_no_writeback"] == [0.25] * 6
+
+
 def test_shard_grad_op_equals_full_shard_and_no_shard_equals_ddp(cpu_ranks):
     for res in cpu_ranks:
         assert_sd_close(res["shard_grad_op"], sd_arrays(res["full_shard"]), rtol=1e-6, what="SHARD_GRAD_OP")
@@ -397,6 +440,8 @@ def test_fsdp_on_the_simulated_gpus(tmp_path):
     ref, _, _ = train_ref(STEPS)
     for r, res in enumerate(ranks):
         assert_sd_close(res["full_shard"], model_sd(ref), what=f"cuda rank {r}")
+        assert_sd_close(res["offload"], model_sd(ref), what=f"cpu offload, rank {r}")
+        assert res["offload_devices"] == ["cpu"]
 
 
 def test_fsdp_needs_a_process_group():
