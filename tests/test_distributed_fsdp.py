@@ -258,6 +258,11 @@ if os.environ.get("TEST_ALL") == "1":
     expect("hybrid", lambda: FSDP(make(0), sharding_strategy=ShardingStrategy.HYBRID_SHARD))
     expect("orig_params", lambda: FSDP(make(0), use_orig_params=True))
     expect("both_groups", lambda: FSDP(make(0), process_group=dist.new_group([0, 1]), device_mesh=object()))
+    import rawdev.distributed.checkpoint as dcp
+    ckpt = os.path.join(os.environ["TEST_OUT"], "ckpt")
+    expect("dcp_sharded", lambda: dcp.save({"model": sharded}, checkpoint_id=ckpt))
+    expect("dcp_local", lambda: dcp.save({"model": local}, checkpoint_id=ckpt))
+    report("dcp_wrote_nothing", not os.path.exists(ckpt))
     report("errors", errors)
 """
 
@@ -431,6 +436,11 @@ def test_misuse_errors(cpu_ranks):
     assert e["hybrid"].startswith("NotImplementedError:") and "HYBRID_SHARD" in e["hybrid"]
     assert e["orig_params"].startswith("NotImplementedError:") and "use_orig_params" in e["orig_params"]
     assert e["both_groups"].startswith("ValueError: Cannot pass both process_group and device_mesh")
+    # a SHARDED/LOCAL entry differs per rank: rawdev's distributed checkpoint (rank 0 writes replicas) refuses it
+    for kind, key in (("dcp_sharded", "model.emb.weight"), ("dcp_local", "model._flat_param")):
+        assert e[kind].startswith(f"NotImplementedError: rawdev.distributed.checkpoint: '{key}' is one rank's "
+                                  "shard"), e[kind]
+    assert cpu_ranks[0]["dcp_wrote_nothing"] is True
 
 
 def test_fsdp_on_the_simulated_gpus(tmp_path):

@@ -14,6 +14,7 @@ from ...tensor.core import Tensor
 from ..objects import decode
 from .default_planner import DefaultLoadPlanner
 from .metadata import Metadata, TensorStorageMetadata, has_tensor, key_path
+from .state_dict_saver import _refuse_rank_local
 from .storage import CheckpointException, check_planner, checkpoint_dir, is_stateful, read_metadata
 
 __all__ = ["load", "load_state_dict"]
@@ -76,6 +77,7 @@ class _Reader:
         if not isinstance(entry, TensorStorageMetadata):
             raise CheckpointException(f"rawdev.distributed.checkpoint.load: {key!r} is a tensor in the state_dict "
                                       f"but a plain value in the checkpoint")
+        _refuse_rank_local(obj, key)
         if tuple(obj.shape) != tuple(entry.size):
             raise ValueError(f"Size mismatch between saved {_size(entry.size)} and current: {_size(obj.shape)} for "
                              f"{key}")

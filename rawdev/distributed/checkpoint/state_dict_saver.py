@@ -27,6 +27,16 @@ from .storage import (
 __all__ = ["save", "save_state_dict"]
 
 
+def _refuse_rank_local(t: Tensor, key: str) -> None:
+    # FSDP's SHARDED/LOCAL state dicts hold a different piece on every rank as plain tensors; rank 0 writing its own
+    # would silently drop the others' (rawdev's checkpoints hold replicas, and there is no DTensor to say otherwise)
+    if t.__dict__.get("_rawdev_rank_local"):
+        raise NotImplementedError(
+            f"rawdev.distributed.checkpoint: {key!r} is one rank's shard (an FSDP SHARDED_STATE_DICT or "
+            "LOCAL_STATE_DICT entry); rawdev's checkpoints hold what every rank has (rank 0 writes it), so take the "
+            "model's state dict under StateDictType.FULL_STATE_DICT to save it")
+
+
 def _plan(state_dict: Any) -> tuple[dict[str, Tensor], Metadata]:
     """The tensors to write and the metadata describing every flattened key."""
     if not isinstance(state_dict, dict):
@@ -46,6 +56,7 @@ def _plan(state_dict: Any) -> tuple[dict[str, Tensor], Metadata]:
                              f"({paths[key]!r} and {path!r}); rename one")
         paths[key] = path
         if isinstance(leaf, Tensor):
+            _refuse_rank_local(leaf, key)
             tensors[key] = leaf.detach()
             entries[key] = TensorStorageMetadata(str(leaf.dtype).replace("rawdev.", ""), tuple(leaf.shape), DATA_FILE)
         else:

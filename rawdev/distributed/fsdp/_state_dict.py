@@ -10,6 +10,13 @@ from .. import collectives as C
 from . import _names
 from .api import ShardingStrategy, StateDictType
 
+FLAT_PARAM = "_flat_param"
+
+
+def _mark_rank_local(t):
+    # a piece that differs between ranks: rawdev's distributed checkpoint (which writes rank 0's tensors) refuses it
+    t._rawdev_rank_local = True
+
 
 def _buffer_dtypes(root):
     prefixes = _names.module_prefixes(root)
@@ -45,7 +52,11 @@ def state_dict(root):
     kind, cfg = root._state_dict_type, root._state_dict_config
     offload = getattr(cfg, "offload_to_cpu", False)
     if kind is StateDictType.LOCAL_STATE_DICT:
-        return OrderedDict((_names.clean(k), v.cpu() if offload else v) for k, v in root._plain_state_dict().items())
+        out = OrderedDict((_names.clean(k), v.cpu() if offload else v) for k, v in root._plain_state_dict().items())
+        for k, v in out.items():
+            if k.endswith(FLAT_PARAM):
+                _mark_rank_local(v)
+        return out
     rank0_only = kind is StateDictType.FULL_STATE_DICT and getattr(cfg, "rank0_only", False)
     buffer_dtypes = _buffer_dtypes(root)
     units = _param_units(root) if kind is StateDictType.SHARDED_STATE_DICT else {}
@@ -63,8 +74,10 @@ def state_dict(root):
                 if u is not None and u.sharding_strategy is not ShardingStrategy.NO_SHARD and u.world_size > 1:
                     sizes = _chunk_sizes(v.shape[0] if v.dim() else 1, u.world_size)
                     start = sum(sizes[:u.rank])
-                    v = (v.reshape(1) if v.dim() == 0 else v)[start:start + sizes[u.rank]]
-                v = v.clone()
+                    v = (v.reshape(1) if v.dim() == 0 else v)[start:start + sizes[u.rank]].clone()
+                    _mark_rank_local(v)
+                else:
+                    v = v.clone()
                 out[name] = v.cpu() if offload else v
     return out
 

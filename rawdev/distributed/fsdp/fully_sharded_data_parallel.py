@@ -14,15 +14,20 @@ from ...tensor.core import Tensor
 from . import _flat
 from . import _optim_state as _osd
 from . import _state_dict as _sd
-from .api import (
+from .api import (  # noqa: F401  (PyTorch's module exposes the config classes too; programs import them from here)
     BackwardPrefetch,
+    CPUOffload,
     FullOptimStateDictConfig,
     FullStateDictConfig,
     LocalOptimStateDictConfig,
     LocalStateDictConfig,
+    MixedPrecision,
+    OptimStateDictConfig,
+    OptimStateKeyType,
     ShardedOptimStateDictConfig,
     ShardedStateDictConfig,
     ShardingStrategy,
+    StateDictConfig,
     StateDictSettings,
     StateDictType,
 )
