@@ -103,6 +103,21 @@ if os.environ.get("TEST_ALL") == "1":
     report("single_shapes", [list(p.shape) for p in single.parameters()])
     train(single, optim.Adam(single.parameters(), lr=0.01), 3)
     report("single", dump(full_sd(single)))
+    # the same units made by hand with enable_wrap / wrap train the same
+    from rawdev.distributed.fsdp.wrap import enable_wrap, wrap
+    with enable_wrap(wrapper_cls=FSDP):
+        net = make(0)
+        net.blocks[0], net.blocks[1] = wrap(net.blocks[0]), wrap(net.blocks[1])
+        manual = wrap(net)
+    report("manual_shapes", [list(p.shape) for p in manual.parameters()])
+    train(manual, optim.Adam(manual.parameters(), lr=0.01), 3)
+    report("manual", dump(full_sd(manual)))
+    # evaluation without autograd: every unit gathers and drops again, same outputs
+    x0 = T(inp(98, (3, 4)))
+    with rawdev.no_grad():
+        report("eval_equal", manual(x0).tolist() == manual(x0).tolist() and
+               all(u._full is None for u in FSDP.fsdp_modules(manual)))
+    report("eval_out", manual(x0).tolist())
     # summon_full_params: the original parameters, under their names; writeback reshards what was changed
     with FSDP.summon_full_params(model):
         report("summoned_names", [n for n, _ in model.named_parameters()])
@@ -237,6 +252,23 @@ if os.environ.get("TEST_ALL") == "1":
                                {str(p.grad.dtype) for p in model.parameters()}))
     report("mp", dump(full_sd(model)))
 
+    # BatchNorm becomes a unit of its own in full precision; gradients are reduced in reduce_dtype
+    rawdev.manual_seed(0)
+    bn_model = FSDP(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3)),
+                    auto_wrap_policy=ModuleWrapPolicy({nn.Linear}),
+                    mixed_precision=MixedPrecision(param_dtype=rawdev.bfloat16, reduce_dtype=rawdev.float32))
+    report("bn_units", [[type(u.module).__name__, u.mixed_precision is None] for u in FSDP.fsdp_modules(bn_model)])
+    reduced = []
+    real_rs = coll.reduce_scatter_tensor
+    def spy_rs(out, inp_, *a, **k):
+        reduced.append(str(inp_.dtype))
+        return real_rs(out, inp_, *a, **k)
+    coll.reduce_scatter_tensor = spy_rs
+    bn_model(T(batch(0, RANK)[0])).float().sum().backward()
+    coll.reduce_scatter_tensor = real_rs
+    report("bn_reduced", sorted(set(reduced)))
+    report("bn_buffers", sorted({str(b.dtype) for b in bn_model.buffers() if b.dtype.is_floating_point}))
+
     # sync_module_states: every rank starts from rank 0's values
     model = fsdp(seed=RANK + 20, sync_module_states=True)
     report("synced", dump(full_sd(model)))
@@ -342,6 +374,10 @@ def test_a_single_unit_and_summon_full_params(cpu_ranks):
         assert res["single_shapes"] == [[-(-sum(p.numel() for p in make(0).parameters()) // 2)]]
         assert_sd_close(res["single"], model_sd(ref), what="single unit")
         assert res["summoned_names"] == names          # the unwrapped model's names, in its order
+        assert res["manual_shapes"] == [[26], [87], [87]]
+        assert_sd_close(res["manual"], model_sd(ref), what="enable_wrap units")
+        assert res["eval_equal"] is True
+        np.testing.assert_allclose(res["eval_out"], ref(rawdev.tensor(_inp(98, (3, 4)))).tolist(), rtol=1e-4)
         assert res["summon_writeback"] == [0.25] * 6
         assert res["after_summon_names"] == ["_flat_param", "blocks.0._flat_param", "blocks.1._flat_param"]
         assert res["summon_no_writeback"] == [0.25] * 6
@@ -417,6 +453,9 @@ def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks
     for res in cpu_ranks:
         assert res["mp_seen"] == ["rawdev.bfloat16", "rawdev.bfloat16"]
         assert res["mp_shards"] == ["rawdev.float32"]
+        assert res["bn_units"] == [["Sequential", False], ["Linear", False], ["BatchNorm1d", True],
+                                   ["Linear", False]]
+        assert res["bn_reduced"] == ["rawdev.float32"] and res["bn_buffers"] == ["rawdev.float32"]
         assert_sd_close(res["mp"], model_sd(ref), rtol=3e-2, what="bfloat16")    # bfloat16 has 8 bits
 
 

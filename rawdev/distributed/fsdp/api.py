@@ -1,7 +1,7 @@
 """The configuration of torch.distributed.fsdp: how units shard (ShardingStrategy), mixed precision, cpu offload,
 the scheduling hints (BackwardPrefetch) and the state-dict kinds with their configs."""
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 __all__ = ["ShardingStrategy", "BackwardPrefetch", "MixedPrecision", "CPUOffload", "StateDictType",
@@ -41,6 +41,8 @@ class MixedPrecision:
         keep_low_precision_grads: keep the sharded gradient in param_dtype (rawdev refuses True).
         cast_forward_inputs: cast every unit's floating point forward inputs to param_dtype.
         cast_root_forward_inputs: cast the root unit's floating point forward inputs to param_dtype.
+        _module_classes_to_ignore: with an auto_wrap_policy, modules of these classes (default: the BatchNorm
+            layers) become units of their own without mixed precision.
 
     Example:
         >>> FSDP(model, mixed_precision=MixedPrecision(param_dtype=rawdev.bfloat16))
@@ -51,7 +53,12 @@ class MixedPrecision:
     keep_low_precision_grads: bool = False
     cast_forward_inputs: bool = False
     cast_root_forward_inputs: bool = True
-    _module_classes_to_ignore: tuple = ()
+    _module_classes_to_ignore: tuple = field(default_factory=lambda: (_batch_norm(),))
+
+
+def _batch_norm():
+    from ...nn.layers.batchnorm import _BatchNorm
+    return _BatchNorm
 
 
 @dataclass

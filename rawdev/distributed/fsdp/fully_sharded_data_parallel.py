@@ -5,12 +5,14 @@ keeps only this rank's shard (rawdev/distributed/fsdp/_flat.py). Forward all-gat
 through an autograd Function and points the original parameter attributes at views of it; backward of that
 Function reduce-scatters (averages) the full gradient into the shard's .grad. See docs/INTERNALS.md, "FSDP"."""
 import contextlib
+import functools
 import threading
 
 from ... import distributed as dist
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...nn import Module, Parameter
 from ...tensor.core import Tensor
+from .. import collectives as _coll
 from . import _flat
 from . import _optim_state as _osd
 from . import _state_dict as _sd
@@ -31,7 +33,7 @@ from .api import (  # noqa: F401  (PyTorch's module exposes the config classes t
     StateDictSettings,
     StateDictType,
 )
-from .wrap import _recursive_wrap
+from .wrap import _or_policy, _recursive_wrap, _wrap_module_cls_individually
 
 __all__ = ["FullyShardedDataParallel"]
 
@@ -182,6 +184,15 @@ class FullyShardedDataParallel(Module):
                           forward_prefetch=forward_prefetch, limit_all_gathers=limit_all_gathers,
                           ignored_states=[p for m in (ignored_modules or ()) for p in m.parameters()]
                           + [p for p in (ignored_states or ()) if not isinstance(p, Module)] or None)
+            ignore_cls = tuple(mixed_precision._module_classes_to_ignore) if mixed_precision is not None else ()
+            if ignore_cls:
+                # as PyTorch: those modules (BatchNorm by default) become units of their own, in full precision
+                for m in module.modules():
+                    if isinstance(m, ignore_cls):
+                        m._wrap_overrides = {"mixed_precision": None}
+                auto_wrap_policy = functools.partial(
+                    _or_policy, policies=[auto_wrap_policy, functools.partial(_wrap_module_cls_individually,
+                                                                              module_classes=ignore_cls)])
             _recursive_wrap(module, auto_wrap_policy, FullyShardedDataParallel, ignored_mods, ignored_params,
                             only_wrap_children=True, **kwargs)
         self._fsdp_wrapped_module = module
@@ -352,13 +363,13 @@ class FullyShardedDataParallel(Module):
         if self.sharding_strategy is ShardingStrategy.NO_SHARD:
             if self.world_size > 1:
                 grad = grad.clone()
-                dist.all_reduce(grad, op=dist.ReduceOp.AVG, group=self.process_group)
+                _coll.all_reduce(grad, op=dist.ReduceOp.AVG, group=self.process_group)
             out = grad
         elif world == 1:
             out = grad
         else:
             out = grad.new_empty(self._shard_size)
-            dist.reduce_scatter_tensor(out, grad, op=dist.ReduceOp.AVG, group=self.process_group)
+            _coll.reduce_scatter_tensor(out, grad, op=dist.ReduceOp.AVG, group=self.process_group)
         self._reshard()
         return out.to(dtype=flat.dtype, device=flat.device)
 

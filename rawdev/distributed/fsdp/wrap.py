@@ -104,6 +104,16 @@ size_based_auto_wrap_policy.EXCLUDE_WRAP_MODULES = {ModuleList, ModuleDict}  # t
 size_based_auto_wrap_policy.FORCE_LEAF_MODULES = {MultiheadAttention}  # type: ignore[attr-defined]
 
 
+def _or_policy(module, recurse, nonwrapped_numel, policies) -> bool:
+    return any(policy(module=module, recurse=recurse, nonwrapped_numel=nonwrapped_numel) for policy in policies)
+
+
+def _wrap_module_cls_individually(module, module_classes, recurse, *args, **kwargs) -> bool:
+    if recurse:
+        return True
+    return isinstance(module, tuple(module_classes))
+
+
 class ModuleWrapPolicy:
     """Wrap every module whose class is one of `module_classes`.
 
