@@ -269,6 +269,21 @@ if os.environ.get("TEST_ALL") == "1":
     report("bn_reduced", sorted(set(reduced)))
     report("bn_buffers", sorted({str(b.dtype) for b in bn_model.buffers() if b.dtype.is_floating_point}))
 
+    # buffer_dtype: buffers computed with in that dtype; the FULL state dict gives them back in their own
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+            self.register_buffer("scale", rawdev.full((3,), 1.5))
+        def forward(self, x):
+            return self.lin(x) * self.scale
+    scaled = FSDP(Scaled(), mixed_precision=MixedPrecision(param_dtype=rawdev.bfloat16,
+                                                          buffer_dtype=rawdev.bfloat16))
+    out = scaled(T(batch(0, RANK)[0]))
+    ssd = full_sd(scaled)
+    report("buffer_dtypes", [str(scaled.module.scale.dtype), str(out.dtype), str(ssd["scale"].dtype),
+                             list(ssd)])
+
     # sync_module_states: every rank starts from rank 0's values
     model = fsdp(seed=RANK + 20, sync_module_states=True)
     report("synced", dump(full_sd(model)))
@@ -453,6 +468,8 @@ def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks
     for res in cpu_ranks:
         assert res["mp_seen"] == ["rawdev.bfloat16", "rawdev.bfloat16"]
         assert res["mp_shards"] == ["rawdev.float32"]
+        assert res["buffer_dtypes"] == ["rawdev.bfloat16", "rawdev.bfloat16", "rawdev.float32",
+                                        ["scale", "lin.weight", "lin.bias"]]
         assert res["bn_units"] == [["Sequential", False], ["Linear", False], ["BatchNorm1d", True],
                                    ["Linear", False]]
         assert res["bn_reduced"] == ["rawdev.float32"] and res["bn_buffers"] == ["rawdev.float32"]
