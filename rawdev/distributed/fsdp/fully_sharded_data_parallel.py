@@ -112,7 +112,8 @@ class FullyShardedDataParallel(Module):
             shards in their own dtype.
         ignored_modules, ignored_states: modules (or parameters) left out of sharding: they stay plain
             parameters on every rank, not synchronized.
-        param_init_fn: called on the module when it has parameters on the meta device.
+        param_init_fn: called on the module when it has parameters on the meta device (which rawdev does not
+            have, so it is accepted and not called).
         device_id: a cuda device (int or device) the module is moved to first.
         sync_module_states: broadcast rank 0's parameters and buffers first.
         use_orig_params: False only (True raises NotImplementedError).
@@ -283,12 +284,20 @@ class FullyShardedDataParallel(Module):
         return self._fsdp_wrapped_module.__getitem__(key)
 
     def named_parameters(self, *args, **kwargs):
-        """named_parameters with FSDP's `_fsdp_wrapped_module.` segments removed from the names."""
+        """named_parameters with FSDP's `_fsdp_wrapped_module.` segments removed from the names.
+
+        Example:
+            >>> [n for n, _ in model.named_parameters()]     # ["_flat_param", "blocks.0._flat_param", ...]
+        """
         for name, p in super().named_parameters(*args, **kwargs):
             yield clean_tensor_name(name), p
 
     def named_buffers(self, *args, **kwargs):
-        """named_buffers with FSDP's `_fsdp_wrapped_module.` segments removed from the names."""
+        """named_buffers with FSDP's `_fsdp_wrapped_module.` segments removed from the names.
+
+        Example:
+            >>> [n for n, _ in model.named_buffers()]        # the original names: ["bn.running_mean", ...]
+        """
         for name, b in super().named_buffers(*args, **kwargs):
             yield clean_tensor_name(name), b
 
@@ -313,7 +322,14 @@ class FullyShardedDataParallel(Module):
         return [u for u in units if id(u) not in nested]
 
     def check_is_root(self) -> bool:
-        """Whether this unit is the root (outermost) one: found at its first forward, or now."""
+        """Whether this unit is the root (outermost) one: found at its first forward, or now.
+
+        Returns:
+            True for the outermost unit.
+
+        Example:
+            >>> model.check_is_root(), model.blocks[0].check_is_root()     # (True, False)
+        """
         self._lazy_init()
         return bool(self._is_root)
 
@@ -653,6 +669,10 @@ class FullyShardedDataParallel(Module):
 
         Returns:
             An ordered dict name -> tensor.
+
+        Example:
+            >>> with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+            ...     sd = model.state_dict()          # {"fc.weight": <unsharded>, ...}
         """
         if getattr(_local, "walking", False):
             return super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
@@ -673,6 +693,10 @@ class FullyShardedDataParallel(Module):
 
         Returns:
             (missing_keys, unexpected_keys), with the original names.
+
+        Example:
+            >>> with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+            ...     model.load_state_dict(sd)        # every rank keeps its shard of the loaded values
         """
         return _sd.load_state_dict(self, state_dict, strict)
 
