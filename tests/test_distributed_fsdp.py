@@ -324,13 +324,13 @@ def reference():
     return env["make"], env["batch"]
 
 
-def train_ref(steps, opt_cls=rawdev.optim.Adam, lr=0.01, first=0, clip=None, model=None, dtype=None):
+def train_ref(steps, opt_cls=rawdev.optim.Adam, lr=0.01, first=0, clip=None, model=None, world=2):
     make, batch = reference()
     model = make(0) if model is None else model
     opt = opt_cls(model.parameters(), lr=lr)
     norms = []
     for step in range(first, first + steps):
-        xs, ys = zip(*(batch(step, r) for r in range(2)))
+        xs, ys = zip(*(batch(step, r) for r in range(world)))
         opt.zero_grad()
         nn.functional.mse_loss(model(rawdev.tensor(np.concatenate(xs))), rawdev.tensor(np.concatenate(ys))).backward()
         if clip is not None:
@@ -355,8 +355,8 @@ def model_sd(model):
     return {k: v.detach().numpy().astype(np.float64).ravel() for k, v in model.state_dict().items()}
 
 
-def run(tmp_path, **kw):
-    ranks = run_ranks(tmp_path, TRAIN, 2, **kw)
+def run(tmp_path, world=2, **kw):
+    ranks = run_ranks(tmp_path, TRAIN, world, **kw)
     for rk in ranks:
         assert rk.rc == 0, f"seed {SEED}: {rk}"
     return [json.loads((tmp_path / f"rank{rk.rank}.json").read_text()) for rk in ranks]
@@ -508,6 +508,16 @@ def test_fsdp_on_the_simulated_gpus(tmp_path):
         assert_sd_close(res["full_shard"], model_sd(ref), what=f"cuda rank {r}")
         assert_sd_close(res["offload"], model_sd(ref), what=f"cpu offload, rank {r}")
         assert res["offload_devices"] == ["cpu"]
+
+
+def test_four_ranks(tmp_path):
+    # 4 ranks: the root unit's 51 elements pad to 52 (13 a rank), each block's 174 to 176 (44 a rank)
+    ranks = run(tmp_path, world=4, env={"TEST_SEED": str(SEED), "TEST_OUT": str(tmp_path)})
+    ref, _, _ = train_ref(STEPS, world=4)
+    for r, res in enumerate(ranks):
+        assert res["flat_shapes"] == [["_flat_param", [13]], ["blocks.0._flat_param", [44]],
+                                      ["blocks.1._flat_param", [44]]]
+        assert_sd_close(res["full_shard"], model_sd(ref), what=f"4 ranks, rank {r}")
 
 
 def test_fsdp_needs_a_process_group():
