@@ -284,6 +284,14 @@ if os.environ.get("TEST_ALL") == "1":
     report("buffer_dtypes", [str(scaled.module.scale.dtype), str(out.dtype), str(ssd["scale"].dtype),
                              list(ssd)])
 
+    # ignored_modules: their parameters stay plain, unsharded and unsynchronized, and keep their names
+    net = make(0)
+    ign = FSDP(net, auto_wrap_policy=POLICY, ignored_modules=[net.head])
+    report("ignored_names", [[n, list(p.shape)] for n, p in ign.named_parameters()])
+    ign(T(batch(0, RANK)[0])).sum().backward()
+    report("ignored_grad", ign.module.head.bias.grad)
+    report("ignored_sd", list(full_sd(ign)))
+
     # sync_module_states: every rank starts from rank 0's values
     model = fsdp(seed=RANK + 20, sync_module_states=True)
     report("synced", dump(full_sd(model)))
@@ -476,6 +484,21 @@ def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks
                                    ["Linear", False]]
         assert res["bn_reduced"] == ["rawdev.float32"] and res["bn_buffers"] == ["rawdev.float32"]
         assert_sd_close(res["mp"], model_sd(ref), rtol=3e-2, what="bfloat16")    # bfloat16 has 8 bits
+
+
+def test_ignored_modules_stay_plain(cpu_ranks):
+    make, batch = reference()
+    names = list(model_sd(make(0)))
+    grads = []
+    for r in range(2):           # each rank's own gradient: an ignored module's is not averaged
+        model = make(0)
+        model(rawdev.tensor(batch(0, r)[0])).sum().backward()
+        grads.append(model.head.bias.grad.numpy())
+    for r, res in enumerate(cpu_ranks):
+        assert res["ignored_names"] == [["_flat_param", [15]], ["blocks.0._flat_param", [87]],
+                                        ["blocks.1._flat_param", [87]], ["head.weight", [3, 6]], ["head.bias", [3]]]
+        np.testing.assert_allclose(res["ignored_grad"], grads[r], rtol=1e-5, atol=1e-6)
+        assert res["ignored_sd"] == names
 
 
 def test_sync_module_states_broadcasts_rank0(cpu_ranks):
