@@ -93,6 +93,8 @@ if dev == "cuda":
                  cpu_offload=CPUOffload(offload_params=True))
     opt = optim.Adam(model.parameters(), lr=0.01)
     train(model, opt, 3)
+    x = rawdev.tensor(batch(0, RANK)[0])          # a cpu input: the root moves it to the compute device
+    report("cpu_input_out_device", str(model(x).device))
     report("offload_devices", sorted({str(p.device) for p in model.parameters()} |
                                      {str(p.grad.device) for p in model.parameters()}))
     report("offload", dump(full_sd(model)))
@@ -532,7 +534,7 @@ def test_fsdp_on_the_simulated_gpus(tmp_path):
     for r, res in enumerate(ranks):
         assert_sd_close(res["full_shard"], model_sd(ref), what=f"cuda rank {r}")
         assert_sd_close(res["offload"], model_sd(ref), what=f"cpu offload, rank {r}")
-        assert res["offload_devices"] == ["cpu"]
+        assert res["offload_devices"] == ["cpu"] and res["cpu_input_out_device"] == f"cuda:{r}"
 
 
 def test_four_ranks(tmp_path):

@@ -65,16 +65,20 @@ def _tensors(obj):
             yield from _tensors(o)
 
 
-def _cast_inputs(obj, dtype):
+def _map_tensors(obj, fn):
     if isinstance(obj, Tensor):
-        return obj.to(dtype) if obj.dtype.is_floating_point and obj.dtype != dtype else obj
+        return fn(obj)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*[_cast_inputs(o, dtype) for o in obj])
+        return type(obj)(*[_map_tensors(o, fn) for o in obj])
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_cast_inputs(o, dtype) for o in obj)
+        return type(obj)(_map_tensors(o, fn) for o in obj)
     if isinstance(obj, dict):
-        return {k: _cast_inputs(v, dtype) for k, v in obj.items()}
+        return {k: _map_tensors(v, fn) for k, v in obj.items()}
     return obj
+
+
+def _cast_inputs(obj, dtype):
+    return _map_tensors(obj, lambda t: t.to(dtype) if t.dtype.is_floating_point and t.dtype != dtype else t)
 
 
 def _as_device(device_id):
@@ -114,7 +118,8 @@ class FullyShardedDataParallel(Module):
             parameters on every rank, not synchronized.
         param_init_fn: called on the module when it has parameters on the meta device (which rawdev does not
             have, so it is accepted and not called).
-        device_id: a cuda device (int or device) the module is moved to first.
+        device_id: a cuda device (int or device) the module is moved to first. On cuda the root unit moves its
+            tensor inputs to that device, as PyTorch's.
         sync_module_states: broadcast rank 0's parameters and buffers first.
         use_orig_params: False only (True raises NotImplementedError).
         device_mesh: an object with `.get_group()` giving the group (instead of process_group).
@@ -234,6 +239,7 @@ class FullyShardedDataParallel(Module):
                         mod._buffers[name] = b.to(mp.buffer_dtype)
         self._infos = []
         self._numel = 0
+        self._compute_device = next((p.device for _, _, p in entries), None)
         if not entries:
             return
         world = 1 if self.sharding_strategy is ShardingStrategy.NO_SHARD else self.world_size
@@ -438,6 +444,10 @@ class FullyShardedDataParallel(Module):
             The wrapped module's output.
         """
         self._lazy_init()
+        if self._is_root and self._flat_param is not None and self._compute_device.type == "cuda":
+            # as PyTorch's root pre-forward: the inputs go to the compute device
+            dev = self._compute_device
+            args, kwargs = (_map_tensors(a, lambda t: t.to(dev) if t.device != dev else t) for a in (args, kwargs))
         mp = self.mixed_precision
         if mp is not None and mp.param_dtype is not None and (
                 mp.cast_forward_inputs or (self._is_root and mp.cast_root_forward_inputs)):
