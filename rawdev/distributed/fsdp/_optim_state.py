@@ -141,10 +141,7 @@ def full_optim_state_dict(model, optim, rank0_only):
     named = _full_state(model, optim, None, True)
     if rank0_only and model.rank != 0:
         return {}
-    _, _, order, _ = _layout(model)
-    ids = {n: i for i, n in enumerate(order)}
-    groups = [dict(g, params=[ids[n] for n in g["params"]]) for g in named["param_groups"]]
-    return {"state": {ids[n]: s for n, s in named["state"].items()}, "param_groups": groups}
+    return named
 
 
 def _to_wire(obj):
@@ -169,7 +166,6 @@ def _from_wire(obj):
 
 
 def scatter_full_optim_state_dict(full, model):
-    _, _, order, _ = _layout(model)
     box = [None]
     if model.rank == 0:
         if full is None:
@@ -178,10 +174,9 @@ def scatter_full_optim_state_dict(full, model):
     src = dist.get_global_rank(model.process_group, 0) if model.process_group is not None else 0
     dist.broadcast_object_list(box, src=src, group=model.process_group)
     full = _from_wire(box[0])
-    named = {order[int(i)]: s for i, s in full["state"].items()}
     params = list(model.parameters())
-    state = _shard_state(model, params, named, None)
-    # each saved group names original parameter ids: its flat parameters are those containing them
+    state = _shard_state(model, params, full["state"], None)
+    # each saved group names original parameters: its flat parameters are those holding them
     by_flat, plain, _, fqns = _layout(model)
     where = {}
     for i, p in enumerate(params):
@@ -190,8 +185,8 @@ def scatter_full_optim_state_dict(full, model):
     groups = []
     for g in full["param_groups"]:
         idx = []
-        for pid in g["params"]:
-            i = where[order[int(pid)]]
+        for name in g["params"]:
+            i = where[name]
             if i not in idx:
                 idx.append(i)
         groups.append(dict({k: v for k, v in g.items() if k != "params"}, params=idx))

@@ -763,8 +763,8 @@ class FullyShardedDataParallel(Module):
 
     @staticmethod
     def full_optim_state_dict(model, optim, optim_input=None, rank0_only=True, group=None):
-        """The legacy full optimizer state dict: like optim_state_dict but keyed by parameter ids (the original
-        parameters numbered in model.parameters() order, each unit's expanded); rank0_only: {} on other ranks.
+        """The legacy full optimizer state dict: the optimizer's state keyed by the original parameter names,
+        gathered into full tensors (as optim_state_dict under FULL_STATE_DICT); rank0_only: {} on other ranks.
 
         Args:
             model: the FSDP root.
@@ -774,7 +774,7 @@ class FullyShardedDataParallel(Module):
             group: accepted.
 
         Returns:
-            {"state": {id: {...}}, "param_groups": [...]}.
+            {"state": {name: {...}}, "param_groups": [{..., "params": [names]}]}.
 
         Example:
             >>> full = FSDP.full_optim_state_dict(model, opt)
