@@ -41,6 +41,8 @@ CHECKS = {
     and r["onnx_err"] < 1e-4,
     "amp_transformer.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["gap_bf16"] < 0.05
     and r["gap_f16"] < 0.05 and r["f16_scale"] >= 1.0,
+    "fsdp_transformer.py": lambda r: r["last_loss"] < r["first_loss"] - 1.0 and r["resume_err"] < 1e-6
+    and r["state_keys"] == 30,
     "rpc_parameter_server.py": lambda r: r["last_loss"] < r["first_loss"] - 0.1 and r["grad_err"] < 1e-5
     and r["trainers_ok"] == 1,
     "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
