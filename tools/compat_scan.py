@@ -62,12 +62,10 @@ PROBES = {
 
 # Known gaps: name -> (status, reason). "refused" names raise NotImplementedError naming the feature; "missing"
 # ones carry why they stay missing.
-_TORCH_OPS = ("torch.ops is PyTorch's registry of ATen and C++ operators; rawdev has no dispatcher "
-              "(rawdev.ops is rawdev's own op package)")
+_TORCH_OPS = ("an operator of a C++ extension library (torch.ops.<library>): rawdev loads no C++ libraries, so "
+              "their namespaces hold nothing (torch.ops.aten and torch.ops.profiler answer from rawdev's ops)")
 _NOT_IN_PYTORCH = "not in PyTorch's torch.functional either (it is in torch.nn.functional): the program's own slip"
 STATUS = {
-    "torch.ops.profiler._record_function_enter": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
-    "torch.ops.profiler._record_function_exit": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
     "torch.functional.relu": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax(dim=)": ("missing", _NOT_IN_PYTORCH),
