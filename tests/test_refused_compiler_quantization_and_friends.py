@@ -40,8 +40,7 @@ def test_a_refused_module_imports_and_its_names_raise_naming_the_feature(module,
 
 @pytest.mark.parametrize("path", ["qint8", "quint8", "qint32", "nn.parallel.replicate", "nn.parallel.scatter",
                                   "nn.parallel.gather", "nn.parallel.parallel_apply", "onnx.dynamo_export",
-                                  "onnx.ExportOptions", "onnx.OnnxRegistry", "autograd.graph.saved_tensors_hooks",
-                                  "autograd.graph.save_on_cpu"])
+                                  "onnx.ExportOptions", "onnx.OnnxRegistry"])
 def test_refused_names_beside_built_ones(path):
     obj = rawdev
     for part in path.split("."):
