@@ -290,11 +290,34 @@ _node_classes: dict = {}
 _CONSUMES: dict = {}   # Function class -> whether it has backward_consuming
 
 
+def replay_view(t):
+    """Give view t a history from its base's current one (PyTorch's view replay): after an in-place write through
+    another view rewrote the base's history (CopySlices), t's recorded view node still points at the old one."""
+    from ..ops.shape import as_strided
+    base = t._base
+    fresh = as_strided(base, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+    t.grad_fn, t._requires_grad = fresh.grad_fn, fresh._requires_grad
+    t.__dict__["_output_nr"] = 0
+    t.__dict__["_seen_rewrites"] = base.__dict__.get("_rewrites")
+
+
+def mark_rewritten(base, view):
+    """An in-place write through `view` gave `base` a new history: every other view of base replays its own
+    from it when next used (replay_view); `view` is current."""
+    n = base.__dict__.get("_rewrites", 0) + 1
+    base.__dict__["_rewrites"] = n
+    view.__dict__["_seen_rewrites"] = n
+
+
 def _edge(t):
     """The node a gradient for input t flows to (None when t needs no gradient)."""
     if not isinstance(t, Tensor) or not t._requires_grad:
         return None, 0
     if t.grad_fn is not None:
+        base = t._base
+        if base is not None and "_rewrites" in base.__dict__ and \
+                t.__dict__.get("_seen_rewrites") != base.__dict__["_rewrites"]:
+            replay_view(t)
         return t.grad_fn, t.__dict__.get("_output_nr", 0)
     acc = t.__dict__.get("_accumulate_grad")
     if acc is None:

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, mark_rewritten
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
@@ -216,6 +216,7 @@ def _write_through_view(self, idx, value):
     fresh = as_strided(base, tuple(self.shape), tuple(self.stride()), self.storage_offset())
     self.grad_fn, self._requires_grad = fresh.grad_fn, True
     self.__dict__["_output_nr"] = 0
+    mark_rewritten(base, self)
     return True
 
 

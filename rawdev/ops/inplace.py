@@ -3,9 +3,11 @@
 Into any layout (a view writes its base), with PyTorch's rules: the result must be castable to x's
 dtype; a leaf that requires grad refuses in-place writes under grad mode; a non-leaf takes over the
 result's history (x.grad_fn becomes the op's node). The op runs on a copy of x then, so a backward
-that reads its input never sees the overwritten values. Writes into a view of a tensor in the graph
-(PyTorch's CopySlices) are refused with a clear error.
+that reads its input never sees the overwritten values. An op written in place into a view of a tensor
+in the graph (`y = bn(x).view(...); y += r`, `h[:, 0].mul_(2)`) is PyTorch's CopySlices: the base takes over
+the write of op(view) into the view's places, and the view becomes a view of the new base.
 """
+from ..autograd.function import mark_rewritten
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor.core import Tensor
 
@@ -20,9 +22,10 @@ def _can_cast(src, dst):
     return not src.is_floating_point and (dst.name != "bool" or src.name == "bool")
 
 
-def check_inplace_graph(x, others=()):
+def check_inplace_graph(x, others=(), *, through_views=False):
     """Raise PyTorch's errors for an in-place write into x under grad mode; True when the write must be
-    recorded in the graph."""
+    recorded in the graph. A view of a tensor in the graph is recorded (True) only for callers that write
+    through the base (through_views: apply_inplace); the others refuse it."""
     if not is_grad_enabled():
         return False
     needs = x.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others)
@@ -35,6 +38,8 @@ def check_inplace_graph(x, others=()):
         base = x._base
         if base.requires_grad and base.grad_fn is None:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        if through_views:
+            return True
         raise NotImplementedError("rawdev's autograd does not record in-place writes into views of tensors in the "
                                   "graph (PyTorch's CopySlices): write out of place, or under torch.no_grad()")
     return True
@@ -45,7 +50,9 @@ def apply_inplace(x, fn, name, args, kwargs):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
     from .overlap import assert_no_internal_overlap
     assert_no_internal_overlap(x)   # F.relu(x, inplace=True) and friends come here, not through x.relu_()
-    if check_inplace_graph(x, args):
+    if check_inplace_graph(x, args, through_views=True):
+        if x._base is not None:
+            return _through_view(x, fn, args, kwargs)
         out = fn(x.clone(), *args, **kwargs)
         if not _can_cast(out.dtype, x.dtype):
             raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
@@ -61,4 +68,28 @@ def apply_inplace(x, fn, name, args, kwargs):
             raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
                                f"{x.dtype._legacy[:-6]}")
         x._write(out)
+    return x
+
+
+def _through_view(x, fn, args, kwargs):
+    """op_(view) for a view of a tensor in the graph: compute op(view) out of place (its history runs through
+    the view into the base's old history), write it into the base's copy at the view's places (CopySlices: those
+    places take no gradient back to the old base), and make x a view of the new base again."""
+    from .index import _SlicePut
+    from .shape import as_strided
+    base = x._base
+    if not (base.is_contiguous() and base.storage_offset() == 0):
+        raise NotImplementedError("rawdev records an in-place op on a view of a tensor in the graph (PyTorch's "
+                                  "CopySlices) when the viewed tensor is contiguous; write out of place, or under "
+                                  "torch.no_grad()")
+    out = fn(x.clone(), *args, **kwargs)
+    if not _can_cast(out.dtype, x.dtype):
+        raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
+                           f"{x.dtype._legacy[:-6]}")
+    region = (tuple(x.shape), tuple(x.stride()), x.storage_offset())
+    apply_inplace(base, lambda b, val: _SlicePut.apply(b, val, lambda t: region), "copy_", (out,), {})
+    fresh = as_strided(base, region[0], region[1], region[2])
+    x.grad_fn, x._requires_grad = fresh.grad_fn, True
+    x.__dict__["_output_nr"] = 0
+    mark_rewritten(base, x)
     return x

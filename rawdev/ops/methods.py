@@ -32,7 +32,7 @@ def _retain_grad(self):
 
 def _add_(self, other, *, alpha=1):
     """self += alpha * other in place (the fused axpy kernel on cuda)."""
-    if check_inplace_graph(self, (other,)):
+    if check_inplace_graph(self, (other,), through_views=True):
         return apply_inplace(self, F.add, "add_", (other,), {"alpha": alpha})
     if isinstance(other, Tensor):
         backend("add_", self, other).add_(self, other, alpha)
@@ -47,7 +47,7 @@ def _sub_(self, other, *, alpha=1):
 
 
 def _mul_(self, other):
-    if check_inplace_graph(self, (other,)):
+    if check_inplace_graph(self, (other,), through_views=True):
         return apply_inplace(self, F.mul, "mul_", (other,), {})
     if isinstance(other, Tensor):
         B = backend("mul_", self, other)
@@ -58,7 +58,7 @@ def _mul_(self, other):
 
 
 def _div_(self, other):
-    if check_inplace_graph(self, (other,)):
+    if check_inplace_graph(self, (other,), through_views=True):
         return apply_inplace(self, F.div, "div_", (other,), {})
     if isinstance(other, Tensor):
         B = backend("div_", self, other)
