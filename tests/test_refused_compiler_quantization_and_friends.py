@@ -1,5 +1,5 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
-design: graph capture and compilers (torch.export, _dynamo, _inductor, _logging, _decomp), custom operator
+design: compilers (_dynamo, _inductor, _logging, _decomp), custom operator
 registration (torch.library, _custom_op, utils.cpp_extension), quantization (torch.quantization, qint8,
 backends.quantized), nested tensors, mobile optimization, Pipe, multi-GPU nn.parallel helpers, the
 TorchDynamo-based ONNX exporter and saved-tensor hooks. Each imports as a program writes it, and using it raises
@@ -10,7 +10,6 @@ import pytest
 import rawdev
 
 MODULES = [
-    ("rawdev.export", "export", "torch.export graph capture"), ("rawdev.export", "Dim", "torch.export"),
     ("rawdev._dynamo", "explain", "TorchDynamo"), ("rawdev._dynamo.utils", "same", "TorchDynamo"),
     ("rawdev._inductor", "config", "TorchInductor"), ("rawdev._inductor.config", "cpp", "TorchInductor"),
     ("rawdev._inductor.codecache", "AsyncCompile", "TorchInductor"),

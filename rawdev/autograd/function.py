@@ -292,20 +292,20 @@ _CONSUMES: dict = {}   # Function class -> whether it has backward_consuming
 
 def replay_view(t):
     """Give view t a history from its base's current one (PyTorch's view replay): after an in-place write through
-    another view rewrote the base's history (CopySlices), t's recorded view node still points at the old one."""
-    from ..ops.shape import as_strided
+    another view rewrote the base's history (CopySlices), t's recorded view node still points at the old one.
+    The base holds the function that re-derives a view (set by mark_rewritten: the ops layer's as_strided)."""
     base = t._base
-    fresh = as_strided(base, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+    fresh = base.__dict__["_replay"](base, t)
     t.grad_fn, t._requires_grad = fresh.grad_fn, fresh._requires_grad
     t.__dict__["_output_nr"] = 0
     t.__dict__["_seen_rewrites"] = base.__dict__.get("_rewrites")
 
 
-def mark_rewritten(base, view):
+def mark_rewritten(base, view, replay):
     """An in-place write through `view` gave `base` a new history: every other view of base replays its own
-    from it when next used (replay_view); `view` is current."""
+    from it when next used (replay_view, through replay(base, view) -> a fresh view); `view` is current."""
     n = base.__dict__.get("_rewrites", 0) + 1
-    base.__dict__["_rewrites"] = n
+    base.__dict__["_rewrites"], base.__dict__["_replay"] = n, replay
     view.__dict__["_seen_rewrites"] = n
 
 

@@ -7,11 +7,19 @@ that reads its input never sees the overwritten values. An op written in place i
 in the graph (`y = bn(x).view(...); y += r`, `h[:, 0].mul_(2)`) is PyTorch's CopySlices: the base takes over
 the write of op(view) into the view's places, and the view becomes a view of the new base.
 """
-from ..autograd.function import mark_rewritten
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor.core import Tensor
 
-__all__ = ["apply_inplace", "check_inplace_graph"]
+__all__ = ["apply_inplace", "check_inplace_graph", "set_view_writer"]
+
+# op_(view) for a view of a tensor in the graph: rawdev.ops.copy_slices sets it when it loads (it records the
+# write on the base with autograd Functions, which this module, imported by the op registry, must not import)
+_view_writer = None
+
+
+def set_view_writer(fn):
+    global _view_writer
+    _view_writer = fn
 
 
 def _can_cast(src, dst):
@@ -52,7 +60,10 @@ def apply_inplace(x, fn, name, args, kwargs):
     assert_no_internal_overlap(x)   # F.relu(x, inplace=True) and friends come here, not through x.relu_()
     if check_inplace_graph(x, args, through_views=True):
         if x._base is not None:
-            return _through_view(x, fn, args, kwargs)
+            if _view_writer is None:
+                raise NotImplementedError("rawdev's autograd records in-place ops on views of tensors in the graph "
+                                          "through rawdev.ops.copy_slices, which is not loaded")
+            return _view_writer(x, fn, args, kwargs)
         out = fn(x.clone(), *args, **kwargs)
         if not _can_cast(out.dtype, x.dtype):
             raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
@@ -68,28 +79,4 @@ def apply_inplace(x, fn, name, args, kwargs):
             raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
                                f"{x.dtype._legacy[:-6]}")
         x._write(out)
-    return x
-
-
-def _through_view(x, fn, args, kwargs):
-    """op_(view) for a view of a tensor in the graph: compute op(view) out of place (its history runs through
-    the view into the base's old history), write it into the base's copy at the view's places (CopySlices: those
-    places take no gradient back to the old base), and make x a view of the new base again."""
-    from .index import _SlicePut
-    from .shape import as_strided
-    base = x._base
-    if not (base.is_contiguous() and base.storage_offset() == 0):
-        raise NotImplementedError("rawdev records an in-place op on a view of a tensor in the graph (PyTorch's "
-                                  "CopySlices) when the viewed tensor is contiguous; write out of place, or under "
-                                  "torch.no_grad()")
-    out = fn(x.clone(), *args, **kwargs)
-    if not _can_cast(out.dtype, x.dtype):
-        raise RuntimeError(f"result type {out.dtype._legacy[:-6]} can't be cast to the desired output type "
-                           f"{x.dtype._legacy[:-6]}")
-    region = (tuple(x.shape), tuple(x.stride()), x.storage_offset())
-    apply_inplace(base, lambda b, val: _SlicePut.apply(b, val, lambda t: region), "copy_", (out,), {})
-    fresh = as_strided(base, region[0], region[1], region[2])
-    x.grad_fn, x._requires_grad = fresh.grad_fn, True
-    x.__dict__["_output_nr"] = 0
-    mark_rewritten(base, x)
     return x
