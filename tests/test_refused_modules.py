@@ -12,7 +12,6 @@ import rawdev
     ("rawdev.distributed.tensor.parallel", "ColwiseParallel"),
     ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),
-    ("rawdev.distributed.algorithms._checkpoint.checkpoint_wrapper", "apply_activation_checkpointing"),
     ("rawdev.hub", "load"),
     ("rawdev.classes", "load_library"), ("rawdev.utils.tensorboard", "SummaryWriter"),
     ("rawdev.utils.model_zoo", "load_url"), ("rawdev.cuda.nccl", "version"),
