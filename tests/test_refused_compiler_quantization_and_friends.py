@@ -1,9 +1,9 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
 design: graph capture and compilers (torch.export, _dynamo, _inductor, _logging, _decomp), custom operator
 registration (torch.library, _custom_op, utils.cpp_extension), quantization (torch.quantization, qint8,
-backends.quantized), nested tensors, mobile optimization, Pipe, multi-GPU nn.parallel helpers, the
-TorchDynamo-based ONNX exporter and saved-tensor hooks. Each imports as a program writes it, and using it raises
-NotImplementedError naming the feature and why."""
+backends.quantized), nested tensors, mobile optimization, Pipe, the TorchDynamo-based ONNX exporter and
+saved-tensor hooks. Each imports as a program writes it, and using it raises NotImplementedError naming the
+feature and why."""
 import importlib
 
 import pytest
@@ -38,9 +38,8 @@ def test_a_refused_module_imports_and_its_names_raise_naming_the_feature(module,
         mod.__path_not_there__  # noqa: B018
 
 
-@pytest.mark.parametrize("path", ["qint8", "quint8", "qint32", "nn.parallel.replicate", "nn.parallel.scatter",
-                                  "nn.parallel.gather", "nn.parallel.parallel_apply", "onnx.dynamo_export",
-                                  "onnx.ExportOptions", "onnx.OnnxRegistry", "autograd.graph.saved_tensors_hooks",
+@pytest.mark.parametrize("path", ["qint8", "quint8", "qint32", "onnx.dynamo_export", "onnx.ExportOptions",
+                                  "onnx.OnnxRegistry", "autograd.graph.saved_tensors_hooks",
                                   "autograd.graph.save_on_cpu"])
 def test_refused_names_beside_built_ones(path):
     obj = rawdev
