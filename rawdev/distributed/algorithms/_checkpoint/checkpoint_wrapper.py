@@ -7,7 +7,8 @@ the module's own names, so checkpoints load into the plain model and back, as Py
 
 rawdev has one checkpoint implementation (recompute in backward, RNG state restored); CheckpointImpl.REENTRANT
 and NO_REENTRANT both run it, REENTRANT packing keyword arguments into positional ones as PyTorch does.
-`offload_wrapper` (saving activations on the cpu) is refused: rawdev has no saved-tensor hooks."""
+`offload_wrapper(module)` returns an OffloadWrapper whose forward runs under autograd.graph.save_on_cpu(pin_memory=True):
+the activations the module saves for backward wait in pinned host memory instead of on the device."""
 import enum
 import functools
 import warnings
@@ -15,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ....nn.module import Module
-from ....refusals import Refused
 from ....utils.checkpoint import checkpoint as _utils_checkpoint
 
 __all__ = ["CheckpointImpl", "ActivationWrapper", "CheckpointWrapper", "checkpoint_wrapper",
@@ -226,9 +226,35 @@ def apply_activation_checkpointing(model: Module, checkpoint_wrapper_fn: Callabl
     _recursive_wrap(model, policy, checkpoint_wrapper_fn, only_wrap_children=True)
 
 
-_OFFLOAD = ("rawdev has no saved-tensor hooks (autograd.graph.save_on_cpu), so activations cannot be moved to the "
-            "cpu; use checkpoint_wrapper, which recomputes them instead of storing them")
-offload_wrapper = Refused("torch.distributed.algorithms._checkpoint.checkpoint_wrapper.offload_wrapper",
-                          "activation offloading (offload_wrapper)", _OFFLOAD)
-OffloadWrapper = Refused("torch.distributed.algorithms._checkpoint.checkpoint_wrapper.OffloadWrapper",
-                         "activation offloading (OffloadWrapper)", _OFFLOAD)
+class OffloadWrapper(ActivationWrapper):
+    """A module that runs the module it wraps under autograd.graph.save_on_cpu(pin_memory=True): what its ops
+    save for backward is kept in pinned host memory and copied back when backward needs it. Made by
+    `offload_wrapper`.
+
+    Args:
+        mod: the module to wrap.
+    """
+
+    def __init__(self, mod: Module) -> None:
+        super().__init__(mod)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the wrapped module with its saved activations offloaded to the cpu."""
+        from ....autograd.graph import save_on_cpu
+        with save_on_cpu(pin_memory=True):
+            return self._checkpoint_wrapped_module(*args, **kwargs)
+
+
+def offload_wrapper(module: Module) -> OffloadWrapper:
+    """Wrap a module so that the activations it saves for backward are offloaded to (pinned) cpu memory.
+
+    Args:
+        module: the module to wrap.
+
+    Returns:
+        An OffloadWrapper around it (its state_dict uses the module's own names).
+
+    Example:
+        >>> block = offload_wrapper(block)
+    """
+    return OffloadWrapper(module)
