@@ -7,7 +7,7 @@ the module's own names, so checkpoints load into the plain model and back, as Py
 
 rawdev has one checkpoint implementation (recompute in backward, RNG state restored); CheckpointImpl.REENTRANT
 and NO_REENTRANT both run it, REENTRANT packing keyword arguments into positional ones as PyTorch does.
-`offload_wrapper(module)` returns an OffloadWrapper whose forward runs under autograd.graph.save_on_cpu(pin_memory=True):
+`offload_wrapper(module)` returns an OffloadWrapper, whose forward runs under save_on_cpu(pin_memory=True):
 the activations the module saves for backward wait in pinned host memory instead of on the device."""
 import enum
 import functools
