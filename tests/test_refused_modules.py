@@ -13,7 +13,6 @@ import rawdev
     ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),
     ("rawdev.distributed.algorithms._checkpoint.checkpoint_wrapper", "apply_activation_checkpointing"),
-    ("rawdev.hub", "load"),
     ("rawdev.classes", "load_library"), ("rawdev.cuda.nccl", "version"),
 ])
 def test_a_refused_name_imports_and_raises_naming_the_feature(module, name):
