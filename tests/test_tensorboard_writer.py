@@ -242,9 +242,66 @@ def test_default_log_dir_close_reopen_and_suffix(tmp_path, monkeypatch):
     assert [(e.step, e.value) for e in read(d).Scalars("x")] == [(0, 1.0), (1, 2.0)]
 
 
-def test_add_graph_is_refused_with_the_reason(tmp_path):
-    with SummaryWriter(tmp_path) as w, pytest.raises(NotImplementedError, match="add_graph .*TorchScript"):
-        w.add_graph(rawdev.nn.Linear(2, 2), rawdev.zeros(1, 2))
+class _Net(rawdev.nn.Module):
+    def __init__(self):
+        super().__init__()
+        nn = rawdev.nn
+        self.conv1 = nn.Conv2d(1, 4, 3)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.head = nn.Sequential(nn.Linear(4 * 3 * 3, 5), nn.Dropout(0.5))
+
+    def forward(self, x):
+        x = self.pool(rawdev.nn.functional.relu(self.conv1(x)))
+        return self.head(x.view(-1, 4 * 3 * 3))
+
+
+def _graph_nodes(log_dir):
+    acc = read(log_dir)
+    assert acc.Tags()["graph"] and acc.Tags()["run_metadata"] == ["step1"]
+    return {n.name: (n.op, list(n.input), [[d.size for d in s.dim] for s in n.attr["_output_shapes"].list.shape])
+            for n in acc.Graph().node}
+
+
+def test_add_graph_writes_the_fx_traced_graph_with_shapes(tmp_path):
+    net = _Net()
+    net.head[1].eval()   # a submodule's own mode survives the shape run
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(net, rawdev.randn(2, 1, 8, 8))
+    assert net.training and not net.head[1].training
+    conv, relu, pool = "_Net/Conv2d[conv1]/conv1", "_Net/relu", "_Net/MaxPool2d[pool]/pool"
+    lin, drop = "_Net/Sequential[head]/Linear[0]/head_0", "_Net/Sequential[head]/Dropout[1]/head_1"
+    assert _graph_nodes(tmp_path) == {
+        "input/x": ("IO Node", [], [[2, 1, 8, 8]]),
+        conv: ("Conv2d", ["input/x"], [[2, 4, 6, 6]]),
+        relu: ("relu", [conv], [[2, 4, 6, 6]]),
+        pool: ("MaxPool2d", [relu], [[2, 4, 3, 3]]),
+        "_Net/view": ("Tensor.view", [pool], [[2, 36]]),
+        lin: ("Linear", ["_Net/view"], [[2, 5]]),
+        drop: ("Dropout", [lin], [[2, 5]]),
+        "output/output": ("IO Node", [drop], [[2, 5]]),
+    }
+
+
+def test_add_graph_without_an_input_and_on_the_device(tmp_path, dev):
+    with SummaryWriter(tmp_path / "a") as w:
+        w.add_graph(rawdev.nn.Sequential(rawdev.nn.Linear(3, 2), rawdev.nn.Tanh()))
+    nodes = _graph_nodes(tmp_path / "a")
+    assert [v[0] for v in nodes.values()] == ["IO Node", "Linear", "Tanh", "IO Node"]
+    assert all(v[2] == [] for v in nodes.values())   # no input: no shapes
+    net = rawdev.nn.Sequential(rawdev.nn.Linear(3, 2)).cuda()
+    with SummaryWriter(tmp_path / "b") as w:
+        w.add_graph(net, [rawdev.randn(4, 3).cuda()])
+    assert _graph_nodes(tmp_path / "b")["output/output"][2] == [[4, 2]]
+
+
+def test_add_graph_of_an_untraceable_model_says_why(tmp_path):
+    class Branchy(rawdev.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:   # control flow on a tensor value: symbolic tracing cannot follow it
+                return x
+            return -x
+    with SummaryWriter(tmp_path) as w, pytest.raises(NotImplementedError, match="add_graph: .*rawdev.fx"):
+        w.add_graph(Branchy(), rawdev.ones(2))
 
 
 def test_a_tensorboard_older_than_1_15_is_refused(tmp_path, monkeypatch):

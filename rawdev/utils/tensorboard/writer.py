@@ -68,6 +68,19 @@ class FileWriter:
         from tensorboard.compat.proto import event_pb2
         self.add_event(event_pb2.Event(summary=summary), global_step, walltime)
 
+    def add_graph(self, graph_profile: Any, walltime: Any = None) -> None:
+        """Add a (GraphDef, RunMetadata) pair: the graph, then its step stats tagged "step1".
+
+        Args:
+            graph_profile: (tensorboard GraphDef, tensorboard RunMetadata).
+            walltime: seconds since the epoch.
+        """
+        from tensorboard.compat.proto import event_pb2
+        graph_def, stats = graph_profile
+        self.add_event(event_pb2.Event(graph_def=graph_def.SerializeToString()), None, walltime)
+        tagged = event_pb2.TaggedRunMetadata(tag="step1", run_metadata=stats.SerializeToString())
+        self.add_event(event_pb2.Event(tagged_run_metadata=tagged), None, walltime)
+
     def flush(self) -> None:
         """Write the queued events to disk."""
         self.event_writer.flush()
@@ -372,20 +385,22 @@ class SummaryWriter:
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
-        """Refused: PyTorch draws the graph from a TorchScript trace (torch.jit.trace), which rawdev has not.
+        """Log the model's graph for the GRAPHS tab. PyTorch records a TorchScript trace; rawdev, which has no
+        TorchScript, traces the module symbolically with rawdev.fx (one node per module call, function and
+        method, named by module scope) and runs input_to_model through it once for the output shapes. A model
+        rawdev.fx cannot trace (control flow on tensor values) raises NotImplementedError saying so.
 
         Args:
-            model: the module.
-            input_to_model: its example input.
-            verbose: unused.
-            use_strict_trace: unused.
+            model: the nn.Module.
+            input_to_model: an example input (a tensor, or a tuple/list of them); None leaves shapes out.
+            verbose: print the traced graph.
+            use_strict_trace: unused (TorchScript's strict flag).
 
-        Raises:
-            NotImplementedError: always.
+        Example:
+            >>> w.add_graph(model, images)   # doctest: +SKIP
         """
-        raise NotImplementedError("torch.utils.tensorboard.SummaryWriter.add_graph is not supported by rawdev: "
-                                  "PyTorch exports the graph from a TorchScript trace (torch.jit.trace), which "
-                                  "rawdev has no equivalent of; log scalars, histograms and text instead")
+        from ._graph import graph
+        self._get_file_writer().add_graph(graph(model, input_to_model, verbose, use_strict_trace))
 
     @staticmethod
     def _encode(rawstr: str) -> str:
