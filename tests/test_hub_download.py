@@ -8,6 +8,7 @@ import hashlib
 import http.server
 import os
 import threading
+import urllib.error
 import zipfile
 
 import numpy as np
@@ -97,6 +98,13 @@ def test_a_hash_mismatch_raises_and_leaves_nothing(served, tmp_path):
     assert os.listdir(out) == []
 
 
+def test_a_missing_url_raises_http_error_and_leaves_nothing(served, tmp_path):
+    _, base, _ = served
+    with pytest.raises(urllib.error.HTTPError, match="404"):
+        hub.download_url_to_file(f"{base}/nope.pt", str(tmp_path / "nope.pt"), progress=False)
+    assert os.listdir(tmp_path) == ["www"]
+
+
 def _save_weights(path):
     g = rng()
     sd = {"fc.weight": rawdev.tensor(g.standard_normal((4, 3)).astype(np.float32)),
@@ -106,7 +114,7 @@ def _save_weights(path):
     return sd
 
 
-def test_load_state_dict_from_url_caches_checks_the_name_hash_and_loads(served, tmp_path, monkeypatch):
+def test_load_state_dict_from_url_caches_checks_the_name_hash_and_loads(served, tmp_path, monkeypatch, capsys):
     root, base, gets = served
     src = root / "tmp.pt"
     sd = _save_weights(src)
@@ -116,12 +124,13 @@ def test_load_state_dict_from_url_caches_checks_the_name_hash_and_loads(served, 
     got = hub.load_state_dict_from_url(f"{base}/{name}", check_hash=True, progress=False)
     cached = tmp_path / "th" / "hub" / "checkpoints" / name
     assert cached.is_file() and gets == [f"/{name}"]
+    assert capsys.readouterr().err == f'Downloading: "{base}/{name}" to {cached}\n'
     assert list(got) == list(sd)
     for k in sd:
         assert got[k].dtype == sd[k].dtype
         np.testing.assert_array_equal(got[k].numpy(), sd[k].numpy())
     again = model_zoo.load_url(f"{base}/{name}", check_hash=True, progress=False)   # from the cache
-    assert gets == [f"/{name}"]
+    assert gets == [f"/{name}"] and capsys.readouterr().err == ""
     np.testing.assert_array_equal(again["fc.weight"].numpy(), sd["fc.weight"].numpy())
     assert model_zoo.load_url is hub.load_state_dict_from_url
 
