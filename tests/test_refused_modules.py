@@ -12,9 +12,7 @@ import rawdev
     ("rawdev.distributed.tensor.parallel", "ColwiseParallel"),
     ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),
-    ("rawdev.hub", "load"),
-    ("rawdev.classes", "load_library"), ("rawdev.utils.tensorboard", "SummaryWriter"),
-    ("rawdev.utils.model_zoo", "load_url"), ("rawdev.cuda.nccl", "version"),
+    ("rawdev.classes", "load_library"), ("rawdev.cuda.nccl", "version"),
 ])
 def test_a_refused_name_imports_and_raises_naming_the_feature(module, name):
     mod = importlib.import_module(module)
