@@ -1,8 +1,8 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
 design: compilers (_dynamo, _inductor, _decomp; of torch._logging all but set_logs), custom operator
 registration (torch.library, _custom_op, utils.cpp_extension), quantization (torch.quantization, qint8,
-backends.quantized), nested tensors, mobile optimization and Pipe. Each imports as a program writes it, and using it raises
-NotImplementedError naming the feature and why."""
+backends.quantized), nested tensors, mobile optimization and Pipe. Each imports as a program writes it, and
+using it raises NotImplementedError naming the feature and why."""
 import importlib
 
 import pytest
