@@ -1,5 +1,5 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
-design: compilers (_dynamo, _inductor, _decomp; of torch._logging all but set_logs), custom operator
+design: compilers (_inductor, _decomp; of torch._logging all but set_logs), custom operator
 registration (torch.library, _custom_op, utils.cpp_extension), quantization (torch.quantization, qint8,
 backends.quantized), nested tensors, mobile optimization and Pipe. Each imports as a program writes it, and
 using it raises NotImplementedError naming the feature and why."""
@@ -9,7 +9,6 @@ import pytest
 import rawdev
 
 MODULES = [
-    ("rawdev._dynamo", "explain", "TorchDynamo"), ("rawdev._dynamo.utils", "same", "TorchDynamo"),
     ("rawdev._inductor", "config", "TorchInductor"), ("rawdev._inductor.config", "cpp", "TorchInductor"),
     ("rawdev._inductor.codecache", "AsyncCompile", "TorchInductor"),
     ("rawdev._decomp", "get_decompositions", "ATen decomp"),

@@ -192,4 +192,7 @@ _export = export
 
 # The TorchDynamo-based exporter's API (torch.onnx.dynamo_export, ExportOptions, OnnxRegistry, ONNXProgram) over the
 # same recording: rawdev has one exporter, which this entry point calls with the options translated.
+from . import dynamo_api as _dynamo_api  # noqa: E402
 from .dynamo_api import ExportOptions, ONNXProgram, OnnxRegistry, dynamo_export  # noqa: E402,F401
+
+_dynamo_api.bind(export, DEFAULT_OPSET)

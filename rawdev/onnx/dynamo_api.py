@@ -14,7 +14,15 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["dynamo_export", "ExportOptions", "OnnxRegistry", "ONNXProgram"]
+__all__ = ["dynamo_export", "ExportOptions", "OnnxRegistry", "ONNXProgram", "bind"]
+
+# rawdev.onnx's export and default opset, handed over by rawdev.onnx when it loads (it imports this module)
+_exporter: dict[str, Any] = {}
+
+
+def bind(export: Any, default_opset: int) -> None:
+    """Give this module rawdev.onnx.export and its default opset (rawdev.onnx calls it)."""
+    _exporter.update(export=export, opset=default_opset)
 
 
 class OnnxRegistry:
@@ -26,8 +34,7 @@ class OnnxRegistry:
     """
 
     def __init__(self) -> None:
-        from . import DEFAULT_OPSET
-        self._opset_version = DEFAULT_OPSET
+        self._opset_version: int = _exporter["opset"]
 
     @property
     def opset_version(self) -> int:
@@ -149,8 +156,8 @@ def dynamo_export(model: Any, /, *model_args: Any, export_options: ExportOptions
         >>> program = torch.onnx.dynamo_export(model, torch.randn(1, 1, 32, 32))
         >>> program.save("model.onnx")
     """
-    from ..onnx.tracer import _tensors
-    from . import export
+    from .tracer import _tensors
+    export = _exporter["export"]
     opts = export_options or ExportOptions()
     inputs = _tensors((model_args, model_kwargs), [])
     names = [f"l_{'x' if i == 0 else f'x_{i}'}_" for i in range(len(inputs))]
