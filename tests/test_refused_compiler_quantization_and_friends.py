@@ -1,6 +1,6 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
-design: compilers (_inductor, _decomp; of torch._logging all but set_logs), custom operator
-registration (torch.library, _custom_op, utils.cpp_extension), quantization (torch.quantization, qint8,
+design: compilers (_inductor, _decomp; of torch._logging all but set_logs), C++
+extensions (utils.cpp_extension), quantization (torch.quantization, qint8,
 backends.quantized), nested tensors, mobile optimization and Pipe. Each imports as a program writes it, and
 using it raises NotImplementedError naming the feature and why."""
 import importlib
@@ -12,8 +12,6 @@ MODULES = [
     ("rawdev._inductor", "config", "TorchInductor"), ("rawdev._inductor.config", "cpp", "TorchInductor"),
     ("rawdev._inductor.codecache", "AsyncCompile", "TorchInductor"),
     ("rawdev._decomp", "get_decompositions", "ATen decomp"),
-    ("rawdev.library", "Library", "custom operator registration"),
-    ("rawdev._custom_op.impl", "custom_op", "custom operator registration"),
     ("rawdev.utils.cpp_extension", "load_inline", "C\\+\\+ extensions"),
     ("rawdev.utils.mobile_optimizer", "optimize_for_mobile", "mobile optimization"),
     ("rawdev.quantization", "quantize_dynamic", "quantization"),

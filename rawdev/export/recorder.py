@@ -243,6 +243,13 @@ class Recorder(_OpTracer):
                         f"(torch.where, masks) or torch.cond-free arithmetic")
                 return _raw(t, *a, **k)
             self._set(Tensor, name, guard)
+        from ..ops import torch_ops
+
+        def op_call(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if tracer.depth or not tracer.touches(args, kwargs):
+                return op._op(*args, **kwargs)
+            return tracer.record_call(op._op, "call_function", op, args, kwargs)   # torch.ops.<ns>.<op>: one node
+        self._set(torch_ops, "_call_hook", op_call)
         if not self.symbolic_sizes:
             return
         raw_size = Tensor.__dict__["size"]

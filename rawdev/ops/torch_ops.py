@@ -26,6 +26,11 @@ _OVERLOADS = ("default", "Tensor", "Scalar", "int", "dim", "dims", "self", "othe
               "device", "src", "value", "reduce", "two", "vec", "start", "start_step", "list", "t", "x")
 
 
+# set while torch.export records a forward (rawdev.export.recorder): called as hook(op, args, kwargs) in place of
+# the op, so that an op reached through torch.ops is one node of the graph
+_call_hook: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any] | None = None
+
+
 class OpSchema:
     """What rawdev knows of an overload's schema: ``name`` ("aten::add"), ``overload_name`` ("Tensor"),
     ``is_mutable`` (the op writes into one of its arguments: an in-place ``*_`` op or an ``out`` overload) and the
@@ -54,11 +59,14 @@ class OpOverload:
         self._schema = OpSchema(packet._qualified_op_name, "" if overload_name == "default" else overload_name,
                                 packet._op)
         self.__name__ = f"{packet.__name__}.{overload_name}"
+        self.__module__, self.__qualname__ = packet.__module__, f"{packet.__qualname__}.{overload_name}"
 
     def name(self) -> str:
         return f"{self.overloadpacket._qualified_op_name}.{self._overloadname}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _call_hook is not None:
+            return _call_hook(self, args, kwargs)
         return self._op(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -74,6 +82,8 @@ class OpOverloadPacket:
         self._qualified_op_name = f"{namespace}::{name}"
         self._op = op
         self.__name__ = name
+        # code generated for a graph (torch.fx) names the op as a program does: torch.ops.<namespace>.<name>
+        self.__module__, self.__qualname__ = f"torch.ops.{namespace}", name
         self._overloads: dict[str, OpOverload] = {}
 
     def overloads(self) -> list[str]:
@@ -88,6 +98,8 @@ class OpOverloadPacket:
         return self._overloads[key]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _call_hook is not None:
+            return _call_hook(self, args, kwargs)
         return self._op(*args, **kwargs)
 
     def __repr__(self) -> str:
