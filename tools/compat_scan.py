@@ -334,7 +334,8 @@ def markdown(summary, rows, sources):
              "in tools/compat_corpus.txt (" + ", ".join(f"{r}: {n}" for r, n in sorted(sources.items())) + ").",
              "", "The pytorch/tutorials scripts are those of its commit e7563f6 (November 2023) that import torch: the "
              "whole repository's snapshot (5.3 GB) is over the fetch tool's 0.5 GB limit, so they were read from "
-             "a fork whose head is that commit.", "",
+             "a fork that holds that commit (titaiwangms/tutorials; the same files, blob for blob, are in "
+             "ZhanqiLiu/tutorials).", "",
              f"**{summary['resolved']} of {summary['references']} references resolve: {pct:.2f} %**; "
              f"{summary['refused']} more are refused by design (they import, and using them raises "
              f"NotImplementedError naming the feature and why), so **{pct_known:.2f} % resolve or are refused**; "
