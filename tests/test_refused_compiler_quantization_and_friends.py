@@ -1,7 +1,7 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
 design: compilers (_inductor, _decomp; of torch._logging all but set_logs), C++
 extensions (utils.cpp_extension), quantization (torch.quantization, qint8,
-backends.quantized), nested tensors, mobile optimization and Pipe. Each imports as a program writes it, and
+backends.quantized), nested tensors and mobile optimization. Each imports as a program writes it, and
 using it raises NotImplementedError naming the feature and why."""
 import importlib
 
@@ -17,7 +17,6 @@ MODULES = [
     ("rawdev.quantization", "quantize_dynamic", "quantization"),
     ("rawdev.backends.quantized", "engine", "quantization"),
     ("rawdev.nested", "nested_tensor", "nested tensors"),
-    ("rawdev.distributed.pipeline.sync", "Pipe", "pipeline parallelism"),
 ]
 
 
