@@ -9,8 +9,6 @@ import rawdev
 
 @pytest.mark.parametrize("module,name", [
     ("rawdev.distributed.fsdp", "FullyShardedDataParallel"),
-    ("rawdev.distributed.tensor.parallel", "ColwiseParallel"),
-    ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),
     ("rawdev.distributed.algorithms._checkpoint.checkpoint_wrapper", "apply_activation_checkpointing"),
     ("rawdev.hub", "load"),

@@ -1,0 +1,180 @@
+"""Tensor parallelism (rawdev.distributed.tensor.parallel) on 2 ranks: an MLP (Colwise then Rowwise, also with
+sequence-sharded input and output), Embedding+Linear models (Rowwise and Colwise embeddings) and a LayerNorm under
+SequenceParallel give the single-process model's outputs and parameter gradients, and AdamW steps on the shards
+stay equal to AdamW on the whole model; plans by name and wildcard, state_dict, and the errors."""
+import os
+
+import numpy as np
+import pytest
+import rawdev
+from rawdev import nn
+
+from _dist_ranks import run_ranks
+
+SEED = int(os.environ.get("RAWDEV_TEST_SEED", np.random.SeedSequence().entropy % 10000))
+STEPS = 3
+
+MODELS = """
+from rawdev import nn
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.in_proj, self.relu, self.out_proj = nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)
+    def forward(self, x):
+        return self.out_proj(self.relu(self.in_proj(x)))
+class EmbLin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.proj = nn.Embedding(7, 4), nn.Linear(4, 5)
+    def forward(self, ids):
+        return self.proj(self.emb(ids).tanh())
+class Norm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(6)
+    def forward(self, x):
+        return self.norm(x)
+def make(kind):
+    rawdev.manual_seed(SEED)
+    m = {"mlp": MLP, "seq": MLP, "emb_row": EmbLin, "emb_col": EmbLin, "norm": Norm}[kind]()
+    with rawdev.no_grad():     # a LayerNorm's own init is ones/zeros: make it tell the ranks apart
+        for p in m.parameters():
+            p.add_(rawdev.randn(*p.shape) * 0.3)
+    return m
+def batch(kind, step):
+    rng = np.random.default_rng(SEED * 100 + step)
+    if kind.startswith("emb"):
+        x = rawdev.tensor(rng.integers(0, 7, size=(3, 5)))
+        return x, rawdev.tensor(rng.standard_normal((3, 5, 5)).astype(np.float32))
+    shape = {"mlp": (5, 4), "seq": (4, 4), "norm": (2, 4, 6)}[kind]
+    out = {"mlp": (5, 3), "seq": (4, 3), "norm": (2, 4, 6)}[kind]
+    return (rawdev.tensor(rng.standard_normal(shape).astype(np.float32)),
+            rawdev.tensor(rng.standard_normal(out).astype(np.float32)))
+"""
+
+TRAIN = MODELS + """
+from rawdev.distributed.device_mesh import init_device_mesh
+from rawdev.distributed.tensor import DTensor, Replicate, Shard
+from rawdev.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
+                                                parallelize_module)
+dev = os.environ.get("TEST_DEVICE", "cpu")
+mesh = init_device_mesh(dev, (WORLD,))
+PLANS = {
+    "mlp": {"in_proj": ColwiseParallel(), "out_proj": RowwiseParallel()},
+    "seq": {"in_proj": ColwiseParallel(input_layouts=Shard(0)), "out_proj": RowwiseParallel(output_layouts=Shard(0))},
+    "emb_row": {"emb": RowwiseParallel(input_layouts=Replicate()), "proj": ColwiseParallel(output_layouts=Replicate())},
+    "emb_col": {"emb": ColwiseParallel(), "proj": RowwiseParallel()},
+    "norm": {"norm": SequenceParallel()},
+}
+def my_part(t, dim):
+    return t.chunk(WORLD, dim)[RANK]
+for kind in os.environ["TEST_KINDS"].split(","):
+    model = make(kind)
+    if dev == "cuda":
+        model = model.cuda()
+    parallelize_module(model, mesh, PLANS[kind])
+    names = [n for n, _ in model.named_parameters()]
+    assert all(isinstance(p, DTensor) and isinstance(p, nn.Parameter) for p in model.parameters()), names
+    opt = rawdev.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1, foreach=True)
+    for step in range({STEPS}):
+        x, y = batch(kind, step)
+        x, y = x.to(dev), y.to(dev)
+        if kind == "seq":                  # this rank's rows of the batch go in, its rows of the result come out
+            x, y = my_part(x, 0), my_part(y, 0)
+        if kind == "norm":
+            x, y = my_part(x, 1), my_part(y, 1)
+        opt.zero_grad()
+        out = model(x)
+        if isinstance(out, DTensor):       # SequenceParallel keeps a DTensor (use_local_output=False)
+            report(f"{kind}_out_placements_{step}", str(out.placements))
+            out = out.to_local()
+        if kind in ("seq", "norm"):
+            report(f"{kind}_out_{step}", rawdev.distributed.tensor.DTensor.from_local(
+                out, mesh, [Shard(0 if kind == "seq" else 1)]).full_tensor())
+        else:
+            report(f"{kind}_out_{step}", out)
+        loss = (out * y).sum()
+        loss.backward()
+        for n, p in model.named_parameters():
+            report(f"{kind}_grad_{n}_{step}", p.grad.full_tensor())
+            report(f"{kind}_placement_{n}", str(p.placements))
+        opt.step()
+    for n, p in model.named_parameters():
+        report(f"{kind}_param_{n}", p.full_tensor())
+    sd = model.state_dict()
+    report(f"{kind}_sd", sorted((k, type(v).__name__, list(v.shape)) for k, v in sd.items()))
+"""
+
+
+def reference(kind):
+    env = {"rawdev": rawdev, "np": np, "SEED": SEED}
+    exec(MODELS, env)
+    model = env["make"](kind)
+    opt = rawdev.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+    outs, grads = [], []
+    for step in range(STEPS):
+        x, y = env["batch"](kind, step)
+        opt.zero_grad()
+        out = model(x)
+        outs.append(out.detach().numpy())
+        # the loss is a sum over rows: on "seq"/"norm" each rank's part of it gives the whole's gradients
+        (out * y).sum().backward()
+        grads.append({n: p.grad.numpy().copy() for n, p in model.named_parameters()})
+        opt.step()
+    return outs, grads, {n: p.detach().numpy() for n, p in model.named_parameters()}
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+
+
+def check(ranks, kinds, tol=1e-5):
+    for r in ranks:
+        assert r.rc == 0, r
+    for kind in kinds:
+        outs, grads, params = reference(kind)
+        for r in ranks:
+            res = r.results
+            for step in range(STEPS):
+                assert rel(res[f"{kind}_out_{step}"], outs[step]) < tol, (kind, step, r.rank)
+                for n, g in grads[step].items():
+                    # seq/norm: each rank's loss covers its rows only; the summed gradient is the whole one
+                    assert rel(res[f"{kind}_grad_{n}_{step}"], g) < tol, (kind, n, step, r.rank)
+            for n, p in params.items():
+                assert rel(res[f"{kind}_param_{n}"], p) < 1e-4, (kind, n, r.rank)
+    return ranks
+
+
+def test_tensor_parallel_models_equal_the_single_process_model(tmp_path):
+    kinds = ["mlp", "seq", "emb_row", "emb_col", "norm"]
+    ranks = run_ranks(tmp_path, TRAIN.replace("{STEPS}", str(STEPS)), 2,
+                      env={"TEST_SEED": str(SEED), "TEST_KINDS": ",".join(kinds)})
+    check(ranks, kinds)
+    res = ranks[0].results
+    assert res["mlp_placement_in_proj.weight"] == "(Shard(dim=0),)"
+    assert res["mlp_placement_in_proj.bias"] == "(Shard(dim=0),)"
+    assert res["mlp_placement_out_proj.weight"] == "(Shard(dim=1),)"
+    assert res["mlp_placement_out_proj.bias"] == "(Replicate(),)"
+    assert res["emb_row_placement_emb.weight"] == "(Shard(dim=0),)"
+    assert res["emb_col_placement_emb.weight"] == "(Shard(dim=1),)"
+    assert res["norm_placement_norm.weight"] == "(Replicate(),)"
+    assert res["norm_out_placements_0"] == "(Shard(dim=1),)"
+    assert res["mlp_sd"] == [["in_proj.bias", "DTensor", [6]], ["in_proj.weight", "DTensor", [6, 4]],
+                             ["out_proj.bias", "DTensor", [3]],
+                             ["out_proj.weight", "DTensor", [3, 6]]]
+
+
+def test_tensor_parallel_mlp_on_simulated_gpus(tmp_path):
+    env = {"TEST_SEED": str(SEED), "TEST_KINDS": "mlp", "TEST_DEVICE": "cuda", "RAWDEV_DRIVER": "sim",
+           "RAWDEV_SIM_DEVICES": "2"}
+    ranks = run_ranks(tmp_path, TRAIN.replace("{STEPS}", "2"), 2, env=env,
+                      init="dist.init_process_group('nccl', timeout=20)\n")
+    for r in ranks:
+        assert r.rc == 0, r
+    outs, grads, _ = reference("mlp")
+    for r in ranks:
+        for step in range(2):
+            assert rel(r.results[f"mlp_out_{step}"], outs[step]) < 1e-5
+            for n, g in grads[step].items():
+                assert rel(r.results[f"mlp_grad_{n}_{step}"], g) < 1e-5, n
