@@ -474,17 +474,22 @@ class _DTensorParameter(DTensor, Parameter):
 
 
 def _op_name():
-    """The rawdev function a caller ran into with a DTensor: the outermost rawdev frame under the user's code."""
+    """The rawdev op a caller ran into with a DTensor: an op record (a local of rawdev.ops code that has a
+    `name`) on the way, else the name of the rawdev function the user's code called."""
     f = sys._getframe(2)
-    name = None
+    record = outer = None
     while f is not None:
         mod = f.f_globals.get("__name__", "")
         if not mod.startswith("rawdev.") or mod.startswith("rawdev.distributed.tensor.parallel"):
             break
-        if not mod.startswith("rawdev.distributed.tensor._api"):
-            name = f.f_code.co_name
+        outer = f.f_code.co_name
+        if mod.startswith("rawdev.ops") and isinstance(f.f_locals.get("name"), str):
+            outer = f.f_locals["name"]     # a public op's wrapper (autocast's) knows the op's name
+        for v in f.f_locals.values():
+            if type(v).__module__.startswith("rawdev.ops") and isinstance(getattr(v, "name", None), str):
+                record = v.name
         f = f.f_back
-    return name or "this op"
+    return outer if outer not in (None, "op") else (record or "this op")
 
 
 def _unsupported_message(op, t):
@@ -541,7 +546,7 @@ def distribute_tensor(tensor: Tensor, device_mesh: DeviceMesh | None = None, pla
     pl = _norm_placements(placements, mesh, tensor.ndim)
     for i, p in enumerate(pl):
         if isinstance(p, Partial):
-            raise RuntimeError(f"Trying to distribute tensor with unsupported placements {p} on device mesh "
+            raise RuntimeError(f"Trying to distribute tensor with unsupported placements {p!r} on device mesh "
                                f"dimension {i}!")
     with no_grad():
         full = tensor.detach().contiguous().clone()
