@@ -178,3 +178,77 @@ def test_tensor_parallel_mlp_on_simulated_gpus(tmp_path):
             assert rel(r.results[f"mlp_out_{step}"], outs[step]) < 1e-5
             for n, g in grads[step].items():
                 assert rel(r.results[f"mlp_grad_{n}_{step}"], g) < 1e-5, n
+
+
+PLANS = """
+from rawdev import nn
+from rawdev.distributed.device_mesh import init_device_mesh
+from rawdev.distributed.tensor import DTensor, Replicate, Shard
+from rawdev.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, PrepareModuleOutput,
+                                                RowwiseParallel, SequenceParallel, parallelize_module)
+mesh = init_device_mesh("cpu", (WORLD,))
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = nn.Linear(4, 6), nn.Linear(6, 4)
+    def forward(self, x):
+        return self.down(self.up(x).relu())
+rawdev.manual_seed(SEED)
+net = nn.Sequential(Block(), Block(), nn.LayerNorm(4))
+ref = [p.detach().clone() for p in net.parameters()]
+x = rawdev.tensor(inp(0, (4, 4)))       # even rows: from_local takes a shard for 1/WORLD of the whole
+want = net(x)
+# wildcards in the path; the blocks' input arrives sequence-sharded and is gathered by PrepareModuleInput
+parallelize_module(net, mesh, {"*.up": ColwiseParallel(), "*.down": RowwiseParallel(),
+                               "0": PrepareModuleInput(input_layouts=(Shard(0),), desired_input_layouts=(Replicate(),),
+                                                       use_local_output=True),
+                               "2": PrepareModuleOutput(output_layouts=(Replicate(),),
+                                                        desired_output_layouts=(Shard(0),))})
+report("placements", [str(getattr(p, "placements", None)) for p in net.parameters()])  # the norm: untouched
+out = net(x.chunk(WORLD, 0)[RANK])
+report("out", out)
+report("err_out", float((out - want.chunk(WORLD, 0)[RANK]).abs().max()))
+errors = []
+for f in (lambda: parallelize_module(nn.Sequential(nn.Linear(2, 2)), mesh, {"1": ColwiseParallel()}),
+          lambda: parallelize_module(nn.Sequential(nn.Linear(2, 2)), mesh, {"0.nope": ColwiseParallel()}),
+          lambda: parallelize_module(nn.LayerNorm(4), mesh, ColwiseParallel()),
+          lambda: parallelize_module(nn.Conv2d(1, 1, 1), mesh, RowwiseParallel()),
+          lambda: net[0].up.weight.cumsum(0),
+          lambda: rawdev.nn.functional.linear(x, net[0].up.weight)):
+    try:
+        f()
+        errors.append("no error")
+    except (ValueError, NotImplementedError) as e:
+        errors.append(f"{type(e).__name__}: {e}")
+report("errors", errors)
+m = nn.Linear(4, 2)
+sd = {k: v.clone() for k, v in m.state_dict().items()}
+parallelize_module(m, mesh, ColwiseParallel())
+with rawdev.no_grad():
+    m.weight.to_local().zero_()
+m.load_state_dict(sd)          # a full tensor loads into each rank's shard
+report("loaded", float((m.weight.full_tensor() - sd["weight"]).abs().max()))
+report("repr", repr(ColwiseParallel()) + repr(SequenceParallel()))
+"""
+
+
+def test_plans_by_path_and_wildcard_prepare_inputs_and_the_errors(tmp_path):
+    ranks = run_ranks(tmp_path, PLANS, 2, env={"TEST_SEED": str(SEED)})
+    for r in ranks:
+        assert r.rc == 0, r
+        res = r.results
+        assert res["placements"] == ["(Shard(dim=0),)", "(Shard(dim=0),)", "(Shard(dim=1),)", "(Replicate(),)"] * 2 \
+            + ["None"] * 2
+        assert res["err_out"] < 1e-5
+        errs = res["errors"]
+        assert errs[0] == ("ValueError: Parallelize plan key '1' could not be resolved: no submodule matching token "
+                           "'1' in module Sequential")
+        assert errs[1].startswith("ValueError: Parallelize plan key '0.nope' could not be resolved")
+        assert errs[2] == "NotImplementedError: ColwiseParallel currently only support nn.Linear and nn.Embedding!"
+        assert errs[3] == "NotImplementedError: RowwiseParallel currently only support nn.Linear and nn.Embedding!"
+        assert errs[4].startswith("NotImplementedError: Tensor.cumsum: rawdev's DTensor has no sharding rule")
+        assert "Shard(dim=0)" in errs[4]
+        assert errs[5].startswith("NotImplementedError: linear: rawdev's DTensor has no sharding rule")
+        assert res["loaded"] == 0.0
+        assert res["repr"] == ("ColwiseParallel(input_layouts=(Replicate(),), output_layouts=(Shard(dim=-1),), "
+                               "use_local_output=True)SequenceParallel(sequence_dim=1, use_local_output=False)")

@@ -41,18 +41,26 @@ def parallelize_module(module: Any, device_mesh: DeviceMesh | None = None, paral
         parts = path.split(".")
         if not path or not all(parts):
             raise ValueError(f"Expect module path to be non-empty, but got {path!r}!")
-        _apply_path(module, mesh, parts, style, path)
+        misses: list[tuple[str, Any]] = []
+        if not _apply_path(module, mesh, parts, style, misses):
+            atom, where = misses[0]
+            raise ValueError(f"Parallelize plan key '{path}' could not be resolved: no submodule matching token "
+                             f"'{atom}' in module {type(where).__name__}")
     return module
 
 
-def _apply_path(module, mesh, parts, style, path):
+def _apply_path(module, mesh, parts, style, misses):
+    """Apply `style` to the submodules `parts` leads to (fnmatch per part); returns how many it reached."""
     atom, rest = parts[0], parts[1:]
     matched = [sub for name, sub in module.named_children() if fnmatch.fnmatchcase(name, atom)]
     if not matched:
-        raise ValueError(f"Parallelize plan key '{path}' could not be resolved: no submodule matching token "
-                         f"'{atom}' in module {type(module).__name__}")
+        misses.append((atom, module))
+        return 0
+    n = 0
     for sub in matched:
         if rest:
-            _apply_path(sub, mesh, rest, style, path)
+            n += _apply_path(sub, mesh, rest, style, misses)
         else:
             parallelize_module(sub, mesh, style)
+            n += 1
+    return n
