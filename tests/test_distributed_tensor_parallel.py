@@ -5,9 +5,7 @@ stay equal to AdamW on the whole model; plans by name and wildcard, state_dict, 
 import os
 
 import numpy as np
-import pytest
 import rawdev
-from rawdev import nn
 
 from _dist_ranks import run_ranks
 

@@ -295,7 +295,7 @@ class DTensor(Tensor):
         if any(isinstance(p, Partial) for p in self.placements):
             raise NotImplementedError(f"copy_ of a plain tensor into a DTensor with placements {self.placements}")
         part = src
-        coord = self.device_mesh.get_coordinate()
+        coord: Any = self.device_mesh.get_coordinate()
         for i, p in enumerate(self.placements):
             if isinstance(p, Shard):
                 start, end = C.chunk_bounds(self.shape[p.dim], self.device_mesh.size(i), coord[i])
@@ -430,7 +430,9 @@ class DTensor(Tensor):
             raise NotImplementedError(f"aten.mm on DTensors of placements {a} and {b}: rawdev's DTensor multiplies "
                                       f"an n-d by a 2-d DTensor on a 1-d mesh only")
         last = self.ndim - 1
-        x, w = self.to_local(), other.to_local()
+        x: Any = self.to_local()
+        w: Any = other.to_local()
+        pl: tuple[Placement, ...]
         shape = tuple(self.shape[:-1]) + (other.shape[1],)
         if a == (Replicate(),) and b == (Replicate(),):
             out, pl = x @ w, (Replicate(),)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ....nn import functional as F
-from ....nn.layers.sparse import Embedding
 from ....nn.layers.linear import Linear
+from ....nn.layers.sparse import Embedding
 from ....tensor.core import Tensor
 from .. import _collectives as C
 from .._api import DTensor, _DTensorParameter, distribute_tensor
@@ -271,7 +271,8 @@ class SequenceParallel(ParallelStyle):
         return module
 
     def __repr__(self) -> str:
-        return f"SequenceParallel(sequence_dim={self.sequence_sharding[0].dim}, use_local_output={self.use_local_output})"
+        return (f"SequenceParallel(sequence_dim={self.sequence_sharding[0].dim}, "
+                f"use_local_output={self.use_local_output})")
 
 
 def _layouts(v):
