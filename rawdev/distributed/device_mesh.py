@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .process_group import default_group, new_group
+from .process_group import default_group, init_process_group, is_initialized, new_group
 
 __all__ = ["DeviceMesh", "init_device_mesh"]
 
@@ -65,6 +65,8 @@ class DeviceMesh:
         self.mesh_dim_names = mesh_dim_names
         self._groups: list[Any] = []
         if _init_backend:
+            if not is_initialized():      # as PyTorch: the mesh makes the default group (env://) when there is none
+                init_process_group("nccl" if self.device_type == "cuda" else "gloo")
             world = default_group()
             if arr.size > world.size() or int(arr.max()) >= world.size() or int(arr.min()) < 0:
                 raise RuntimeError(f"Mesh should not be bigger than default world size {world.size()}, but found "
@@ -221,6 +223,8 @@ def init_device_mesh(device_type: str, mesh_shape: tuple[int, ...], *,
         >>> mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
     """
     shape = tuple(int(s) for s in mesh_shape)
+    if not is_initialized():
+        init_process_group("nccl" if device_type == "cuda" else "gloo")
     if mesh_dim_names is not None:
         if len(set(mesh_dim_names)) != len(mesh_dim_names):
             raise RuntimeError(f"Each mesh_dim_name must be unique. Found repeated mesh_dim_name in "
