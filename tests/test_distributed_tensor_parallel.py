@@ -227,6 +227,24 @@ with rawdev.no_grad():
 m.load_state_dict(sd)          # a full tensor loads into each rank's shard
 report("loaded", float((m.weight.full_tensor() - sd["weight"]).abs().max()))
 report("repr", repr(ColwiseParallel()) + repr(SequenceParallel()))
+m(rawdev.ones(3, 4)).sum().backward()
+m.zero_grad(set_to_none=False)
+report("zeroed", [float(p.grad.full_tensor().abs().sum()) for p in m.parameters()])
+# distribute_module: partition_fn shards the weight's rows, the rest (the bias) is replicated; the hooks run
+from rawdev.distributed.tensor import distribute_module, distribute_tensor
+lin = nn.Linear(4, 2)
+def rows(name, mod, mesh):
+    if isinstance(mod, nn.Linear):
+        mod.weight = nn.Parameter(distribute_tensor(mod.weight, mesh, [Shard(0)]))
+seen = []
+distribute_module(lin, mesh, rows, input_fn=lambda mod, inputs, mesh: seen.append("in"),
+                  output_fn=lambda mod, out, mesh: seen.append("out"))
+report("dm", [str(lin.weight.placements), str(lin.bias.placements), list(lin.weight.to_local().shape),
+              isinstance(lin.weight, nn.Parameter), lin.weight.requires_grad])
+w_local = lin.weight.to_local()
+lin.forward = lambda x: x @ w_local.t()        # a module of one's own computing on the local shard
+lin(rawdev.ones(1, 4))
+report("hooks", seen)
 """
 
 
@@ -248,5 +266,8 @@ def test_plans_by_path_and_wildcard_prepare_inputs_and_the_errors(tmp_path):
         assert "Shard(dim=0)" in errs[4]
         assert errs[5].startswith("NotImplementedError: linear: rawdev's DTensor has no sharding rule")
         assert res["loaded"] == 0.0
+        assert res["zeroed"] == [0.0, 0.0]
+        assert res["dm"] == ["(Shard(dim=0),)", "(Replicate(),)", [1, 4], True, True]
+        assert res["hooks"] == ["in", "out"]
         assert res["repr"] == ("ColwiseParallel(input_layouts=(Replicate(),), output_layouts=(Shard(dim=-1),), "
                                "use_local_output=True)SequenceParallel(sequence_dim=1, use_local_output=False)")

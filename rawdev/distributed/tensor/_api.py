@@ -281,6 +281,15 @@ class DTensor(Tensor):
     def contiguous(self, memory_format: Any = None) -> DTensor:
         return self
 
+    def zero_(self) -> DTensor:
+        """Zero every rank's shard in place (a zeroed Partial is zero too)."""
+        self.to_local().zero_()
+        return self
+
+    def detach_(self) -> DTensor:
+        self.to_local().detach_()
+        return self
+
     def copy_(self, src: Tensor, non_blocking: bool = False) -> DTensor:
         """Copy a DTensor of the same placements shard by shard, or a full tensor's part that is this rank's."""
         local = self.to_local()
