@@ -1,9 +1,15 @@
 """DeviceMesh / init_device_mesh on 4 ranks laid out 2x2 ("dp", "tp"): each rank's coordinate, one process group
 per mesh dimension holding the ranks that differ only along it (checked by an all_reduce over it), sub-meshes by
-name, a mesh given as a transposed array, and the errors PyTorch gives."""
+name, a mesh given as a transposed array, DTensors placed on both dimensions, tensor parallelism on the "tp" slice,
+and the errors PyTorch gives."""
+import os
+
+import numpy as np
 import pytest
 
 from _dist_ranks import run_ranks
+
+SEED = int(os.environ.get("RAWDEV_TEST_SEED", np.random.SeedSequence().entropy % 10000))
 
 BODY = """
 import rawdev
@@ -42,11 +48,35 @@ for f in (lambda: mesh.get_group(), lambda: mesh["pp"], lambda: tp["dp"],
     except (RuntimeError, KeyError) as e:
         errors.append(f"{type(e).__name__}: {e}")
 report("errors", errors)
+# DTensors on the 2-d mesh: a placement per mesh dimension
+from rawdev import nn
+from rawdev.distributed.tensor import Replicate, Shard, distribute_tensor
+x = rawdev.tensor(inp(0, (4, 6)))
+d = distribute_tensor(x, mesh, [Shard(0), Shard(1)])
+report("local_2d", list(d.to_local().shape))
+errs2 = [float((d.full_tensor() - x).abs().max())]
+e = distribute_tensor(x, mesh, [Replicate(), Shard(0)]).redistribute(mesh, [Shard(1), Replicate()])
+errs2.append(float((e.full_tensor() - x).abs().max()))
+errs2.append(float((e.to_local() - x.chunk(2, 1)[RANK // 2]).abs().max()))
+# tensor parallelism on the "tp" slice (data parallel copies along "dp"): the single-process model's values
+from rawdev.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+rawdev.manual_seed(SEED)
+ref = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+tpm = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+tpm.load_state_dict(ref.state_dict())
+parallelize_module(tpm, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
+xin = rawdev.tensor(inp(5 + RANK // 2, (5, 4)))        # one batch per data-parallel coordinate
+want, got = ref(xin), tpm(xin)
+want.sum().backward(); got.sum().backward()
+errs2.append(float((got - want).abs().max() / want.abs().max()))
+for (n, p), q in zip(tpm.named_parameters(), ref.parameters()):
+    errs2.append(float((p.grad.full_tensor() - q.grad).abs().max() / q.grad.abs().max()))
+report("errs_2d", errs2)
 """
 
 
 def test_a_2x2_mesh_has_a_group_per_dimension_and_named_sub_meshes(tmp_path):
-    ranks = run_ranks(tmp_path, BODY, 4)
+    ranks = run_ranks(tmp_path, BODY, 4, env={"TEST_SEED": str(SEED)})
     for r in ranks:
         assert r.rc == 0, r
     for r in ranks:
@@ -61,6 +91,9 @@ def test_a_2x2_mesh_has_a_group_per_dimension_and_named_sub_meshes(tmp_path):
         assert res["tp_local"] == tp and res["tp_size"] == 2 and res["same"] is True
         assert res["swapped"] == [[0, 2], [1, 3]] and res["swapped_group0"] == res["ranks_tp"]
         assert res["cols_b"] == [r.rank % 2, r.rank % 2 + 2]
+        assert res["local_2d"] == [2, 3]
+        assert max(res["errs_2d"]) < 1e-5, res["errs_2d"]
+        assert len(res["errs_2d"]) == 3 + 1 + 4
         errs = res["errors"]
         assert len(errs) == 6, errs
         assert "mesh_dim` needs to be specified when device_mesh.ndim > 1" in errs[0]

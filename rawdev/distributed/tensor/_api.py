@@ -281,6 +281,15 @@ class DTensor(Tensor):
     def contiguous(self, memory_format: Any = None) -> DTensor:
         return self
 
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def item(self) -> Any:
+        """The value of a one-element DTensor (a collective unless it is replicated: every rank must call it)."""
+        if all(isinstance(p, Replicate) for p in self.placements):
+            return self.to_local().item()
+        return self.full_tensor().item()
+
     def zero_(self) -> DTensor:
         """Zero every rank's shard in place (a zeroed Partial is zero too)."""
         self.to_local().zero_()
