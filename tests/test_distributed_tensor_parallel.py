@@ -234,6 +234,12 @@ report("repr", repr(ColwiseParallel()) + repr(SequenceParallel()))
 m(rawdev.ones(3, 4)).sum().backward()
 m.zero_grad(set_to_none=False)
 report("zeroed", [float(p.grad.full_tensor().abs().sum()) for p in m.parameters()])
+opt = rawdev.optim.Adam(m.parameters())
+m(rawdev.ones(3, 4)).sum().backward()
+opt.step()
+opt2 = rawdev.optim.Adam(m.parameters())
+opt2.load_state_dict(opt.state_dict())        # the state of a sharded parameter is its shard's
+report("opt_state", [list(v["exp_avg"].shape) for v in opt2.state_dict()["state"].values()])
 # distribute_module: partition_fn shards the weight's rows, the rest (the bias) is replicated; the hooks run
 from rawdev.distributed.tensor import distribute_module, distribute_tensor
 lin = nn.Linear(4, 2)
@@ -271,6 +277,7 @@ def test_plans_by_path_and_wildcard_prepare_inputs_and_the_errors(tmp_path):
         assert errs[5].startswith("NotImplementedError: linear: rawdev's DTensor has no sharding rule")
         assert res["loaded"] == 0.0
         assert res["zeroed"] == [0.0, 0.0]
+        assert res["opt_state"] == [[1, 4], [1]]
         assert res["dm"] == ["(Shard(dim=0),)", "(Replicate(),)", [1, 4], True, True]
         assert res["hooks"] == ["in", "out"]
         assert res["repr"] == ("ColwiseParallel(input_layouts=(Replicate(),), output_layouts=(Shard(dim=-1),), "

@@ -157,6 +157,8 @@ class Optimizer:
         pass
 
     def _alloc_state(self, p, key):
+        if hasattr(type(p), "_as_parameter"):     # a sharded (DTensor) parameter's state is its local shard's
+            p = p.to_local()
         return backend_of(p).zeros_state(p, key)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
