@@ -160,3 +160,35 @@ def test_dtensor_ops_against_float64_references(tmp_path):
         assert errs[7].startswith("NotImplementedError") and "aten.mm" in errs[7]
         assert res["repr"] == "Shard(dim=1)Replicate()Partial(sum)Partial(max)"
         assert res["eq"] == [True, False, True, True]
+
+
+AVG = """
+from rawdev.distributed.tensor import DTensor, Partial, Replicate, Shard, init_device_mesh
+mesh = init_device_mesh("cpu", (WORLD,))
+for op in ("avg", "max", "min"):
+    leaf = rawdev.tensor(inp(10 + RANK, (4, 3))).requires_grad_()
+    d = DTensor.from_local(leaf, mesh, [Partial(op)])
+    full = d.full_tensor()
+    report(f"{op}_value", full)
+    report(f"{op}_shard", d.redistribute(mesh, [Shard(0)]).to_local())
+    try:
+        (full * 2.0).sum().backward()
+        report(f"{op}_grad", leaf.grad)
+    except NotImplementedError as e:
+        report(f"{op}_grad", str(e))
+"""
+
+
+def test_partial_avg_max_min_values_and_gradients(tmp_path):
+    ranks = run_ranks(tmp_path, AVG, 2, env={"TEST_SEED": str(SEED)})
+    a, b = _inp(10, (4, 3)), _inp(11, (4, 3))
+    want = {"avg": (a + b) / 2, "max": np.maximum(a, b), "min": np.minimum(a, b)}
+    for r in ranks:
+        assert r.rc == 0, r
+        res = r.results
+        for op, v in want.items():
+            assert rel(res[f"{op}_value"], v) < 1e-6
+            assert rel(res[f"{op}_shard"], v[2 * r.rank:2 * r.rank + 2]) < 1e-6
+        assert rel(res["avg_grad"], np.full((4, 3), 2.0 / 2)) < 1e-6      # d mean / d term = 1/n
+        assert "gradient of redistributing Partial(max)" in res["max_grad"]
+        assert "gradient of redistributing Partial(min)" in res["min_grad"]

@@ -83,7 +83,7 @@ def transition(local, mesh, src, dst, shape):
             elif isinstance(b, Shard):
                 local = reduce_scatter(local, b.dim, a.reduce_op, n, k, group)
             else:
-                raise NotImplementedError(f"redistribute from {a} to {b} is not supported by rawdev's DTensor: "
+                raise NotImplementedError(f"redistribute from {a!r} to {b!r} is not supported by rawdev's DTensor: "
                                           f"redistribute to Replicate() first")
             continue
         if isinstance(a, Shard):
@@ -113,6 +113,14 @@ class Redistribute(Function):
     def backward(ctx, grad):
         with no_grad():
             g = transition(grad, ctx.mesh, grad_placements(ctx.dst), grad_placements(ctx.src), ctx.shape)
+            for i, (a, b) in enumerate(zip(ctx.src, ctx.dst)):
+                if not isinstance(a, Partial) or a == b:
+                    continue
+                if a.reduce_op == "avg":      # each term weighs 1/n in the mean
+                    g = g / ctx.mesh.size(i)
+                elif a.reduce_op in ("max", "min"):
+                    raise NotImplementedError(f"the gradient of redistributing {a!r} is not supported by rawdev's "
+                                              f"DTensor (it would flow to the rank holding the extreme only)")
         return g, None, None, None, None
 
 
