@@ -549,7 +549,7 @@ def distribute_tensor(tensor: Tensor, device_mesh: DeviceMesh | None = None, pla
     broadcast (Replicate) or cut into chunks (Shard), as PyTorch's distribute_tensor.
 
     Args:
-        tensor: the full tensor (same shape on every rank).
+        tensor: the full tensor (same shape on every rank); moved to the mesh's device type if elsewhere.
         device_mesh: the mesh (default: the one of an enclosing `with mesh:`).
         placements: one per mesh dimension (default: Replicate on each).
         src_data_rank: 0 (the first rank's data is used), or None to use each rank's own tensor as it is.
@@ -569,7 +569,10 @@ def distribute_tensor(tensor: Tensor, device_mesh: DeviceMesh | None = None, pla
             raise RuntimeError(f"Trying to distribute tensor with unsupported placements {p!r} on device mesh "
                                f"dimension {i}!")
     with no_grad():
-        full = tensor.detach().contiguous().clone()
+        full = tensor.detach()
+        if full.device.type != mesh.device_type:       # as PyTorch: the shards live on the mesh's device type
+            full = full.to(mesh.device_type)
+        full = full.contiguous().clone()
         if src_data_rank is not None:
             for i in range(mesh.ndim):
                 dist.broadcast(full, group=mesh.get_group(i), group_src=0)
