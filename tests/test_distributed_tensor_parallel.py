@@ -255,6 +255,25 @@ w_local = lin.weight.to_local()
 lin.forward = lambda x: x @ w_local.t()        # a module of one's own computing on the local shard
 lin(rawdev.ones(1, 4))
 report("hooks", seen)
+# clip_grad_norm_ over DTensor parameters: the norm of the whole gradients, and the same clipped values
+clip = []
+for norm_type in (2.0, float("inf")):
+    rawdev.manual_seed(SEED)
+    ref = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3), nn.LayerNorm(3))
+    tpm = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3), nn.LayerNorm(3))
+    tpm.load_state_dict(ref.state_dict())
+    parallelize_module(tpm, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})   # the norm stays plain
+    xin = rawdev.tensor(inp(7, (6, 4)))
+    tgt = rawdev.tensor(inp(8, (6, 3)))
+    (ref(xin) * tgt).sum().backward()
+    (tpm(xin) * tgt).sum().backward()
+    want = nn.utils.clip_grad_norm_(ref.parameters(), 0.5, norm_type)
+    got = nn.utils.clip_grad_norm_(tpm.parameters(), 0.5, norm_type)
+    clip.append([float(got.full_tensor()), float(want)])
+    for p, q in zip(tpm.parameters(), ref.parameters()):
+        g = p.grad.full_tensor() if isinstance(p, DTensor) else p.grad
+        clip.append([float((g - q.grad).abs().max()), float(q.grad.abs().max())])
+report("clip", clip)
 """
 
 
@@ -280,5 +299,11 @@ def test_plans_by_path_and_wildcard_prepare_inputs_and_the_errors(tmp_path):
         assert res["opt_state"] == [[1, 4], [1]]
         assert res["dm"] == ["(Shard(dim=0),)", "(Replicate(),)", [1, 4], True, True]
         assert res["hooks"] == ["in", "out"]
+        clip = res["clip"]
+        assert len(clip) == 2 * 7
+        for i in (0, 7):
+            assert abs(clip[i][0] - clip[i][1]) < 1e-5 * clip[i][1]       # the total norm, 2 and inf
+        for err, scale in clip[1:7] + clip[8:]:
+            assert err <= 1e-5 * scale + 1e-7
         assert res["repr"] == ("ColwiseParallel(input_layouts=(Replicate(),), output_layouts=(Shard(dim=-1),), "
                                "use_local_output=True)SequenceParallel(sequence_dim=1, use_local_output=False)")

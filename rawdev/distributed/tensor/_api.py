@@ -11,6 +11,7 @@ dimension reduces to Partial), matmul on a 1-d mesh for the layouts tensor paral
 See docs/INTERNALS.md, "DeviceMesh and DTensor"."""
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -465,6 +466,44 @@ class DTensor(Tensor):
                                       f"DTensor: redistribute one of them (Replicate @ Shard(1), Shard(-1) @ "
                                       f"Shard(0), Shard(0) @ Replicate and Replicate @ Replicate are)")
         return DTensor._make(out, mesh, pl, shape)
+
+    @staticmethod
+    def _clip_grad_norm_sharded(parameters: list[Any], max_norm: float, norm_type: float,
+                                error_if_nonfinite: bool) -> DTensor:
+        """nn.utils.clip_grad_norm_ over parameters some of which are DTensors: each gradient's p-norm is
+        reduced over the mesh dimensions it is sharded on (Partial sum of |g|^p, or max for inf), the total is
+        replicated, and every local gradient is scaled by min(max_norm / (total + 1e-6), 1). Returns the total
+        as a Replicate DTensor (a collective: every rank calls it)."""
+        from ...nn.utils.clip_grad import clip_grads_with_norm_, get_total_norm
+        p = float(norm_type)
+        mesh = next(q.device_mesh for q in parameters if isinstance(q, DTensor))
+        locals_, acc = [], None
+        for q in parameters:
+            g = q.grad
+            if g is None:
+                continue
+            local_g = g.to_local() if isinstance(g, DTensor) else g
+            n = get_total_norm([local_g], p)
+            term = n if p == float("inf") else n ** p
+            if isinstance(g, DTensor):
+                if g.device_mesh != mesh:
+                    raise NotImplementedError("clip_grad_norm_ over DTensor parameters on different meshes is not "
+                                              "supported by rawdev")
+                pl = [Partial("max" if p == float("inf") else "sum") if isinstance(x, Shard) else Replicate()
+                      for x in g.placements]
+                term = DTensor._make(term, mesh, tuple(pl), ()).full_tensor()
+            if acc is None:
+                acc = term
+            else:
+                acc = acc.maximum(term.to(acc.device)) if p == float("inf") else acc + term.to(acc.device)
+            locals_.append(q.to_local() if isinstance(q, DTensor) else q)
+        total = acc if p == float("inf") else acc ** (1.0 / p)
+        if error_if_nonfinite and not math.isfinite(total.item()):
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                               "so it cannot be clipped. To disable this error and scale the gradients by the "
+                               "non-finite norm anyway, set `error_if_nonfinite=False`")
+        clip_grads_with_norm_(locals_, max_norm, total)
+        return DTensor._make(total, mesh, (Replicate(),) * mesh.ndim, ())
 
     @classmethod
     def _as_parameter(cls, data: DTensor, requires_grad: bool) -> DTensor:
