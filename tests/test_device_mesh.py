@@ -72,6 +72,10 @@ errs2.append(float((got - want).abs().max() / want.abs().max()))
 for (n, p), q in zip(tpm.named_parameters(), ref.parameters()):
     errs2.append(float((p.grad.full_tensor() - q.grad).abs().max() / q.grad.abs().max()))
 report("errs_2d", errs2)
+try:
+    parallelize_module(nn.Linear(2, 2), mesh, ColwiseParallel())
+except ValueError as e:
+    report("tp_2d", str(e))
 """
 
 
@@ -94,6 +98,7 @@ def test_a_2x2_mesh_has_a_group_per_dimension_and_named_sub_meshes(tmp_path):
         assert res["local_2d"] == [2, 3]
         assert max(res["errs_2d"]) < 1e-5, res["errs_2d"]
         assert len(res["errs_2d"]) == 3 + 1 + 4
+        assert res["tp_2d"].startswith("Tensor Parallel only accepts a 1D DeviceMesh, but found 2D!")
         errs = res["errors"]
         assert len(errs) == 6, errs
         assert "mesh_dim` needs to be specified when device_mesh.ndim > 1" in errs[0]

@@ -96,8 +96,8 @@ def _one(layouts, what):
 
 def _check_mesh(mesh, style):
     if mesh.ndim != 1:
-        raise ValueError(f"{style}: tensor parallelism needs a 1-d DeviceMesh (slice it: mesh['tp']), got "
-                         f"{mesh.ndim}-d {mesh}")
+        raise ValueError(f"Tensor Parallel only accepts a 1D DeviceMesh, but found {mesh.ndim}D! If you have a 2-D "
+                         f"or N-D device_mesh, consider passing in device_mesh[\"tp\"] ({style})")
 
 
 class ColwiseParallel(ParallelStyle):
