@@ -468,7 +468,7 @@ class DTensor(Tensor):
         return DTensor._make(out, mesh, pl, shape)
 
     @staticmethod
-    def _clip_grad_norm_sharded(parameters: list[Any], max_norm: float, norm_type: float,
+    def _clip_grad_norm_sharded(parameters: list[Any], max_norm: Any, norm_type: Any,
                                 error_if_nonfinite: bool) -> DTensor:
         """nn.utils.clip_grad_norm_ over parameters some of which are DTensors: each gradient's p-norm is
         reduced over the mesh dimensions it is sharded on (Partial sum of |g|^p, or max for inf), the total is
@@ -477,7 +477,8 @@ class DTensor(Tensor):
         from ...nn.utils.clip_grad import clip_grads_with_norm_, get_total_norm
         p = float(norm_type)
         mesh = next(q.device_mesh for q in parameters if isinstance(q, DTensor))
-        locals_, acc = [], None
+        locals_: list[Any] = []
+        acc: Any = None
         for q in parameters:
             g = q.grad
             if g is None:

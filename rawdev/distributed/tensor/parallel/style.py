@@ -186,7 +186,7 @@ class RowwiseParallel(ParallelStyle):
             _shard_param(module, "bias", mesh, [Replicate()])
 
             def forward(x):
-                xd = _to_dtensor(x, mesh, style.input_layouts, Shard(xd_dim(x)))
+                xd = _to_dtensor(x, mesh, style.input_layouts, Shard(_last_dim(x)))
                 w = module.weight
                 partial = F.linear(xd.to_local(), w.to_local())
                 shape = tuple(xd.shape[:-1]) + (w.shape[0],)
@@ -229,7 +229,7 @@ class RowwiseParallel(ParallelStyle):
                 f"use_local_output={self.use_local_output})")
 
 
-def xd_dim(x):
+def _last_dim(x):
     """The last dimension of x (Shard(-1) made concrete)."""
     return x.ndim - 1
 
