@@ -30,6 +30,7 @@ LAYERS = [
     ("rawdev.safe_globals", 0), ("rawdev.refusals", 0), ("rawdev.object_graph", 6), ("rawdev.sparse", 6),
     ("rawdev.autograd.profiler", 6), ("rawdev.distributed.checkpoint", 6), ("rawdev.futures", 0),
     ("rawdev.fx", 6), ("rawdev.hub", 6),
+    ("rawdev.distributed.tensor", 6), ("rawdev.distributed._tensor", 6),
     ("rawdev.distributed.rpc", 6), ("rawdev.distributed.pipeline", 6), ("rawdev.distributed.autograd", 6),
     ("rawdev.distributed.optim", 6),
     ("rawdev.distributed.algorithms", 6),

@@ -9,8 +9,6 @@ import rawdev
 
 @pytest.mark.parametrize("module,name", [
     ("rawdev.distributed.fsdp", "FullyShardedDataParallel"),
-    ("rawdev.distributed.tensor.parallel", "ColwiseParallel"),
-    ("rawdev.distributed._tensor", "Shard"),
     ("rawdev.distributed.nn", "RemoteModule"),
     ("rawdev.classes", "load_library"), ("rawdev.cuda.nccl", "version"),
 ])
