@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import warnings
 from typing import Any
 
 from ...device_mesh import DeviceMesh, _current_mesh
@@ -18,8 +19,8 @@ def parallelize_module(module: Any, device_mesh: DeviceMesh | None = None, paral
         module: the nn.Module (changed in place and returned).
         device_mesh: a 1-d DeviceMesh (default: the one of an enclosing `with mesh:`).
         parallelize_plan: one ParallelStyle for `module` itself, or a dict from submodule path to style; a path's
-            parts may use fnmatch wildcards (`"layers.*.attention.wq"`). A path that names no submodule is an
-            error.
+            parts may use fnmatch wildcards (`"layers.*.attention.wq"`). A path that names no submodule is skipped
+            with a warning, as in PyTorch.
         src_data_rank: accepted for PyTorch's signature; parameters are taken from the mesh's first rank.
 
     Returns:
@@ -44,8 +45,8 @@ def parallelize_module(module: Any, device_mesh: DeviceMesh | None = None, paral
         misses: list[tuple[str, Any]] = []
         if not _apply_path(module, mesh, parts, style, misses):
             atom, where = misses[0]
-            raise ValueError(f"Parallelize plan key '{path}' could not be resolved: no submodule matching token "
-                             f"'{atom}' in module {type(where).__name__}")
+            warnings.warn(f"Parallelize plan key '{path}' could not be resolved: no submodule matching token "
+                          f"'{atom}' in module {type(where).__name__}, skipping this plan entry.", stacklevel=2)
     return module
 
 
