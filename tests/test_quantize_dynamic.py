@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import rawdev
 import rawdev.nn as nn
-from _refs import rng
 from rawdev.ao.quantization import default_dynamic_qconfig, per_channel_dynamic_qconfig, quantize_dynamic
+
+from _refs import rng
 
 nnqd = rawdev.ao.nn.quantized.dynamic
 F32 = np.float32

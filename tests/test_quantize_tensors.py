@@ -6,6 +6,7 @@ import copy
 import numpy as np
 import pytest
 import rawdev
+
 from _refs import rng
 
 QRANGE = {"qint8": (-128, 127), "quint8": (0, 255), "qint32": (-2 ** 31, 2 ** 31 - 1)}

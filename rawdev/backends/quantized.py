@@ -8,8 +8,6 @@ import types
 
 from ..nn.quantized import engine as _engine
 
-__all__ = ["engine", "supported_engines"]
-
 
 class _QuantizedEngine(types.ModuleType):
     """This module, with `engine` a settable property and `supported_engines` a read-only one (as PyTorch's)."""

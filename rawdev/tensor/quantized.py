@@ -105,6 +105,15 @@ class QuantizedTensor(Tensor):
     """A quantized cpu tensor: the integer representation and its per-tensor or per-channel affine parameters.
     Made by rawdev.quantize_per_tensor / quantize_per_channel (and by quantized modules)."""
 
+    # set by _make (instance attributes: Tensor's __slots__ include __dict__)
+    _qint: np.ndarray                  # the integers, a plain C-contiguous array
+    _qscheme: _dt.qscheme
+    _scale: Any                        # per tensor: a float and an int (None per channel)
+    _zp: Any
+    _scales: Any                       # per channel: float64 scales, int64 zero points (arrays), along _axis
+    _zps: Any
+    _axis: Any
+
     @property
     def is_quantized(self) -> bool:   # type: ignore[override]
         return True

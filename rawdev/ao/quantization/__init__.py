@@ -33,7 +33,13 @@ from .qconfig import (
     get_default_qconfig,
     per_channel_dynamic_qconfig,
 )
-from .quantize import convert, get_default_dynamic_quant_module_mappings, propagate_qconfig_, quantize_dynamic, swap_module
+from .quantize import (
+    convert,
+    get_default_dynamic_quant_module_mappings,
+    propagate_qconfig_,
+    quantize_dynamic,
+    swap_module,
+)
 
 __all__ = ["quantize_dynamic", "propagate_qconfig_", "convert", "swap_module",
            "get_default_dynamic_quant_module_mappings", "QConfig", "QConfigDynamic", "default_qconfig",

@@ -271,6 +271,9 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         tensor([0, 0])
     """
 
+    min_val: Tensor   # buffers: the running per-channel extremes (empty until the first forward)
+    max_val: Tensor
+
     def __init__(self, ch_axis: int = 0, dtype: Any = _dt.quint8, qscheme: Any = _dt.per_channel_affine,
                  reduce_range: bool = False, quant_min: Any = None, quant_max: Any = None,
                  factory_kwargs: Any = None, eps: float = _EPS, is_dynamic: bool = False, **kwargs: Any) -> None:

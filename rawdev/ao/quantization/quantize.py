@@ -13,7 +13,8 @@ from ...nn.module import Module
 from ...nn.quantized import dynamic as _nnqd
 from .qconfig import default_dynamic_qconfig, float16_dynamic_qconfig, float_qparams_weight_only_qconfig
 
-__all__ = ["quantize_dynamic", "propagate_qconfig_", "convert", "swap_module", "get_default_dynamic_quant_module_mappings"]
+__all__ = ["quantize_dynamic", "propagate_qconfig_", "convert", "swap_module",
+           "get_default_dynamic_quant_module_mappings"]
 
 
 def get_default_dynamic_quant_module_mappings() -> dict[type, type]:

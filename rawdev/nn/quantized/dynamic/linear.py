@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ... import functional as F
 from .... import dtypes as _dt
 from ....tensor.core import Tensor
 from ....tensor.factory import zeros
 from ....tensor.quantized import QuantizedTensor, quantize_per_channel, quantize_per_tensor
+from ... import functional as F
 from ...module import Module
 
 __all__ = ["Linear", "LinearPackedParams", "choose_input_qparams", "quantize_weight"]
@@ -279,7 +279,7 @@ class Linear(Module):
         return qlinear
 
 
-def _linear_dynamic(x: np.ndarray, w: QuantizedTensor, b: Tensor | None) -> np.ndarray:
+def _linear_dynamic(x: np.ndarray, w: Any, b: Tensor | None) -> np.ndarray:
     """quantized::linear_dynamic on numpy values: x (..., in) float32 -> (N, out) float32."""
     from ..engine import current_engine
     x2 = x.reshape(-1, x.shape[-1])
