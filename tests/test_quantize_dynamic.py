@@ -136,7 +136,8 @@ def test_quantize_dynamic_swaps_linears_and_leaves_the_rest():
     for m in (qmodel.layer.linear1, qmodel.layer.linear2, qmodel.head[0], qmodel.head[2]):
         assert type(m) is nnqd.Linear
     assert type(qmodel.layer.self_attn.out_proj) is nn.modules.linear.NonDynamicallyQuantizableLinear
-    assert type(qmodel.rnn) is nn.LSTM and type(qmodel.embed) is nn.Embedding   # no quantized LSTM: float
+    assert type(qmodel.rnn) is nnqd.LSTM and type(qmodel.embed) is nn.Embedding   # no quantized Embedding here
+    assert repr(qmodel.rnn) == "DynamicQuantizedLSTM(16, 8)"
     assert not any(hasattr(m, "qconfig") for m in qmodel.modules())
     assert repr(qmodel.head[0]) == ("DynamicQuantizedLinear(in_features=8, out_features=8, dtype=rawdev.qint8, "
                                     "qscheme=rawdev.per_tensor_affine)")
@@ -209,3 +210,79 @@ def test_cuda_inputs_are_refused(device):
         q(x)
     with pytest.raises(NotImplementedError, match="cpu"):
         rawdev.quantize_per_tensor(x, 0.1, 0, rawdev.qint8)
+
+
+def ref_lstm_layer(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse=False):
+    """One quantized LSTM layer-direction in numpy: the weights quantized per tensor symmetric, the input-to-hidden
+    product over the whole sequence at once, the hidden-to-hidden product per step (integer matmuls)."""
+    def qlin(v, w, b):   # v (N, K)
+        out, *_ = ref_linear(v, w, b)
+        return out.astype(F32)
+    T, B, _ = x.shape
+    H = w_hh.shape[1]
+    gx = qlin(x.reshape(T * B, -1), w_ih, b_ih).reshape(T, B, 4 * H)
+    out = np.zeros((T, B, H), F32)
+
+    def sig(v):
+        return 1 / (1 + np.exp(-v))
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        g = gx[t] + qlin(h, w_hh, b_hh)
+        i, f, gg, o = np.split(g, 4, axis=1)
+        c = sig(f) * c + sig(i) * np.tanh(gg)
+        h = (sig(o) * np.tanh(c)).astype(F32)
+        out[t] = h
+    return out, h, c
+
+
+def test_quantized_lstm_matches_the_integer_reference():
+    g = rng()
+    rawdev.manual_seed(int(g.integers(1 << 30)))
+    model = nn.Sequential(nn.LSTM(6, 5, bidirectional=True))
+    q = quantize_dynamic(model, {nn.LSTM})[0]
+    assert type(q) is nnqd.LSTM and repr(q) == "DynamicQuantizedLSTM(6, 5, bidirectional=True)"
+    x = g.standard_normal((7, 3, 6)).astype(F32)
+    h0 = (g.standard_normal((2, 3, 5)) * 0.5).astype(F32)
+    c0 = (g.standard_normal((2, 3, 5)) * 0.5).astype(F32)
+    out, (hn, cn) = q(rawdev.tensor(x), (rawdev.tensor(h0), rawdev.tensor(c0)))
+    lstm = model[0]
+    weights = q.get_weight()
+    for d, sfx in enumerate(("l0", "l0_reverse")):
+        p = {n: getattr(lstm, f"{n}_{sfx}").detach().numpy() for n in ("weight_ih", "weight_hh", "bias_ih",
+                                                                         "bias_hh")}
+        sw = F32(F32(np.abs(p["weight_ih"]).max()) / F32(127.5))
+        assert weights[f"weight_ih_{sfx}"].q_scale() == float(sw)
+        want, wh, wc = ref_lstm_layer(x, p["weight_ih"], p["weight_hh"], p["bias_ih"], p["bias_hh"], h0[d], c0[d],
+                                      reverse=d == 1)
+        np.testing.assert_allclose(out.numpy()[:, :, 5 * d:5 * (d + 1)], want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(hn.numpy()[d], wh, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(cn.numpy()[d], wc, rtol=1e-4, atol=1e-5)
+    assert set(q.get_bias()) == {"bias_ih_l0", "bias_hh_l0", "bias_ih_l0_reverse", "bias_hh_l0_reverse"}
+
+
+def test_quantized_lstm_stays_close_to_float_and_round_trips(tmp_path):
+    g = rng()
+    rawdev.manual_seed(int(g.integers(1 << 30)))
+    model = nn.Sequential(nn.LSTM(8, 12, num_layers=2, batch_first=True, dropout=0.2)).eval()
+    q = quantize_dynamic(model, {nn.LSTM, nn.Linear})
+    assert repr(q[0]) == "DynamicQuantizedLSTM(8, 12, num_layers=2, batch_first=True, dropout=0.2)"
+    assert q[0].training   # as PyTorch's: the swapped-in module is new (in training mode: dropout applies)
+    q.eval()
+    x = rawdev.tensor(g.standard_normal((4, 9, 8)).astype(F32))
+    with rawdev.no_grad():
+        ref, (rh, rc) = model(x)
+    out, (h, c) = q(x)
+    assert out.shape == ref.shape == (4, 9, 12) and h.shape == rh.shape == (2, 4, 12)
+    err = np.abs(out.numpy() - ref.numpy())   # 7-bit inputs of scale ~6/127 through two layers
+    assert err.mean() < 0.02 and err.max() < 0.15
+    unbatched, (uh, _) = q(x[0])
+    np.testing.assert_allclose(unbatched.numpy(), q(x[:1])[0].numpy()[0], rtol=1e-5, atol=1e-6)
+    assert uh.shape == (2, 12)
+    rawdev.save(q.state_dict(), tmp_path / "lstm.pt")
+    fresh = quantize_dynamic(nn.Sequential(nn.LSTM(8, 12, num_layers=2, batch_first=True, dropout=0.2)), {nn.LSTM})
+    fresh.load_state_dict(rawdev.load(tmp_path / "lstm.pt"))
+    fresh.eval()
+    np.testing.assert_array_equal(fresh(x)[0].numpy(), out.numpy())
+    q.train()   # dropout between the layers
+    assert not np.array_equal(q(x)[0].numpy(), out.numpy())
+    q16 = quantize_dynamic(model, {nn.LSTM}, dtype=rawdev.float16).eval()
+    assert np.abs(q16(x)[0].numpy() - ref.numpy()).max() < 1e-3

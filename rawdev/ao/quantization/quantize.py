@@ -18,9 +18,9 @@ __all__ = ["quantize_dynamic", "propagate_qconfig_", "convert", "swap_module",
 
 
 def get_default_dynamic_quant_module_mappings() -> dict[type, type]:
-    """{float module type: dynamic quantized type} that quantize_dynamic swaps by default: nn.Linear. (PyTorch
-    also maps LSTM, GRU, the RNN cells and the embeddings; rawdev has no quantized versions of those, so they stay
-    float.)
+    """{float module type: dynamic quantized type} that quantize_dynamic swaps by default: nn.Linear and nn.LSTM.
+    (PyTorch also maps GRU, the RNN cells and the embeddings; rawdev has no quantized versions of those, so they
+    stay float.)
 
     Returns:
         A new dict.
@@ -29,7 +29,8 @@ def get_default_dynamic_quant_module_mappings() -> dict[type, type]:
         >>> get_default_dynamic_quant_module_mappings()[rawdev.nn.Linear]
         <class 'rawdev.nn.quantized.dynamic.linear.Linear'>
     """
-    return {_FloatLinear: _nnqd.Linear}
+    from ...nn.layers.rnn import LSTM
+    return {_FloatLinear: _nnqd.Linear, LSTM: _nnqd.LSTM}
 
 
 def _rnn_types() -> set[type]:
