@@ -165,6 +165,17 @@ def test_dict_specs_by_name_and_inplace():
         quantize_dynamic(nn.Linear(2, 2), None, dtype=rawdev.int8)
 
 
+def test_hooks_move_to_the_quantized_module_and_custom_mappings():
+    seen = []
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    model[0].register_forward_hook(lambda m, i, o: seen.append(type(m).__name__))
+    q = quantize_dynamic(model, {nn.Linear})
+    q(rawdev.randn(2, 4))
+    assert seen == ["Linear"]   # the hook was carried to the quantized Linear (a Linear class of its own)
+    q = quantize_dynamic(model, {nn.Linear, nn.ReLU}, mapping={nn.Linear: nnqd.Linear})
+    assert type(q[0]) is nnqd.Linear and type(q[1]) is nn.ReLU   # in the spec, not in the mapping: float
+
+
 def test_float16_dynamic_quantization():
     g = rng()
     fc = float_linear(g, 8, 4)

@@ -128,8 +128,11 @@ def test_placeholder_and_qconfigs():
 
 
 def test_static_quantization_stays_refused():
-    with pytest.raises(NotImplementedError, match="static quantization"):
-        rawdev.quantization.prepare(rawdev.nn.Linear(2, 2))
+    for fn in (lambda: rawdev.quantization.prepare(rawdev.nn.Linear(2, 2)),
+               lambda: rawdev.ao.quantization.QuantStub(), lambda: rawdev.nn.quantized.Linear(2, 2),
+               lambda: rawdev.ao.nn.quantized.Conv2d(1, 1, 1), lambda: rawdev.nn.quantized.dynamic.GRU(2, 2)):
+        with pytest.raises(NotImplementedError, match=r"^torch[.].+ is not supported by rawdev: .+"):
+            fn()
 
 
 def test_quantized_engine_switch():

@@ -50,7 +50,7 @@ __all__ = ["quantize_dynamic", "propagate_qconfig_", "convert", "swap_module",
            "default_observer", "default_weight_observer", "default_per_channel_weight_observer",
            "default_dynamic_quant_observer", "default_placeholder_observer", "default_float_qparams_observer"]
 
-WHY = ("rawdev builds dynamic quantization only (quantize_dynamic: int8 Linear weights, activations quantized per "
-       "call); static quantization (prepare/convert with calibration, QuantStub, fuse_modules) and "
+WHY = ("rawdev builds dynamic quantization only (quantize_dynamic: int8 Linear and LSTM weights, activations "
+       "quantized per call); static quantization (prepare/convert with calibration, QuantStub, fuse_modules) and "
        "quantization-aware training are not built")
 __getattr__ = refusing_getattr("torch.ao.quantization", "static quantization and QAT (torch.ao.quantization)", WHY)
