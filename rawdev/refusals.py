@@ -42,8 +42,3 @@ polar = Refused("torch.polar", "complex tensors (torch.polar)", _COMPLEX)
 view_as_complex = Refused("torch.view_as_complex", "complex tensors (torch.view_as_complex)", _COMPLEX)
 view_as_real = Refused("torch.view_as_real", "complex tensors (torch.view_as_real)", _COMPLEX)
 
-_QUANTIZED = ("rawdev has no quantized dtypes (qint8, quint8, qint32) or quantized kernels; "
-              "run the model in float32, float16 or bfloat16")
-qint8 = Refused("torch.qint8", "quantized dtypes (torch.qint8)", _QUANTIZED)
-quint8 = Refused("torch.quint8", "quantized dtypes (torch.quint8)", _QUANTIZED)
-qint32 = Refused("torch.qint32", "quantized dtypes (torch.qint32)", _QUANTIZED)

@@ -22,7 +22,7 @@ LAYERS = [
     ("rawdev.runtime", 2),
     ("rawdev.tensor", 3), ("rawdev.random", 3),
     ("rawdev.autograd", 4), ("rawdev.ops", 4),
-    ("rawdev.nn", 5),
+    ("rawdev.nn", 5), ("rawdev.ao", 5),
     ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6), ("rawdev.cuda", 6),
     ("rawdev.models", 6), ("rawdev.distributions", 6),
     ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.cpu", 6), ("rawdev.linalg", 6),

@@ -1,8 +1,8 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
 design: compilers (_inductor, _decomp; of torch._logging all but set_logs), C++
-extensions (utils.cpp_extension), quantization (torch.quantization, qint8,
-backends.quantized), nested tensors and mobile optimization. Each imports as a program writes it, and
-using it raises NotImplementedError naming the feature and why."""
+extensions (utils.cpp_extension), nested tensors and mobile optimization (quantization is built: see
+tests/test_quantize_*.py). Each imports as a program writes it, and using it raises NotImplementedError naming
+the feature and why."""
 import importlib
 
 import pytest
@@ -14,8 +14,6 @@ MODULES = [
     ("rawdev._decomp", "get_decompositions", "ATen decomp"),
     ("rawdev.utils.cpp_extension", "load_inline", "C\\+\\+ extensions"),
     ("rawdev.utils.mobile_optimizer", "optimize_for_mobile", "mobile optimization"),
-    ("rawdev.quantization", "quantize_dynamic", "quantization"),
-    ("rawdev.backends.quantized", "engine", "quantization"),
     ("rawdev.nested", "nested_tensor", "nested tensors"),
 ]
 
@@ -30,24 +28,6 @@ def test_a_refused_module_imports_and_its_names_raise_naming_the_feature(module,
         getattr(mod, name)(1, key=2)
     with pytest.raises(AttributeError):   # dunder lookups (import machinery, hasattr) stay AttributeErrors
         mod.__path_not_there__  # noqa: B018
-
-
-@pytest.mark.parametrize("path", ["qint8", "quint8", "qint32"])
-def test_refused_names_beside_built_ones(path):
-    obj = rawdev
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    assert isinstance(obj.__rawdev_refused__, str)
-    with pytest.raises(NotImplementedError, match=rf"^torch[.]{path.replace('.', '[.]')}: .+ is not supported by "
-                                                  r"rawdev: .+"):
-        obj()
-
-
-def test_a_quantization_program_stops_at_the_call_with_the_reason():
-    # the tutorials' line: quantize_dynamic(model, {nn.LSTM, nn.Linear}, dtype=torch.qint8)
-    model = rawdev.nn.Linear(2, 2)
-    with pytest.raises(NotImplementedError, match="no quantized dtypes"):
-        rawdev.quantization.quantize_dynamic(model, {rawdev.nn.Linear}, dtype=rawdev.qint8)
 
 
 def test_the_modules_are_attributes_of_rawdev_as_of_torch():

@@ -311,6 +311,7 @@ def install():
                  "is_nested", "is_ipu", "is_xla", "is_vulkan", "is_maia", "is_mtia"):
         setattr(T, flag, property(lambda s: False))
     T.layout = property(lambda s: _mf.strided)
+    T.dequantize = lambda s: s.float()   # PyTorch's dequantize of an unquantized tensor: its float32 values
     T.to_dense = lambda s, dtype=None, *, masked_grad=None: s if dtype is None else s.to(dtype=dtype)
     T.ndimension = lambda s: s.ndim
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)

@@ -91,6 +91,9 @@ class Tensor:
         """Wrap a numpy storage array (shared, not copied; a strided one keeps its strides)."""
         t = cls.__new__(cls)
         dt = dt or _dt.from_numpy_dtype(arr.dtype)
+        if dt.is_quantized:   # an op made a result of a quantized dtype: rawdev.tensor.quantized's error
+            from ..errors import quantized_cpu_error
+            raise quantized_cpu_error(None)
         if arr.dtype != dt.storage:
             raise TypeError(f"storage array dtype {arr.dtype} does not match {dt}")
         t._init_cpu(arr, dt, buf, pending)
