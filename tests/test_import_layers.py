@@ -32,7 +32,7 @@ LAYERS = [
     ("rawdev.fx", 6), ("rawdev.hub", 6),
     ("rawdev.distributed.tensor", 6), ("rawdev.distributed._tensor", 6),
     ("rawdev.distributed.rpc", 6), ("rawdev.distributed.pipeline", 6), ("rawdev.distributed.autograd", 6),
-    ("rawdev.distributed.optim", 6),
+    ("rawdev.distributed.optim", 6), ("rawdev.distributed.nn", 6),
     ("rawdev.distributed.algorithms", 6),
     ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7), ("rawdev.pytest_plugin", 7),
     ("rawdev", 7),   # the package's public API, which the user-facing tools (memtool, demo, cli) use

@@ -9,7 +9,6 @@ import rawdev
 
 @pytest.mark.parametrize("module,name", [
     ("rawdev.distributed.fsdp", "FullyShardedDataParallel"),
-    ("rawdev.distributed.nn", "RemoteModule"),
     ("rawdev.classes", "load_library"),
 ])
 def test_a_refused_name_imports_and_raises_naming_the_feature(module, name):
