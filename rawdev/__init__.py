@@ -96,9 +96,9 @@ from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.
 from .refusals import polar, view_as_complex, view_as_real  # noqa: E402  (refused: no complex dtypes)
 from .ops.sparse_coo import sparse_coo_tensor, spmm  # noqa: E402
 # torch's submodules for features rawdev declines (each refuses with its reason when used) and torch.functional
-from . import _dynamo, _inductor, _logging, export, functional, library, nested, quantization  # noqa: E402,F401
-from .refusals import qint8, qint32, quint8  # noqa: E402  (refused: no quantized dtypes)
-__all__ += ["export", "functional", "library", "nested", "quantization", "qint8", "quint8", "qint32"]
+from . import _dynamo, _inductor, _logging, export, functional, library, nested  # noqa: E402,F401
+from . import ao, quantization  # noqa: E402,F401  (dynamic quantization; also puts nn.quantized on rawdev.nn)
+__all__ += ["export", "functional", "library", "nested", "quantization", "ao"]
 __all__ += ["sparse", "sparse_coo_tensor", "spmm", "classes", "futures", "fx", "hub", "version", "polar",
             "view_as_complex", "view_as_real"]
 __all__ += list(_LEGACY_CPU)

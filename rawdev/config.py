@@ -1,5 +1,6 @@
 """Process-wide settings PyTorch programs call: default device, deterministic algorithms, float32 matmul
 precision, thread counts, and compile (rawdev runs eagerly); and torch's math constants."""
+import logging
 import math
 import os
 import warnings
@@ -56,19 +57,32 @@ def get_float32_matmul_precision():
 
 
 _compiled_notice = False
+# torch.compile's component logger (set_logs(dynamo=logging.INFO) shows its lines), named as rawdev._dynamo
+_dynamo_log = logging.getLogger("rawdev._dynamo")
+
+
+def _compiled_name(obj):
+    name = getattr(obj, "__qualname__", None)
+    return name if isinstance(name, str) else type(obj).__name__
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
             disable=False):
-    """torch.compile: rawdev runs eagerly, so the model (or function) comes back unchanged, with a notice once.
-    Usable as compile(model) and as a decorator (@compile or @compile(mode=...))."""
+    """torch.compile: rawdev runs eagerly, so the model (or function) comes back unchanged, with a notice once
+    (and an INFO line "compile: running <name> eagerly" on the rawdev._dynamo logger each time, which
+    rawdev._logging.set_logs(dynamo=logging.INFO) shows). Usable as compile(model) and as a decorator
+    (@compile or @compile(mode=...))."""
     global _compiled_notice
     if not _compiled_notice:
         _compiled_notice = True
         warnings.warn("rawdev.compile: rawdev runs eagerly; the model is returned unchanged", UserWarning,
                       stacklevel=2)
     if model is None:
-        return lambda fn: fn
+        def decorate(fn):
+            _dynamo_log.info("compile: running %s eagerly", _compiled_name(fn))
+            return fn
+        return decorate
+    _dynamo_log.info("compile: running %s eagerly", _compiled_name(model))
     return model
 
 

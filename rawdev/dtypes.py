@@ -13,13 +13,16 @@ __all__ = [
     "dtype", "float32", "float", "float16", "half", "bfloat16", "float64", "double",
     "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
     "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
+    "qint8", "quint8", "qint32", "qscheme", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+    "per_channel_symmetric", "per_channel_affine_float_qparams",
 ]
 
 
 class dtype:
     """One element type. Compared by identity: there is exactly one object per type."""
 
-    __slots__ = ("name", "itemsize", "storage", "is_floating_point", "is_signed", "st_name", "_legacy")
+    __slots__ = ("name", "itemsize", "storage", "is_floating_point", "is_signed", "st_name", "_legacy",
+                 "is_quantized")
 
     def __init__(self, name, storage, is_floating_point, is_signed, st_name, legacy):
         self.name = name
@@ -29,6 +32,7 @@ class dtype:
         self.is_signed = is_signed
         self.st_name = st_name                  # the safetensors header's name for it
         self._legacy = legacy                   # PyTorch's legacy type name ("FloatTensor"), for typename()
+        self.is_quantized = False               # qint8/quint8/qint32: integer storage plus scale/zero_point
 
     def __repr__(self):
         return f"rawdev.{self.name}"
@@ -52,6 +56,54 @@ int16 = dtype("int16", np.int16, False, True, "I16", "ShortTensor")
 int8 = dtype("int8", np.int8, False, True, "I8", "CharTensor")
 uint8 = dtype("uint8", np.uint8, False, False, "U8", "ByteTensor")
 bool = dtype("bool", np.bool_, False, False, "BOOL", "BoolTensor")  # noqa: A001 (PyTorch's name)
+
+
+def _quantized(name, storage, signed, legacy):
+    d = dtype(name, storage, False, signed, None, legacy)
+    d.is_quantized = True
+    return d
+
+
+# Quantized dtypes: the storage holds the integer representation; the scale and zero point live on the
+# quantized tensor (rawdev.tensor.quantized). Not in ALL: no ordinary op, cast or file entry has them.
+qint8 = _quantized("qint8", np.int8, True, "QInt8Tensor")
+quint8 = _quantized("quint8", np.uint8, False, "QUInt8Tensor")
+qint32 = _quantized("qint32", np.int32, True, "QInt32Tensor")
+QUANTIZED = (qint8, quint8, qint32)
+
+
+class qscheme:
+    """A quantization scheme (PyTorch's torch.qscheme): how a quantized tensor maps integers to reals.
+
+    Example:
+        >>> rawdev.quantize_per_tensor(rawdev.ones(2), 0.1, 0, rawdev.qint8).qscheme()
+        rawdev.per_tensor_affine
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"rawdev.{self.name}"
+
+    def __reduce__(self):  # singletons, as dtypes
+        return (_qscheme_from_name, (self.name,))
+
+
+per_tensor_affine = qscheme("per_tensor_affine")
+per_channel_affine = qscheme("per_channel_affine")
+per_tensor_symmetric = qscheme("per_tensor_symmetric")
+per_channel_symmetric = qscheme("per_channel_symmetric")
+per_channel_affine_float_qparams = qscheme("per_channel_affine_float_qparams")
+_QSCHEMES = {q.name: q for q in (per_tensor_affine, per_channel_affine, per_tensor_symmetric, per_channel_symmetric,
+                                 per_channel_affine_float_qparams)}
+
+
+def _qscheme_from_name(name):
+    return _QSCHEMES[name]
+
 
 # PyTorch's aliases.
 float = float32  # noqa: A001
@@ -90,6 +142,8 @@ def from_name(name):
     key = str(name).split(".")[-1]
     if key in _BY_NAME:
         return _BY_NAME[key]
+    if key in ("qint8", "quint8", "qint32"):
+        return {"qint8": qint8, "quint8": quint8, "qint32": qint32}[key]
     if key in _BY_ST:
         return _BY_ST[key]
     raise TypeError(f"unknown dtype {name!r}; rawdev supports {', '.join(d.name for d in ALL)}")

@@ -66,3 +66,39 @@ class NoDeviceError(CudaError):
 class LinAlgError(RuntimeError):
     """A linear-algebra routine met a matrix it cannot handle (singular, not positive-definite); PyTorch's
     torch.linalg.LinAlgError, a RuntimeError."""
+
+
+# numpy function names -> the aten op a program would have called
+_ATEN = {"add": "aten::add.Tensor", "subtract": "aten::sub.Tensor", "multiply": "aten::mul.Tensor",
+         "true_divide": "aten::div.Tensor", "divide": "aten::div.Tensor", "matmul": "aten::mm", "dot": "aten::mm",
+         "sub": "aten::sub.Tensor", "mul": "aten::mul.Tensor", "div": "aten::div.Tensor", "mm": "aten::mm",
+         "negative": "aten::neg", "power": "aten::pow.Tensor_Scalar", "maximum": "aten::maximum",
+         "minimum": "aten::minimum", "sum": "aten::sum", "mean": "aten::mean", "exp": "aten::exp"}
+
+
+def quantized_cpu_error(op=None):
+    """PyTorch's error for an op a quantized tensor has no kernel for (rawdev.tensor.quantized).
+
+    Args:
+        op: the op's name ("add", "aten::mm", ...), None where it is not known.
+
+    Returns:
+        The NotImplementedError to raise.
+
+    Example:
+        >>> raise quantized_cpu_error("add")
+        Traceback (most recent call last):
+        NotImplementedError: Could not run 'aten::add.Tensor' with arguments from the 'QuantizedCPU' backend...
+    """
+    if op is None:   # caught where the op's result is made, which does not know the op's name
+        a = "aten::<this operator>"
+    elif op.startswith("aten::"):
+        a = op
+    else:
+        a = _ATEN.get(op, f"aten::{op}")
+    return NotImplementedError(
+        f"Could not run '{a}' with arguments from the 'QuantizedCPU' backend. This could be because the operator "
+        f"doesn't exist for this backend, or was omitted during the selective/custom build process (if using "
+        f"custom build). (rawdev: a quantized tensor answers dequantize(), int_repr(), q_scale(), q_zero_point(), "
+        f"q_per_channel_scales(), q_per_channel_zero_points(), q_per_channel_axis() and qscheme(); call "
+        f".dequantize() to compute on its values.)")

@@ -6,7 +6,9 @@ dicts:
 
 - scalars: {"none"}, {"bool"}, {"int": "123"} (as a string: any size), {"float": "0.1"} (repr: exact, nan/inf),
   {"str"}, {"bytes": base64}, {"complex": [re, im]}, {"slice"/"range": [start, stop, step]}
-- rawdev values: {"tensor": name, "device", "requires_grad", "param"}, {"dtype": name}, {"device": "cuda:0"}
+- rawdev values: {"tensor": name, "device", "requires_grad", "param"}, {"dtype": name}, {"device": "cuda:0"},
+  {"qtensor": name of its integers, "dtype": "qint8", "qscheme", "scale"/"zero_point" or "scales"/"zero_points"
+  (ndarrays)/"axis"} (a quantized tensor), {"qscheme": name}
 - numpy: {"ndarray": name, "dtype": "<f8", "shape": [...]} (its bytes are a safetensors tensor: typed when
   rawdev has the dtype, else raw uint8 bytes), {"npscalar": ...} the same for a numpy scalar
 - containers: {"dict": [[k, v], ...], "ordered"/"default"}, {"list"}, {"tuple"}, {"set", "frozen"},
@@ -158,6 +160,10 @@ class _Encoder:
             return {"bytes": base64.b64encode(x).decode("ascii")}
         if t is complex:
             return {"complex": [repr(x.real), repr(x.imag)]}
+        if isinstance(x, Tensor) and x.is_quantized:
+            return self._quantized(x, where)
+        if isinstance(x, _dt.qscheme):
+            return {"qscheme": x.name}
         if isinstance(x, Tensor):
             name = self.tensor_names.get(id(x))
             if name is None:
@@ -224,6 +230,22 @@ class _Encoder:
             return {"id": oid, "namedtuple": name,
                     "items": [self.enc(v, f"{where}.{f}", depth + 1) for f, v in zip(t._fields, x)]}
         return self._object(x, where, depth, oid)
+
+    def _quantized(self, x, where):
+        """A quantized tensor: its integers as a tensor of their storage type, its parameters in the structure."""
+        name = self.tensor_names.get(id(x))
+        if name is None:
+            name = self.tensor_names[id(x)] = f"t.{len(self.items)}"
+            self.keep.append(x)
+            self.items.append((name, x.int_repr()))
+        out: dict[str, Any] = {"qtensor": name, "dtype": x.dtype.name, "qscheme": x.qscheme().name}
+        if x.qscheme() is _dt.per_tensor_affine:
+            out["scale"], out["zero_point"] = repr(float(x.q_scale())), str(int(x.q_zero_point()))
+        else:
+            out["scales"] = self._array(x.q_per_channel_scales().numpy(), where)
+            out["zero_points"] = self._array(x.q_per_channel_zero_points().numpy(), where)
+            out["axis"] = int(x.q_per_channel_axis())
+        return out
 
     def _object(self, x, where, depth, oid):
         t = type(x)
@@ -311,6 +333,25 @@ def unflatten(structure: Any, tensors: dict[str, Tensor], weights_only: bool | N
         made[name] = t
         return t
 
+    def qtensor(x):
+        name = x["qtensor"]
+        if name in made:
+            return made[name]
+        from .tensor import quantized as _q
+        dt = _dt.from_name(x["dtype"])
+        scheme = _dt._qscheme_from_name(x["qscheme"])
+        ints = tensors[name]
+        if not dt.is_quantized or ints.dtype.storage != dt.storage:
+            raise bad(f"a quantized tensor's integers ({ints.dtype}) do not match its dtype {dt}")
+        vals = np.asarray(ints.cpu()._values())
+        if scheme is _dt.per_tensor_affine:
+            q = _q._make(vals.copy(), dt, scheme, scale=float(x["scale"]), zp=int(x["zero_point"]))
+        else:
+            q = _q._make(vals.copy(), dt, scheme, scales=array(x["scales"]), zps=array(x["zero_points"]),
+                         axis=int(x["axis"]))
+        made[name] = q
+        return q
+
     def array(x):
         t = tensors[x["ndarray"] if "ndarray" in x else x["npscalar"]]
         dt = np.dtype(x["dtype"])
@@ -368,6 +409,10 @@ def unflatten(structure: Any, tensors: dict[str, Tensor], weights_only: bool | N
                 return complex(float(x["complex"][0]), float(x["complex"][1]))
             if "tensor" in x:
                 return tensor(x)
+            if "qtensor" in x:
+                return qtensor(x)
+            if "qscheme" in x and len(x) == 1:
+                return _dt._qscheme_from_name(x["qscheme"])
             if "ndarray" in x or "npscalar" in x:
                 return array(x)
             if "dtype" in x:

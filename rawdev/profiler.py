@@ -366,3 +366,22 @@ def _stream_of(handle):
             if s is not None and int(s.handle) == int(handle):
                 return s
     return None
+
+
+def _record_function_enter(name, args=None):
+    """torch.ops.profiler._record_function_enter: open a record_function range and return its handle."""
+    rec = record_function(name, args)
+    rec.__enter__()
+    return rec
+
+
+def _record_function_exit(handle):
+    """torch.ops.profiler._record_function_exit: close the range _record_function_enter opened."""
+    handle.__exit__(None, None, None)
+
+
+from .ops import torch_ops as _torch_ops  # noqa: E402
+
+_torch_ops.provide("profiler", {"_record_function_enter": _record_function_enter,
+                                "_record_function_enter_new": _record_function_enter,
+                                "_record_function_exit": _record_function_exit})

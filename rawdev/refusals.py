@@ -4,10 +4,10 @@ raises NotImplementedError saying which feature and why. Each such name carries 
 reason), which tools/compat_scan.py reports as refused rather than resolved."""
 from typing import Any
 
-DISTRIBUTED = ("rawdev's distributed training is data parallel: process groups, the collectives, "
-               "DistributedDataParallel, FullyShardedDataParallel and the `rawdev run` launcher "
-               "(rawdev.distributed); RPC, sharded tensors (DTensor, FSDP2's fully_shard), device meshes and "
-               "pipeline schedules are not built")
+DISTRIBUTED = ("rawdev's distributed training is data parallel (DistributedDataParallel, "
+               "FullyShardedDataParallel), tensor parallel (DeviceMesh, DTensor, parallelize_module) and RPC, over "
+               "process groups, the collectives and the `rawdev run` launcher (rawdev.distributed); other parts "
+               "(FSDP2's fully_shard, pipeline schedules, torchelastic) are not built")
 
 
 class Refused:
@@ -43,8 +43,3 @@ polar = Refused("torch.polar", "complex tensors (torch.polar)", _COMPLEX)
 view_as_complex = Refused("torch.view_as_complex", "complex tensors (torch.view_as_complex)", _COMPLEX)
 view_as_real = Refused("torch.view_as_real", "complex tensors (torch.view_as_real)", _COMPLEX)
 
-_QUANTIZED = ("rawdev has no quantized dtypes (qint8, quint8, qint32) or quantized kernels; "
-              "run the model in float32, float16 or bfloat16")
-qint8 = Refused("torch.qint8", "quantized dtypes (torch.qint8)", _QUANTIZED)
-quint8 = Refused("torch.quint8", "quantized dtypes (torch.quint8)", _QUANTIZED)
-qint32 = Refused("torch.qint32", "quantized dtypes (torch.qint32)", _QUANTIZED)

@@ -84,7 +84,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], metadata: dict[str, str] | 
         ...              "optimizer_state_dict": opt.state_dict(), "loss": 0.25}, "ckpt.pt")
     """
     if not (isinstance(obj, Mapping) and obj and all(isinstance(k, str) and isinstance(v, Tensor)
-                                                    for k, v in obj.items())):
+                                                    and not v.is_quantized for k, v in obj.items())):
         from .object_graph import flatten
         items, structure = flatten(obj)
         _write(items, f, {"format": _FORMAT, _STRUCT_KEY: json.dumps(structure, separators=(",", ":"),

@@ -2,6 +2,8 @@
 contiguous() of an expanded view, clone of views, reshape when no view is possible), in-place writes into an
 expanded tensor (elements sharing memory) raise PyTorch's error (fill_/zero_ and scalar fills excepted, as in
 PyTorch), and class-index losses refuse int32 targets as PyTorch does — on the cpu and the simulated GPU."""
+import copy
+
 import numpy as np
 import pytest
 import rawdev
@@ -191,3 +193,22 @@ def test_byte_targets_load_as_pytorch_reads_them():
     for t in (rawdev.tensor(idx, dtype=rawdev.uint8), rawdev.tensor(idx)):
         assert abs(F.cross_entropy(x, t).item() - ref) <= 1e-6 * abs(ref)
         assert abs(F.nll_loss(F.log_softmax(x, 1), t).item() - ref) <= 1e-6 * abs(ref)
+
+
+def test_a_deepcopy_made_after_backward_gets_its_own_gradients(device):
+    # the DQN / EMA pattern: train, then copy the network; the copy's backward must not reach the original
+    net = rawdev.nn.Sequential(rawdev.nn.Linear(4, 3), rawdev.nn.Tanh(), rawdev.nn.Linear(3, 2)).to(device)
+    x = rawdev.randn(5, 4, device=device)
+    net(x).sum().backward()
+    before = [p.grad.cpu().numpy().copy() for p in net.parameters()]
+    target = copy.deepcopy(net)
+    target.zero_grad(set_to_none=True)
+    target(x).square().sum().backward()
+    for p, b in zip(net.parameters(), before):
+        np.testing.assert_array_equal(p.grad.cpu().numpy(), b)        # the original's grads are untouched
+    for p in target.parameters():
+        assert p.grad is not None and p.grad.device == p.device
+    y = target[0].weight * 2     # and a copy's view/graph bookkeeping starts fresh
+    assert "_accumulate_grad" not in target[0].weight.__dict__ or \
+        target[0].weight.__dict__["_accumulate_grad"].variable is target[0].weight
+    del y

@@ -45,6 +45,8 @@ CHECKS = {
     and r["state_keys"] == 30,
     "rpc_parameter_server.py": lambda r: r["last_loss"] < r["first_loss"] - 0.1 and r["grad_err"] < 1e-5
     and r["trainers_ok"] == 1,
+    "tensor_parallel_mlp.py": lambda r: r["last_loss"] < 0.5 * r["first_loss"] and r["out_err"] < 1e-5
+    and r["sharded"] == 1 and r["same"] == 1,
     "squashed_gaussian_policy.py": lambda r: abs(r["mode"] - 0.6) < 0.05 and r["last_loss"] < r["first_loss"]
     and r["inside"] == 1 and r["mean_reward"] > -0.02,
     "fx_rewrite_profile.py": lambda r: r["last_loss"] < r["first_loss"] - 0.5 and r["fuse_err"] < 1e-4

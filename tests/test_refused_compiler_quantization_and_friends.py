@@ -1,28 +1,20 @@
 """The torch modules and names the corpus scan found in the pytorch/tutorials scripts that rawdev declines by
-design: graph capture and compilers (torch.export, _dynamo, _inductor, _logging, _decomp), custom operator
-registration (torch.library, _custom_op, utils.cpp_extension), quantization (torch.quantization, qint8,
-backends.quantized), nested tensors, mobile optimization, Pipe, multi-GPU nn.parallel helpers, the
-TorchDynamo-based ONNX exporter and saved-tensor hooks. Each imports as a program writes it, and using it raises
-NotImplementedError naming the feature and why."""
+design: compilers (_inductor, _decomp; of torch._logging all but set_logs), C++
+extensions (utils.cpp_extension), nested tensors and mobile optimization (quantization is built: see
+tests/test_quantize_*.py). Each imports as a program writes it, and using it raises NotImplementedError naming
+the feature and why."""
 import importlib
 
 import pytest
 import rawdev
 
 MODULES = [
-    ("rawdev.export", "export", "torch.export graph capture"), ("rawdev.export", "Dim", "torch.export"),
-    ("rawdev._dynamo", "explain", "TorchDynamo"), ("rawdev._dynamo.utils", "same", "TorchDynamo"),
     ("rawdev._inductor", "config", "TorchInductor"), ("rawdev._inductor.config", "cpp", "TorchInductor"),
     ("rawdev._inductor.codecache", "AsyncCompile", "TorchInductor"),
-    ("rawdev._logging", "set_logs", "compiler logging"), ("rawdev._decomp", "get_decompositions", "ATen decomp"),
-    ("rawdev.library", "Library", "custom operator registration"),
-    ("rawdev._custom_op.impl", "custom_op", "custom operator registration"),
+    ("rawdev._decomp", "get_decompositions", "ATen decomp"),
     ("rawdev.utils.cpp_extension", "load_inline", "C\\+\\+ extensions"),
     ("rawdev.utils.mobile_optimizer", "optimize_for_mobile", "mobile optimization"),
-    ("rawdev.quantization", "quantize_dynamic", "quantization"),
-    ("rawdev.backends.quantized", "engine", "quantization"),
     ("rawdev.nested", "nested_tensor", "nested tensors"),
-    ("rawdev.distributed.pipeline.sync", "Pipe", "pipeline parallelism"),
 ]
 
 
@@ -36,27 +28,6 @@ def test_a_refused_module_imports_and_its_names_raise_naming_the_feature(module,
         getattr(mod, name)(1, key=2)
     with pytest.raises(AttributeError):   # dunder lookups (import machinery, hasattr) stay AttributeErrors
         mod.__path_not_there__  # noqa: B018
-
-
-@pytest.mark.parametrize("path", ["qint8", "quint8", "qint32", "nn.parallel.replicate", "nn.parallel.scatter",
-                                  "nn.parallel.gather", "nn.parallel.parallel_apply", "onnx.dynamo_export",
-                                  "onnx.ExportOptions", "onnx.OnnxRegistry", "autograd.graph.saved_tensors_hooks",
-                                  "autograd.graph.save_on_cpu"])
-def test_refused_names_beside_built_ones(path):
-    obj = rawdev
-    for part in path.split("."):
-        obj = getattr(obj, part)
-    assert isinstance(obj.__rawdev_refused__, str)
-    with pytest.raises(NotImplementedError, match=rf"^torch[.]{path.replace('.', '[.]')}: .+ is not supported by "
-                                                  r"rawdev: .+"):
-        obj()
-
-
-def test_a_quantization_program_stops_at_the_call_with_the_reason():
-    # the tutorials' line: quantize_dynamic(model, {nn.LSTM, nn.Linear}, dtype=torch.qint8)
-    model = rawdev.nn.Linear(2, 2)
-    with pytest.raises(NotImplementedError, match="no quantized dtypes"):
-        rawdev.quantization.quantize_dynamic(model, {rawdev.nn.Linear}, dtype=rawdev.qint8)
 
 
 def test_the_modules_are_attributes_of_rawdev_as_of_torch():

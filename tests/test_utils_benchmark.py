@@ -1,6 +1,7 @@
 """torch.utils.benchmark's Timer / Measurement / Compare on rawdev: the statement runs the asked number of times in
 the given globals after setup, times come from the clock given (a fake clock here, so nothing depends on the
-machine's speed), and the fuzzers, Callgrind and C++ statements are refused with the reason."""
+machine's speed), and Callgrind and C++ statements are refused with the reason (the fuzzers are in
+test_utils_benchmark_fuzzer.py)."""
 import pytest
 import rawdev
 import rawdev.utils.benchmark as benchmark
@@ -57,13 +58,8 @@ def test_compare_tabulates_medians():
 def test_refused_parts_say_why():
     with pytest.raises(NotImplementedError, match="C\\+\\+ statements are not supported by rawdev"):
         benchmark.Timer("x", language=benchmark.Language.CPP)
-    with pytest.raises(NotImplementedError, match="benchmark fuzzers is not supported by rawdev"):
-        benchmark.Fuzzer(parameters=[], tensors=[], seed=0)
     with pytest.raises(NotImplementedError, match="Callgrind"):
         benchmark.Timer("pass").collect_callgrind()
-    from rawdev.utils.benchmark.op_fuzzers import binary
-    with pytest.raises(NotImplementedError, match="benchmark fuzzers"):
-        binary.BinaryOpFuzzer(seed=0)
     with pytest.raises(ValueError, match="global_setup is C\\+\\+ only"):
         benchmark.Timer("pass", global_setup="int x;")
 

@@ -205,11 +205,15 @@ def test_view_nodes_are_named_as_pytorch():
     assert x.diagonal().grad_fn.name() == "DiagonalBackward0" and x.narrow(0, 0, 1).grad_fn.name() == "NarrowBackward0"
 
 
-def test_inplace_through_a_view_of_a_graph_tensor_says_what_is_missing():
+def test_inplace_through_a_view_of_a_graph_tensor_is_recorded_on_its_base():
     x = rawdev.ones(3, 4, requires_grad=True)
     y = x * 2
-    with pytest.raises(NotImplementedError, match="CopySlices"):
-        y.t().add_(1)
+    yt = y.t()
+    yt.add_(1)                    # CopySlices: y takes over the write
+    assert y.grad_fn.name() == "CopySlices"
+    (y * y).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), np.full((3, 4), 2 * 3.0 * 2), rtol=1e-6)
+    x.grad = None
     with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is being used in an "
                                            "in-place operation.$"):
         x.t().add_(1)

@@ -62,12 +62,10 @@ PROBES = {
 
 # Known gaps: name -> (status, reason). "refused" names raise NotImplementedError naming the feature; "missing"
 # ones carry why they stay missing.
-_TORCH_OPS = ("torch.ops is PyTorch's registry of ATen and C++ operators; rawdev has no dispatcher "
-              "(rawdev.ops is rawdev's own op package)")
+_TORCH_OPS = ("an operator of a C++ extension library (torch.ops.<library>): rawdev loads no C++ libraries, so "
+              "their namespaces hold nothing (torch.ops.aten and torch.ops.profiler answer from rawdev's ops)")
 _NOT_IN_PYTORCH = "not in PyTorch's torch.functional either (it is in torch.nn.functional): the program's own slip"
 STATUS = {
-    "torch.ops.profiler._record_function_enter": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
-    "torch.ops.profiler._record_function_exit": ("missing", _TORCH_OPS + "; use torch.profiler.record_function"),
     "torch.functional.relu": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax": ("missing", _NOT_IN_PYTORCH),
     "torch.functional.log_softmax(dim=)": ("missing", _NOT_IN_PYTORCH),
@@ -336,7 +334,8 @@ def markdown(summary, rows, sources):
              "in tools/compat_corpus.txt (" + ", ".join(f"{r}: {n}" for r, n in sorted(sources.items())) + ").",
              "", "The pytorch/tutorials scripts are those of its commit e7563f6 (November 2023) that import torch: the "
              "whole repository's snapshot (5.3 GB) is over the fetch tool's 0.5 GB limit, so they were read from "
-             "a fork whose head is that commit.", "",
+             "a fork that holds that commit (titaiwangms/tutorials; the same files, blob for blob, are in "
+             "ZhanqiLiu/tutorials).", "",
              f"**{summary['resolved']} of {summary['references']} references resolve: {pct:.2f} %**; "
              f"{summary['refused']} more are refused by design (they import, and using them raises "
              f"NotImplementedError naming the feature and why), so **{pct_known:.2f} % resolve or are refused**; "

@@ -1,6 +1,4 @@
-"""`torch._custom_op`: PyTorch's earlier custom-operator API, refused as torch.library is (see rawdev.library)."""
-from ..library import WHY
-from ..refusals import refusing_getattr
+"""`torch._custom_op`: PyTorch's earlier custom-operator API, over rawdev.library (see rawdev/_custom_op/impl.py)."""
+from . import impl
 
-__getattr__ = refusing_getattr("torch._custom_op", "custom operator registration (torch._custom_op)", WHY)
-__rawdev_refused__ = __getattr__("_").__rawdev_refused__
+__all__ = ["impl"]

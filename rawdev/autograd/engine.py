@@ -9,7 +9,7 @@ import operator
 from ..runtime import phases as _phases
 from ..tensor.core import Tensor
 from . import anomaly_mode as _anomaly
-from .function import AccumulateGrad, BackwardNode
+from .function import AccumulateGrad, BackwardNode, _edge
 from .grad_mode import no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "run_backward"]
@@ -66,7 +66,7 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
         if out.grad_fn is None:
             roots.append((out.__dict__.get("_accumulate_grad") or _acc(out), 0))
         else:
-            roots.append((out.grad_fn, out.__dict__.get("_output_nr", 0)))
+            roots.append(_edge(out))   # (a view whose base was rewritten in place replays its history first)
 
     # which nodes receive gradient, and by how many edges
     deps, stack, seen = {}, [n for n, _ in roots], set()

@@ -7,6 +7,7 @@ the forward is caught at backward time, with PyTorch's message.
 """
 import functools
 import itertools
+import threading
 import weakref
 from collections import OrderedDict
 
@@ -18,6 +19,8 @@ __all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "onc
            "linear_backward"]
 
 _seq = itertools.count()
+# saved_tensors_hooks (rawdev.autograd.graph) in effect on this thread: .stack, a list of (pack, unpack)
+_saved_hooks = threading.local()
 
 
 class Node:
@@ -70,13 +73,16 @@ class AccumulateGrad(Node):
 
 
 class _Saved:
-    __slots__ = ("tensor", "version", "producer", "source", "leaf", "edge", "own")
+    __slots__ = ("tensor", "version", "producer", "source", "leaf", "edge", "own", "packed", "unpack", "vc")
 
-    def __init__(self, t):
+    def __init__(self, t, hooks=None):
         self.source = id(t)   # an op saving its own output: Function.apply names the producer afterwards
-        self.own = None
+        self.own, self.unpack = None, None
         if t is None:   # a slot the op left empty (its input needs no gradient)
             self.tensor, self.version, self.producer, self.leaf, self.edge = None, 0, None, None, None
+            return
+        if hooks is not None:
+            self._pack(t, *hooks)
             return
         # A detached alias (same storage and version counter, no grad_fn): saving an op's own output
         # must not make a cycle output -> grad_fn -> ctx -> output, or activations would outlive
@@ -96,8 +102,33 @@ class _Saved:
             self.producer, self.edge = None, None
             self.leaf = t if t._requires_grad else None
 
-    def graph_tensor(self, node):
-        """The saved tensor connected to the graph (for a backward that is itself recorded)."""
+    def _pack(self, t, pack_hook, unpack_hook):
+        """Under saved_tensors_hooks: keep only what pack_hook returns (and the version counter, so that an
+        in-place change of the original is still caught), as PyTorch's SavedVariable does."""
+        self.version, self.vc = t._version, t._vc
+        self.producer, self.edge, self.leaf = None, None, None
+        fn = t.grad_fn
+        if fn is not None:
+            nr = t.__dict__.get("_output_nr", 0)
+            self.producer, self.edge = (weakref.ref(fn), nr), (fn, nr)
+        elif t._requires_grad:
+            self.leaf = t
+        self.packed, self.unpack = pack_hook(t.detach()), unpack_hook
+        self.tensor = None
+
+    def value(self):
+        """The saved tensor: itself, or what unpack_hook gives back for what pack_hook kept."""
+        if self.unpack is None:
+            return self.tensor
+        t = self.unpack(self.packed)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        return t
+
+    def graph_tensor(self, node, value):
+        """The saved tensor (`value`, as value() gave it) connected to the graph, for a backward that is itself
+        recorded."""
         if self.leaf is not None:
             return self.leaf
         if self.own is not None:
@@ -105,8 +136,8 @@ class _Saved:
         elif self.edge is not None:
             fn, nr = self.edge
         else:
-            return self.tensor
-        t = self.tensor.detach()
+            return value
+        t = value.detach()
         t.grad_fn, t._requires_grad = fn, True
         if nr:
             t.__dict__["_output_nr"] = nr
@@ -124,9 +155,14 @@ class FunctionCtx:
     materialize_grads = True
     _non_differentiable = ()
     _graph_node = None    # set while a recorded (create_graph) backward runs
+    _records = False      # the op's call is recorded in the graph: only then do saved-tensor hooks pack
 
     def save_for_backward(self, *tensors):
-        self._saved = tuple([_Saved(t) for t in tensors])
+        hooks = None
+        if self._records:
+            stack = getattr(_saved_hooks, "stack", None)
+            hooks = next((e for e in reversed(stack) if e[0] is not None), None) if stack else None
+        self._saved = tuple([_Saved(t, hooks) for t in tensors])
 
     def mark_non_differentiable(self, *tensors):
         """These outputs get no grad_fn and requires_grad=False; their gradient is always None/zero."""
@@ -148,15 +184,16 @@ class FunctionCtx:
                 "graph a second time or if you need to access saved tensors after calling backward.")
         out = []
         for s in self._saved:
-            t = s.tensor
-            if t is not None and t._version != s.version:
+            t = s.value()
+            version = s.vc[0] if s.unpack is not None else (t._version if t is not None else s.version)
+            if t is not None and version != s.version:
                 fn = s.producer[0]() if s.producer else None
                 made_by = f", which is output {s.producer[1]} of {fn.name()}," if fn is not None else ""
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{t.type()} {list(t.shape)}]{made_by} is at version {t._version}; expected "
+                    f"operation: [{t.type()} {list(t.shape)}]{made_by} is at version {version}; expected "
                     f"version {s.version} instead.")
-            out.append(s.graph_tensor(self._graph_node) if self._graph_node is not None and t is not None else t)
+            out.append(s.graph_tensor(self._graph_node, t) if self._graph_node is not None and t is not None else t)
         return tuple(out)
 
     def _free(self):
@@ -253,11 +290,34 @@ _node_classes: dict = {}
 _CONSUMES: dict = {}   # Function class -> whether it has backward_consuming
 
 
+def replay_view(t):
+    """Give view t a history from its base's current one (PyTorch's view replay): after an in-place write through
+    another view rewrote the base's history (CopySlices), t's recorded view node still points at the old one.
+    The base holds the function that re-derives a view (set by mark_rewritten: the ops layer's as_strided)."""
+    base = t._base
+    fresh = base.__dict__["_replay"](base, t)
+    t.grad_fn, t._requires_grad = fresh.grad_fn, fresh._requires_grad
+    t.__dict__["_output_nr"] = 0
+    t.__dict__["_seen_rewrites"] = base.__dict__.get("_rewrites")
+
+
+def mark_rewritten(base, view, replay):
+    """An in-place write through `view` gave `base` a new history: every other view of base replays its own
+    from it when next used (replay_view, through replay(base, view) -> a fresh view); `view` is current."""
+    n = base.__dict__.get("_rewrites", 0) + 1
+    base.__dict__["_rewrites"], base.__dict__["_replay"] = n, replay
+    view.__dict__["_seen_rewrites"] = n
+
+
 def _edge(t):
     """The node a gradient for input t flows to (None when t needs no gradient)."""
     if not isinstance(t, Tensor) or not t._requires_grad:
         return None, 0
     if t.grad_fn is not None:
+        base = t._base
+        if base is not None and "_rewrites" in base.__dict__ and \
+                t.__dict__.get("_seen_rewrites") != base.__dict__["_rewrites"]:
+            replay_view(t)
         return t.grad_fn, t.__dict__.get("_output_nr", 0)
     acc = t.__dict__.get("_accumulate_grad")
     if acc is None:
@@ -309,7 +369,7 @@ class Function:
                         break
         if record:   # (list comprehensions: cheaper than generator expressions on this per-op path)
             needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
-            ctx.needs_input_grad = needs
+            ctx.needs_input_grad, ctx._records = needs, True
         else:
             n = len(args)
             ctx.needs_input_grad = _NO_GRADS[n] if n < len(_NO_GRADS) else (False,) * n

@@ -10,4 +10,4 @@ from . import cpu, cuda, cudnn, mha, mkldnn, mps, openmp, opt_einsum
 
 __all__ = ["cudnn", "cuda", "mps", "cpu", "mkldnn", "openmp", "mha", "opt_einsum"]
 
-from . import quantized  # noqa: E402,F401  (torch.backends.quantized: refused, rawdev has no quantized kernels)
+from . import quantized  # noqa: E402,F401  (torch.backends.quantized: the quantized engine switch)

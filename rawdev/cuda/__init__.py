@@ -206,8 +206,10 @@ def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
     from ..device import as_device
     random.cuda_generator(as_device(device).index or 0).set_state(new_state)
 
+# torch.cuda.amp (autocast / GradScaler) and torch.cuda.nccl (version() and friends) as submodules
+from . import amp, nccl  # noqa: E402,F401
+
 # CUDA graphs: capture once, replay with one driver call.
-from . import amp  # noqa: E402,F401  (rawdev.cuda.amp.autocast / GradScaler, as torch.cuda.amp)
 from .graphs import (  # noqa: E402,F401
     CUDAGraph,
     graph,

@@ -5,6 +5,7 @@ ordering rules elsewhere), and the `rawdev run` launcher (rawdev.distributed.run
 from .collectives import *  # noqa: F401,F403
 from .collectives import __all__ as _collectives_all
 from .collectives import _make_nccl_premul_sum  # noqa: F401  (private in PyTorch too)
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: F401
 from .process_group import (  # noqa: F401
     Work,
     destroy_process_group,
@@ -25,7 +26,7 @@ from .store import Store, TCPStore  # noqa: F401
 __all__ = ["is_available", "is_initialized", "init_process_group", "get_rank", "get_world_size",
            "is_torchelastic_launched", "destroy_process_group", "new_group", "get_backend", "get_global_rank",
            "get_group_rank", "get_process_group_ranks", "get_node_local_rank", "Store",
-           "TCPStore"] + list(_collectives_all)
+           "TCPStore", "DeviceMesh", "init_device_mesh"] + list(_collectives_all)
 
 
 def is_available() -> bool:

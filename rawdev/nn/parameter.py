@@ -15,6 +15,13 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
+        # a tensor type with its own parameter form (DTensor, whose parameter keeps its placements) makes it
+        as_param = getattr(type(data), "_as_parameter", None)
+        if as_param is not None and cls is Parameter:
+            return as_param(data, requires_grad)
+        return super().__new__(cls)
+
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
         if data is None:
             data = Tensor._make_cpu(np.empty((0,), np.float32), _dt.float32)

@@ -14,7 +14,8 @@ import contextlib
 import os
 from typing import Any
 
-__all__ = ["export", "is_in_onnx_export", "OnnxExporterError", "TrainingMode"]
+__all__ = ["export", "is_in_onnx_export", "OnnxExporterError", "TrainingMode", "dynamo_export", "ExportOptions",
+           "OnnxRegistry", "ONNXProgram"]
 
 DEFAULT_OPSET = 18          # PyTorch's torch.onnx default opset_version (ONNX_DEFAULT_OPSET)
 MIN_OPSET = 14
@@ -189,12 +190,9 @@ def _version():
 # torch.onnx._export: PyTorch's private alias of export that older tutorials call
 _export = export
 
-# The TorchDynamo-based exporter (torch.onnx.dynamo_export and its options) needs an FX graph of the program,
-# which rawdev does not record: refused, pointing at export, which traces rawdev's forward.
-from ..refusals import Refused as _Refused  # noqa: E402
+# The TorchDynamo-based exporter's API (torch.onnx.dynamo_export, ExportOptions, OnnxRegistry, ONNXProgram) over the
+# same recording: rawdev has one exporter, which this entry point calls with the options translated.
+from . import dynamo_api as _dynamo_api  # noqa: E402
+from .dynamo_api import ExportOptions, ONNXProgram, OnnxRegistry, dynamo_export  # noqa: E402,F401
 
-_DYNAMO_WHY = ("rawdev records no FX graph of a program (no TorchDynamo); rawdev.onnx.export traces the forward "
-               "into ONNX instead")
-dynamo_export = _Refused("torch.onnx.dynamo_export", "the TorchDynamo-based ONNX exporter", _DYNAMO_WHY)
-ExportOptions = _Refused("torch.onnx.ExportOptions", "the TorchDynamo-based ONNX exporter", _DYNAMO_WHY)
-OnnxRegistry = _Refused("torch.onnx.OnnxRegistry", "the TorchDynamo-based ONNX exporter", _DYNAMO_WHY)
+_dynamo_api.bind(export, DEFAULT_OPSET)

@@ -154,7 +154,7 @@ class Tracer:
         from ..nn.module import Module
         from ..ops.shape import _ViewOp
         from ..tensor import Tensor
-        from . import layers, symbolic
+        from . import symbolic
 
         self.wrapped = {}                  # original function -> its wrapper (for module attributes holding one)
         for klass in Tensor.__mro__:
@@ -184,7 +184,7 @@ class Tracer:
         def module_call(mod, *args, **kwargs):
             if tracer.depth or not tracer.touches(args, kwargs):
                 return orig_call(mod, *args, **kwargs)
-            emit = layers.emitter_for(mod)
+            emit = tracer.module_emitter(mod)
             if emit is None:                # a container or the user's own module: its forward is recorded
                 return orig_call(mod, *args, **kwargs)
             return tracer.record(lambda *a, **k: orig_call(mod, *a, **k),
@@ -207,6 +207,11 @@ class Tracer:
                 tracer._stray(op.name)
             return orig_view(op, x, *args)
         self._set(_ViewOp, "__call__", view_call)
+
+    def module_emitter(self, mod):
+        """The function that emits a module's call as its own nodes, or None to record its forward's ops."""
+        from . import layers
+        return layers.emitter_for(mod)
 
     def _stray(self, what):
         raise NotImplementedError(f"rawdev.onnx.export: the op {what} ran on a traced tensor through a path "

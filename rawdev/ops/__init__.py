@@ -31,8 +31,20 @@ _guard(globals())   # in-place writes into expanded tensors raise, as PyTorch's
 if TYPE_CHECKING:
     # the declared ops are put in this namespace at import (rawdev.ops.registry): Any to a type checker
     def __getattr__(name: str) -> Any: ...
+else:
+    def __getattr__(name: str) -> Any:
+        """`torch.ops.<namespace>`: any other public name is an op namespace (rawdev.ops.torch_ops), except the
+        names of this package's own modules, which the import system must still find and import."""
+        import importlib.util
+        if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return _torch_ops.namespace(name)
 
 __all__ = sorted(_names("torch"))
+
+from . import torch_ops as _torch_ops  # noqa: E402
+
+aten = _torch_ops.namespace("aten")
 
 from ..refusals import Refused  # noqa: E402
 

@@ -23,6 +23,9 @@ def wrap(arr, dt=None):
         dt = _dt.from_numpy_dtype_fast(arr.dtype)
     if dt is _dt.bfloat16:
         return Tensor._make_cpu(_dt.to_storage(arr, dt), dt)
+    if dt.is_quantized:   # an op computed on a quantized tensor's integers (through a view, which has no guard)
+        from ..errors import quantized_cpu_error
+        raise quantized_cpu_error(None)
     if arr.dtype != dt.storage or not arr.flags.c_contiguous:
         arr = np.array(arr, dtype=dt.storage, order="C")
     return Tensor._make_cpu_contiguous(arr, dt)

@@ -7,10 +7,12 @@ import operator
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, mark_rewritten
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.core import Tensor
 from ..tensor.factory import zeros
+from .copy_slices import SlicePut as _SlicePut
+from .copy_slices import replay_as_strided
 from .dispatch import backend, backend_of
 from .inplace import check_inplace_graph
 from .overlap import assert_no_internal_overlap
@@ -116,39 +118,6 @@ def _strip_leading_ones(value):
     return reshape(value, tuple(value.shape[k:])) if k else value
 
 
-class _SlicePut(Function):
-    """x with value written at a basic index (ints, slices, None, ...), out of place: PyTorch's CopySlices.
-    The written places take no gradient back to x; value gets the gradient at its places, summed over the
-    dims it was broadcast along."""
-    node_name = "CopySlices"
-
-    @staticmethod
-    def forward(ctx, x, value, region):
-        # region(t): the (shape, strides, offset) written, for t laid out as x's contiguous copy
-        ctx.region, ctx.vshape = region, tuple(value.shape)
-        out = x._contiguous_copy("indexed write output")
-        make_view(out, region(out))._write(value)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        from ..autograd.grad_mode import no_grad
-        from .shape import sum_to
-        with no_grad():
-            gx = None
-            g = g if g.is_contiguous() and g.storage_offset() == 0 else g._contiguous_copy("indexed write grad")
-            if ctx.needs_input_grad[0]:
-                gx = g._contiguous_copy("indexed write grad")
-                make_view(gx, ctx.region(gx)).fill_(0)
-            gv = None
-            if ctx.needs_input_grad[1]:
-                sel = make_view(g, ctx.region(g))
-                lead = len(ctx.vshape) - sel.ndim
-                sel = reshape(sel, (1,) * lead + tuple(sel.shape)) if lead > 0 else sel
-                gv = sum_to(sel, ctx.vshape).contiguous()
-        return gx, gv, None
-
-
 def setitem(self, idx, value):
     """x[idx] = value (a tensor broadcast to the selection, or a number): written into x's storage. Under grad
     mode a write that involves the graph (x in it, or a value that requires grad) is recorded: x takes over a
@@ -216,6 +185,7 @@ def _write_through_view(self, idx, value):
     fresh = as_strided(base, tuple(self.shape), tuple(self.stride()), self.storage_offset())
     self.grad_fn, self._requires_grad = fresh.grad_fn, True
     self.__dict__["_output_nr"] = 0
+    mark_rewritten(base, self, replay_as_strided)
     return True
 
 

@@ -32,7 +32,7 @@ def _retain_grad(self):
 
 def _add_(self, other, *, alpha=1):
     """self += alpha * other in place (the fused axpy kernel on cuda)."""
-    if check_inplace_graph(self, (other,)):
+    if check_inplace_graph(self, (other,), through_views=True):
         return apply_inplace(self, F.add, "add_", (other,), {"alpha": alpha})
     if isinstance(other, Tensor):
         backend("add_", self, other).add_(self, other, alpha)
@@ -47,7 +47,7 @@ def _sub_(self, other, *, alpha=1):
 
 
 def _mul_(self, other):
-    if check_inplace_graph(self, (other,)):
+    if check_inplace_graph(self, (other,), through_views=True):
         return apply_inplace(self, F.mul, "mul_", (other,), {})
     if isinstance(other, Tensor):
         B = backend("mul_", self, other)
@@ -58,7 +58,7 @@ def _mul_(self, other):
 
 
 def _div_(self, other):
-    if check_inplace_graph(self, (other,)):
+    if check_inplace_graph(self, (other,), through_views=True):
         return apply_inplace(self, F.div, "div_", (other,), {})
     if isinstance(other, Tensor):
         B = backend("div_", self, other)
@@ -311,6 +311,7 @@ def install():
                  "is_nested", "is_ipu", "is_xla", "is_vulkan", "is_maia", "is_mtia"):
         setattr(T, flag, property(lambda s: False))
     T.layout = property(lambda s: _mf.strided)
+    T.dequantize = lambda s: s.float()   # PyTorch's dequantize of an unquantized tensor: its float32 values
     T.to_dense = lambda s, dtype=None, *, masked_grad=None: s if dtype is None else s.to(dtype=dtype)
     T.ndimension = lambda s: s.ndim
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)

@@ -157,6 +157,8 @@ class Optimizer:
         pass
 
     def _alloc_state(self, p, key):
+        if hasattr(type(p), "_as_parameter"):     # a sharded (DTensor) parameter's state is its local shard's
+            p = p.to_local()
         return backend_of(p).zeros_state(p, key)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -192,7 +194,7 @@ class Optimizer:
                 group, B, unit = work[i]
                 host = self._save_unit_host_state(unit)
                 try:
-                    self._step_group(group, B, unit)
+                    self._step_sharded(group, B, unit)
                 except BaseException as e:
                     self._restore_unit_host_state(host)
                     if i:
@@ -205,12 +207,32 @@ class Optimizer:
                     raise
         return loss
 
+    def _step_sharded(self, group, B, unit):
+        """_step_group, where a sharded parameter (a DTensor: it has `_as_parameter`) steps as its local shard,
+        which holds its storage and gradient; its state stays keyed by the parameter between steps."""
+        pairs = [(p, p.to_local()) for p in unit if hasattr(type(p), "_as_parameter")]
+        if not pairs:
+            self._step_group(group, B, unit)
+            return
+        swap = {id(p): lp for p, lp in pairs}
+        for p, lp in pairs:
+            if p in self.state:
+                self.state[lp] = self.state.pop(p)
+        try:
+            self._step_group(group, B, [swap.get(id(p), p) for p in unit])
+        finally:
+            for p, lp in pairs:
+                if lp in self.state:
+                    self.state[p] = self.state.pop(lp)
+
     def _units(self, B, params):
         """The step's units of work for one group's parameters on one device: all of them when the backend
         updates them in one launch (parameters, gradients and state laid out alike in one arena each, same step
         count), else one parameter each, so that every unit either runs entirely or not at all."""
         if len(params) == 1 or not hasattr(B, "one_launch"):
             return [params]
+        if any(hasattr(type(p), "_as_parameter") for p in params):
+            return [[p] for p in params]     # sharded parameters step one by one, on their local shards
         states = [self.state[p] if p in self.state else {} for p in params]
         keys = set(states[0])
         if any(set(st) != keys for st in states):

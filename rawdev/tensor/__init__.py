@@ -40,3 +40,7 @@ __all__ = ["Tensor", "Size", "is_tensor", "from_dlpack", "tensor", "as_tensor", 
 from .memfmt import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format  # noqa: E402
 
 __all__ += ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
+
+from .quantized import quantize_per_channel, quantize_per_tensor  # noqa: E402
+
+__all__ += ["quantize_per_tensor", "quantize_per_channel"]

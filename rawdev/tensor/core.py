@@ -55,6 +55,9 @@ def _root_of(arr):
     return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,)), strides
 
 
+# per-tensor autograd state kept in __dict__ (rawdev.autograd): never carried to a deepcopy
+_AUTOGRAD_PRIVATE = frozenset({"_accumulate_grad", "_output_nr", "_rewrites", "_replay", "_seen_rewrites"})
+
 class Tensor:
     if TYPE_CHECKING:
         # The ops (x.relu(), x.sum(), x + y, ...) are generated from their declarations (rawdev.ops.registry)
@@ -88,6 +91,9 @@ class Tensor:
         """Wrap a numpy storage array (shared, not copied; a strided one keeps its strides)."""
         t = cls.__new__(cls)
         dt = dt or _dt.from_numpy_dtype(arr.dtype)
+        if dt.is_quantized:   # an op made a result of a quantized dtype: rawdev.tensor.quantized's error
+            from ..errors import quantized_cpu_error
+            raise quantized_cpu_error(None)
         if arr.dtype != dt.storage:
             raise TypeError(f"storage array dtype {arr.dtype} does not match {dt}")
         t._init_cpu(arr, dt, buf, pending)
@@ -590,7 +596,10 @@ class Tensor:
             new._grad = copy.deepcopy(self._grad, memo)
         if self.__dict__:
             import copy
-            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+            # a copy is a new leaf: the autograd bookkeeping of the original (its AccumulateGrad node, which points
+            # at the original, output numbers, view replay marks) stays behind, so the copy's gradients are its own
+            own = {k: v for k, v in self.__dict__.items() if k not in _AUTOGRAD_PRIVATE}
+            new.__dict__.update(copy.deepcopy(own, memo))
         return new
 
     # ---------------------------------------------------------------- moves and casts

@@ -1,5 +1,6 @@
-"""rawdev.utils: data loading (utils.data) and activation checkpointing (utils.checkpoint)."""
-from . import checkpoint, data, dlpack
+"""rawdev.utils: data loading (utils.data), activation checkpointing (utils.checkpoint), DLPack exchange,
+TensorBoard logging (utils.tensorboard, with the optional tensorboard package) and model_zoo.load_url."""
+from . import checkpoint, data, dlpack, model_zoo, tensorboard  # tensorboard does not import the package
 
-__all__ = ["data", "checkpoint", "dlpack"]
+__all__ = ["data", "checkpoint", "dlpack", "model_zoo", "tensorboard"]
 from . import hooks  # noqa: E402,F401

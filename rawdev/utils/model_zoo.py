@@ -1,8 +1,14 @@
-"""`torch.utils.model_zoo`: downloading pickled pretrained weights (an alias of torch.hub's loader), which rawdev
-refuses: the files are pickles from the network."""
-from ..refusals import refusing_getattr
+"""`torch.utils.model_zoo`: load_url, the older name of rawdev.hub.load_state_dict_from_url (a checkpoint
+downloaded into the hub cache once, then loaded with rawdev.load).
 
-_WHY = ("it downloads pickled weights from the network; fetch a safetensors file yourself and load it with "
-        "rawdev.load")
-__getattr__ = refusing_getattr("torch.utils.model_zoo", "torch.utils.model_zoo", _WHY)
-__rawdev_refused__ = __getattr__("_").__rawdev_refused__
+Example:
+    >>> sd = rawdev.utils.model_zoo.load_url("https://example.com/vgg16-397923af.pth")   # doctest: +SKIP
+"""
+from ..hub import (
+    _download_url_to_file,  # noqa: F401  (older PyTorch programs import it from here)
+    load_state_dict_from_url,
+)
+
+load_url = load_state_dict_from_url
+
+__all__ = ["load_url"]

@@ -26,11 +26,14 @@ from ..store import recv_exact as _read_exact
 from . import context as dctx
 from .wire import decode, encode, frame, function_ref, resolve_ref, unframe
 
-__all__ = ["WorkerInfo", "Agent", "RemoteError", "RREF_CLASS"]
+__all__ = ["WorkerInfo", "Agent", "RemoteError", "RREF_CLASS", "REMOTE_MODULE_CLASS"]
 
 # rawdev.distributed.rpc.rref registers its RRef class here, so that the agent packs and unpacks references
 # without importing the module that builds on it
 RREF_CLASS: list[Any] = [None]
+# rawdev.distributed.nn registers RemoteModule here: it travels as its module's RRef and device, and is rebuilt
+# on arrival by that class (no code from the message)
+REMOTE_MODULE_CLASS: list[Any] = [None]
 
 
 class WorkerInfo:
@@ -227,11 +230,17 @@ class Agent:
             return {"__R": [obj._owner.id, list(obj._key)]}
         if isinstance(obj, WorkerInfo):
             return {"__W": [obj.id, obj.name]}
+        if REMOTE_MODULE_CLASS[0] is not None and isinstance(obj, REMOTE_MODULE_CLASS[0]):
+            return {"__M": [self._pack_ref(obj.module_rref)["__R"], str(obj.device)]}
         return None
 
     def _unpack_ref(self, kind: str, data: list[Any]) -> Any:
         if kind == "W":
             return self.workers.get(int(data[0]), WorkerInfo(data[0], data[1]))
+        if kind == "M":
+            (owner, key), device = data
+            rref = RREF_CLASS[0]._existing(self, self.workers[int(owner)], tuple(key))
+            return REMOTE_MODULE_CLASS[0]._from_wire(rref, device)
         owner, key = data
         return RREF_CLASS[0]._existing(self, self.workers[int(owner)], tuple(key))
 

@@ -27,8 +27,15 @@ def _rendezvous(options: RpcBackendOptions, rank: int, world_size: int) -> TCPSt
     elif method.startswith("tcp://"):
         u = urlparse(method)
         host, port = u.hostname, str(u.port)
+    elif method.startswith("file://") and world_size == 1:
+        # one worker meets nobody: its store is its own (the single-process form Pipe's tutorials use)
+        import socket
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            host, port = "127.0.0.1", str(sock.getsockname()[1])
     else:
-        raise ValueError(f"RPC: init_method {method!r} is not supported (env:// or tcp://host:port)")
+        raise ValueError(f"RPC: init_method {method!r} is not supported (env://, tcp://host:port, or file:// for a "
+                         f"single worker)")
     return TCPStore(host, int(port), world_size, is_master=(rank == 0), timeout=max(options.rpc_timeout, 1.0))
 
 

@@ -1,10 +1,11 @@
 """The bytes of an RPC message, without pickle: a JSON header and the tensors' raw bytes after it.
 
 Values travel as data — None, bool, int, float, str, bytes, lists, tuples, dicts, numpy arrays, tensors (cpu, with
-their dtype, shape and requires_grad), RRefs (owner and id), WorkerInfo — and functions and classes travel by
-reference (module and qualified name), as pickle sends them: the receiver imports them from its own copy of the
-program, so a lambda or a function defined inside another cannot be sent. Receiving runs no code from the message
-beyond importing the module a reference names and calling what the sender asked for, which is what an RPC is.
+their dtype, shape and requires_grad), RRefs (owner and id), WorkerInfo, RemoteModules (their module's RRef) — and
+functions and classes travel by reference (module and qualified name), as pickle sends them: the receiver imports
+them from its own copy of the program, so a lambda or a function defined inside another cannot be sent. Receiving
+runs no code from the message beyond importing the module a reference names and calling what the sender asked for,
+which is what an RPC is.
 
 `encode` takes hooks for the tensors and RRefs it meets (distributed autograd records the tensors a message
 carries; an RRef becomes its ids); `decode` takes the matching hooks on the receiving side.
@@ -142,6 +143,8 @@ def decode(form: Any, blobs: list[bytes], on_tensor: Callable[[Tensor, int], Non
             return on_ref("R", v["__R"])
         if "__W" in v and on_ref is not None:
             return on_ref("W", v["__W"])
+        if "__M" in v and on_ref is not None:
+            return on_ref("M", v["__M"])
         raise ValueError(f"RPC: not an encoded value: {str(v)[:200]}")
     return un(form)
 

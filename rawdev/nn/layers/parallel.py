@@ -1,37 +1,25 @@
-"""Single-process stand-ins for PyTorch's multi-GPU wrappers, so programs written for them run as they are:
-DataParallel runs its module on the first of its devices (the state_dict keeps the "module." prefix PyTorch
-checkpoints have), SyncBatchNorm is batch normalization without a process group to synchronize with."""
-import warnings
-
+"""PyTorch's nn.DataParallel and nn.SyncBatchNorm in one process: DataParallel scatters each batch over its
+devices, runs a replica of the module on each (nn.parallel's scatter, replicate, parallel_apply, gather) and
+gathers the outputs, as PyTorch's does (the state_dict keeps the "module." prefix PyTorch checkpoints have);
+SyncBatchNorm is batch normalization without a process group to synchronize with."""
 from ..module import Module
 from .batchnorm import _BatchNorm
 
 __all__ = ["DataParallel", "SyncBatchNorm"]
 
 
-def _to(obj, device):
-    """Tensors inside obj (nested lists, tuples, dicts) moved to device; everything else as it is."""
-    from ...tensor import Tensor
-    if isinstance(obj, Tensor):
-        return obj.to(device)
-    if isinstance(obj, (list, tuple)):
-        moved = [_to(o, device) for o in obj]
-        return type(obj)(*moved) if hasattr(obj, "_fields") else type(obj)(moved)
-    if isinstance(obj, dict):
-        return type(obj)((k, _to(v, device)) for k, v in obj.items())
-    return obj
-
-
 class DataParallel(Module):
-    """PyTorch's nn.DataParallel on one device: the wrapped module is moved to device_ids[0] and inputs are moved
-    there before each call. PyTorch would split the batch over several GPUs and sum the gradients; rawdev runs
-    the whole batch on the first GPU, which gives the same results (said once when more devices are named).
+    """PyTorch's nn.DataParallel: each call splits the inputs along `dim` over device_ids (nn.parallel.scatter),
+    runs a replica of the module on each device in its own thread (replicate, parallel_apply) and concatenates
+    the outputs on output_device (gather); backward sums the replicas' gradients into the module's parameters.
+    With one device the inputs are moved there and the module runs once. The module is moved to device_ids[0]
+    at construction (PyTorch moves it only for one device; with several it must already be there).
     Without a GPU the module runs as it is, as PyTorch's does.
 
     Args:
         module: the module to wrap (available as .module).
         device_ids: cuda devices (default: all); output_device: where outputs go (default device_ids[0]).
-        dim: the batch dimension (kept for compatibility).
+        dim: the dimension inputs are split along and outputs concatenated along.
 
     Example:
         >>> model = nn.DataParallel(Net()).cuda()
@@ -43,6 +31,7 @@ class DataParallel(Module):
         super().__init__()
         from ...device import device as _device
         from ...runtime import device_count, is_available
+        from ..parallel._devices import device_index
         self.module, self.dim = module, dim
         if not is_available():
             self.device_ids, self.output_device, self.src_device_obj = [], None, None
@@ -51,13 +40,9 @@ class DataParallel(Module):
             device_ids = list(range(device_count()))
         if output_device is None:
             output_device = device_ids[0]
-        self.device_ids = [d if isinstance(d, int) else _device(d).index for d in device_ids]
-        self.output_device = output_device if isinstance(output_device, int) else _device(output_device).index
+        self.device_ids = [device_index(d, True) for d in device_ids]
+        self.output_device = device_index(output_device, True)
         self.src_device_obj = _device("cuda", self.device_ids[0])
-        if len(self.device_ids) > 1:
-            warnings.warn(f"rawdev's DataParallel runs the whole batch on cuda:{self.device_ids[0]} (of "
-                          f"{len(self.device_ids)} devices named): same results, no splitting", UserWarning,
-                          stacklevel=2)
         self.module.to(self.src_device_obj)
 
     def forward(self, *inputs, **kwargs):
@@ -68,11 +53,35 @@ class DataParallel(Module):
                 raise RuntimeError("module must have its parameters and buffers on device "
                                    f"{self.src_device_obj} (device_ids[0]) but found one of them on device: "
                                    f"{t.device}")
-        out = self.module(*_to(inputs, self.src_device_obj), **_to(kwargs, self.src_device_obj))
-        if self.output_device != self.device_ids[0]:
-            from ...device import device as _device
-            out = _to(out, _device("cuda", self.output_device))
-        return out
+        inputs, module_kwargs = self.scatter(inputs, kwargs, self.device_ids)
+        if not inputs and not module_kwargs:   # no inputs: run once on the first device
+            inputs, module_kwargs = ((),), ({},)
+        if len(self.device_ids) == 1:
+            return self.module(*inputs[0], **module_kwargs[0])
+        replicas = self.replicate(self.module, self.device_ids[:len(inputs)])
+        outputs = self.parallel_apply(replicas, inputs, module_kwargs)
+        return self.gather(outputs, self.output_device)
+
+    def replicate(self, module, device_ids):
+        """nn.parallel.replicate, detached when grad mode is off (as PyTorch's)."""
+        from ...autograd.grad_mode import is_grad_enabled
+        from ..parallel.replicate import replicate
+        return replicate(module, device_ids, not is_grad_enabled())
+
+    def scatter(self, inputs, kwargs, device_ids):
+        """nn.parallel.scatter_kwargs along self.dim."""
+        from ..parallel.scatter_gather import scatter_kwargs
+        return scatter_kwargs(inputs, kwargs, device_ids, dim=self.dim)
+
+    def parallel_apply(self, replicas, inputs, kwargs):
+        """nn.parallel.parallel_apply on the first len(replicas) devices."""
+        from ..parallel.parallel_apply import parallel_apply
+        return parallel_apply(replicas, inputs, kwargs, self.device_ids[:len(replicas)])
+
+    def gather(self, outputs, output_device):
+        """nn.parallel.gather along self.dim."""
+        from ..parallel.scatter_gather import gather
+        return gather(outputs, output_device, dim=self.dim)
 
 
 def _tensors(module):

@@ -156,6 +156,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = _grads(parameters)
     if len(grads) == 0:
         return tensor(0.0)
+    sharded = [p for p in parameters if hasattr(type(p), "_clip_grad_norm_sharded")]
+    if sharded:    # DTensor parameters: the norm is reduced over the mesh (rawdev.distributed.tensor does it)
+        return type(sharded[0])._clip_grad_norm_sharded(parameters, max_norm, norm_type, error_if_nonfinite)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total

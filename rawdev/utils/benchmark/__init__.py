@@ -1,16 +1,18 @@
-"""`torch.utils.benchmark`: Timer, Measurement and Compare for Python statements (rawdev/utils/benchmark/timer.py).
-The fuzzers (Fuzzer, FuzzedParameter, FuzzedTensor, op_fuzzers), Callgrind statistics and C++ statements are
-refused: rawdev does not have them (see each name's NotImplementedError)."""
+"""`torch.utils.benchmark`: Timer, Measurement and Compare for Python statements (rawdev/utils/benchmark/timer.py),
+and the fuzzers that generate benchmark inputs (Fuzzer, FuzzedParameter, ParameterAlias, FuzzedTensor in
+rawdev/utils/benchmark/fuzzer.py; the ready-made ones in op_fuzzers). Callgrind statistics and C++ statements are
+refused: rawdev does not have them, nor FuzzedSparseTensor (see each name's NotImplementedError)."""
 from ...refusals import Refused
+from . import op_fuzzers
+from .fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
 from .timer import Compare, Language, Measurement, Timer
 
-__all__ = ["Timer", "Measurement", "Compare", "Language"]
+__all__ = ["Timer", "Measurement", "Compare", "Language", "Fuzzer", "FuzzedParameter", "ParameterAlias",
+           "FuzzedTensor", "op_fuzzers"]
 
-_FUZZ = ("rawdev has no tensor fuzzers; build the inputs with rawdev's random functions and time them with Timer")
 _CALLGRIND = "rawdev runs no Valgrind; use Timer.blocked_autorange for wall-clock times"
-Fuzzer = Refused("torch.utils.benchmark.Fuzzer", "benchmark fuzzers", _FUZZ)
-FuzzedParameter = Refused("torch.utils.benchmark.FuzzedParameter", "benchmark fuzzers", _FUZZ)
-FuzzedTensor = Refused("torch.utils.benchmark.FuzzedTensor", "benchmark fuzzers", _FUZZ)
-ParameterAlias = Refused("torch.utils.benchmark.ParameterAlias", "benchmark fuzzers", _FUZZ)
 CallgrindStats = Refused("torch.utils.benchmark.CallgrindStats", "Callgrind instruction counts", _CALLGRIND)
 FunctionCounts = Refused("torch.utils.benchmark.FunctionCounts", "Callgrind instruction counts", _CALLGRIND)
+FuzzedSparseTensor = Refused("torch.utils.benchmark.FuzzedSparseTensor", "sparse benchmark fuzzers",
+                              "rawdev's sparse COO tensors are matrices, not the n-d hybrid ones FuzzedSparseTensor "
+                              "draws; fuzz dense tensors with FuzzedTensor")

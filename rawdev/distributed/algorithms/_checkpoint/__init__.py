@@ -1,1 +1,1 @@
-"""`torch.distributed.algorithms._checkpoint`: a package of FSDP helpers rawdev refuses."""
+"""`torch.distributed.algorithms._checkpoint`: the activation-checkpoint wrappers (checkpoint_wrapper)."""

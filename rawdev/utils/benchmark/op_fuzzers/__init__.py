@@ -1,6 +1,8 @@
-"""`torch.utils.benchmark.op_fuzzers`: PyTorch's ready-made operator fuzzers, refused (rawdev has no fuzzers)."""
-from ....refusals import refusing_getattr
+"""`torch.utils.benchmark.op_fuzzers`: PyTorch's ready-made operator fuzzers. BinaryOpFuzzer, UnaryOpFuzzer and
+SpectralOpFuzzer are built (rawdev.utils.benchmark.fuzzer configurations, as PyTorch's); the sparse ones
+(sparse_binary, sparse_unary) are refused: rawdev has no sparse tensors."""
+from .binary import BinaryOpFuzzer
+from .spectral import SpectralOpFuzzer
+from .unary import UnaryOpFuzzer
 
-WHY = "rawdev has no tensor fuzzers; build the inputs with rawdev's random functions and time them with Timer"
-__getattr__ = refusing_getattr("torch.utils.benchmark.op_fuzzers", "benchmark fuzzers", WHY)
-__rawdev_refused__ = __getattr__("_").__rawdev_refused__
+__all__ = ["BinaryOpFuzzer", "UnaryOpFuzzer", "SpectralOpFuzzer"]

@@ -1,0 +1,4 @@
+"""`torch.ao.nn`: the quantized modules (ao.nn.quantized)."""
+from . import quantized
+
+__all__ = ["quantized"]
