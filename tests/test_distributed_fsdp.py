@@ -192,6 +192,18 @@ if os.environ.get("TEST_ALL") == "1":
         fourth.load_state_dict(sharded)
     report("sharded_roundtrip", dump(full_sd(fourth)) == dump(sd))
 
+    # activation checkpointing applied to the units' blocks (as the T5 example does): the same training
+    import functools
+    from rawdev.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)
+    model = fsdp()
+    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block), checkpoint_wrapper_fn=
+                                   functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT))
+    report("ckpt_wrapped", type(model.blocks[0].module).__name__)
+    report("ckpt_names", [n for n, _ in model.named_parameters()])
+    train(model, optim.Adam(model.parameters(), lr=0.01), 3)
+    report("ckpt_trained", dump(full_sd(model)))
+
     # SHARD_GRAD_OP trains exactly as FULL_SHARD (it only keeps the gathered parameters until backward)
     model = fsdp(sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)
     train(model, optim.Adam(model.parameters(), lr=0.01), 3)
@@ -226,6 +238,8 @@ if os.environ.get("TEST_ALL") == "1":
     # FULL_SHARD drops a nested unit's gathered parameter after forward and gathers it again before its
     # backward; SHARD_GRAD_OP keeps it until backward; either way it is gone after backward
     gathers = []
+    import gc
+    import weakref
     import rawdev.distributed.collectives as coll
     real = coll.all_gather_into_tensor
     def spy(out, inp_, *a, **k):
@@ -235,9 +249,13 @@ if os.environ.get("TEST_ALL") == "1":
     for strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP):
         model = fsdp(sharding_strategy=strategy)
         block = model.blocks[0]
+        gathered = []       # the gathered flat parameter, weakly: is it freed once forward is done?
+        block.module.register_forward_pre_hook(lambda m, a: gathered.append(weakref.ref(block._full)))
         gathers.clear()
         out = model(T(batch(0, RANK)[0]))
-        after_forward = [block._full is not None, list(block.module.fc1.weight.shape), len(gathers)]
+        gc.collect()
+        after_forward = [block._full is not None, list(block.module.fc1.weight.shape), len(gathers),
+                         gathered[0]() is None]
         out.sum().backward()
         report(f"life_{strategy.name}", after_forward + [block._full is None, len(gathers),
                                                           list(block.module.fc1.weight.shape)])
@@ -410,6 +428,14 @@ def test_a_single_unit_and_summon_full_params(cpu_ranks):
         assert res["summon_no_writeback"] == [0.25] * 6
 
 
+def test_activation_checkpointing_inside_units(cpu_ranks):
+    ref, _, _ = train_ref(STEPS)
+    for res in cpu_ranks:
+        assert res["ckpt_wrapped"] == "CheckpointWrapper"
+        assert res["ckpt_names"] == ["_flat_param", "blocks.0._flat_param", "blocks.1._flat_param"]
+        assert_sd_close(res["ckpt_trained"], model_sd(ref), what="checkpointed blocks")
+
+
 def test_shard_grad_op_equals_full_shard_and_no_shard_equals_ddp(cpu_ranks):
     for res in cpu_ranks:
         assert_sd_close(res["shard_grad_op"], sd_arrays(res["full_shard"]), rtol=1e-6, what="SHARD_GRAD_OP")
@@ -471,8 +497,10 @@ def test_full_shard_frees_after_forward_and_regathers_for_backward(cpu_ranks):
     for res in cpu_ranks:
         # forward: 3 all-gathers (root, 2 blocks); FULL_SHARD: a block is empty after forward and gathers again
         # (2 more) before its backward; SHARD_GRAD_OP keeps the blocks gathered through to backward
-        assert res["life_FULL_SHARD"] == [False, [0], 3, True, 5, [0]], res["life_FULL_SHARD"]
-        assert res["life_SHARD_GRAD_OP"] == [True, [12, 6], 3, True, 3, [0]], res["life_SHARD_GRAD_OP"]
+        # (the 4th entry: the gathered tensor of forward is gone, not only dropped by the unit: the weights the
+        # ops saved for backward were packed as places in it, and backward reads them from the re-gathered one)
+        assert res["life_FULL_SHARD"] == [False, [0], 3, True, True, 5, [0]], res["life_FULL_SHARD"]
+        assert res["life_SHARD_GRAD_OP"] == [True, [12, 6], 3, False, True, 3, [0]], res["life_SHARD_GRAD_OP"]
 
 
 def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks):

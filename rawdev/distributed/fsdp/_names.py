@@ -2,8 +2,11 @@
 FSDP_PREFIX = "_fsdp_wrapped_module."
 
 
+CHECKPOINT_PREFIX = "_checkpoint_wrapped_module."
+
+
 def clean(name):
-    return name.replace(FSDP_PREFIX, "")
+    return name.replace(FSDP_PREFIX, "").replace(CHECKPOINT_PREFIX, "")
 
 
 def module_prefixes(root):

@@ -9,11 +9,12 @@ import functools
 import threading
 
 from ... import distributed as dist
-from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
+from ...autograd.graph import saved_tensors_hooks
 from ...nn import Module, Parameter
 from ...tensor.core import Tensor
 from .. import collectives as _coll
-from . import _flat
+from . import _flat, _names
 from . import _optim_state as _osd
 from . import _state_dict as _sd
 from .api import (  # noqa: F401  (PyTorch's module exposes the config classes too; programs import them from here)
@@ -50,8 +51,9 @@ _DEFAULT_CONFIGS = {StateDictType.FULL_STATE_DICT: (FullStateDictConfig, FullOpt
 
 
 def clean_tensor_name(name: str) -> str:
-    """A state-dict or parameter name without FSDP's `_fsdp_wrapped_module.` segments."""
-    return name.replace(FSDP_PREFIX, "")
+    """A state-dict or parameter name without FSDP's `_fsdp_wrapped_module.` segments (nor an activation
+    checkpoint wrapper's `_checkpoint_wrapped_module.`), as PyTorch's."""
+    return _names.clean(name)
 
 
 def _tensors(obj):
@@ -81,6 +83,14 @@ def _cast_inputs(obj, dtype):
     return _map_tensors(obj, lambda t: t.to(dtype) if t.dtype.is_floating_point and t.dtype != dtype else t)
 
 
+class _FullView:
+    """What a FULL_SHARD unit's saved-tensor hook keeps for a view of its gathered flat parameter."""
+    __slots__ = ("unit", "shape", "stride", "offset")
+
+    def __init__(self, unit, shape, stride, offset):
+        self.unit, self.shape, self.stride, self.offset = unit, shape, stride, offset
+
+
 def _as_device(device_id):
     from ...device import device as _device
     if isinstance(device_id, int):
@@ -99,9 +109,9 @@ class FullyShardedDataParallel(Module):
     gathered copy after forward (not on the root unit, whose backward comes first) and gathers it again before
     the unit's backward; SHARD_GRAD_OP keeps it from forward to backward; after backward the gradient is
     reduce-scattered, averaged over the ranks, into the shard's `.grad`. NO_SHARD keeps everything on every rank
-    and all-reduces gradients, as DistributedDataParallel. rawdev's autograd keeps the tensors an op saved for
-    its backward (there are no saved-tensor hooks), so under FULL_SHARD the weights an op saved stay alive until
-    backward even though the unit's own gathered copy is dropped.
+    and all-reduces gradients, as DistributedDataParallel. Under FULL_SHARD the weights the unit's ops save for
+    backward are kept (through saved-tensor hooks) as their places in the gathered parameter, so the gathered
+    tensor is freed after forward and backward reads them from the re-gathered one.
 
     Args:
         module: the module to shard (available as `.module`).
@@ -257,6 +267,7 @@ class FullyShardedDataParallel(Module):
             for mod, name in info.owners:
                 del mod._parameters[name]
         module.register_parameter(FLAT_PARAM, flat)
+        self.__dict__["_flat_owner"] = module      # where the flat parameter lives, whatever wraps it later
         self._point_params_at(None)
 
     def _managed_buffers(self, mod, ignored_mods):
@@ -276,7 +287,8 @@ class FullyShardedDataParallel(Module):
 
     @property
     def _flat_param(self):
-        return self._fsdp_wrapped_module._parameters.get(FLAT_PARAM)
+        owner = self.__dict__.get("_flat_owner")
+        return None if owner is None else owner._parameters.get(FLAT_PARAM)
 
     def __getattr__(self, name):
         try:
@@ -427,11 +439,33 @@ class FullyShardedDataParallel(Module):
         if self._full is None and self._flat_param is not None and self._needs_regather:
             self._needs_regather = False
             self.training_state = _BACKWARD
-            with no_grad():
-                full = self._gather(self._flat_param.detach(), for_compute=True)
-            self._full = full
-            self._point_params_at(full)
+            # through Unshard again: an activation-checkpointed module recomputes its forward from these views,
+            # and its gradients must reach the shard the same way
+            with enable_grad():
+                full = _flat.Unshard.apply(self._flat_param, self)
+                self._full = full
+                self._point_params_at(full)
         return None
+
+    def _pack(self, t):
+        # saved-tensor hook while a FULL_SHARD unit runs forward: a view of the gathered flat parameter is kept
+        # as where it lies in it, so the gathered tensor itself can be freed after forward
+        full = self._full
+        if full is not None and (t._root is full._root if full._root is not None else t._buf is full._buf):
+            return _FullView(self, tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        return t
+
+    @staticmethod
+    def _unpack(packed):
+        if not isinstance(packed, _FullView):
+            return packed
+        unit = packed.unit
+        if unit._full is None:      # its output carried no hook (e.g. backward reached it another way)
+            unit._pre_backward(None)
+            if unit._full is None:
+                with no_grad():
+                    unit._full = unit._gather(unit._flat_param.detach(), for_compute=True)
+        return unit._full.detach().as_strided(packed.shape, packed.stride, packed.offset)
 
     # ------------------------------------------------------------------ forward
     def forward(self, *args, **kwargs):
@@ -452,17 +486,22 @@ class FullyShardedDataParallel(Module):
         if mp is not None and mp.param_dtype is not None and (
                 mp.cast_forward_inputs or (self._is_root and mp.cast_root_forward_inputs)):
             args, kwargs = _cast_inputs(args, mp.param_dtype), _cast_inputs(kwargs, mp.param_dtype)
+        grad = is_grad_enabled() and self._flat_param is not None and self._flat_param.requires_grad
+        free_after = self.sharding_strategy is ShardingStrategy.FULL_SHARD and not self._is_root
         self.training_state = _FORWARD
         try:
             self._unshard()
-            out = self._fsdp_wrapped_module(*args, **kwargs)
+            if grad and free_after:
+                with saved_tensors_hooks(self._pack, self._unpack):
+                    out = self._fsdp_wrapped_module(*args, **kwargs)
+            else:
+                out = self._fsdp_wrapped_module(*args, **kwargs)
         finally:
             self.training_state = _IDLE
-        grad = is_grad_enabled() and self._flat_param is not None and self._flat_param.requires_grad
-        if not grad or (self.sharding_strategy is ShardingStrategy.FULL_SHARD and not self._is_root):
+        if not grad or free_after:
             self._reshard()
         self._needs_regather = grad
-        if grad and self.sharding_strategy is ShardingStrategy.FULL_SHARD and not self._is_root:
+        if grad and free_after:
             for t in _tensors(out):
                 if t.requires_grad:
                     t.register_hook(self._pre_backward)
@@ -543,7 +582,7 @@ class FullyShardedDataParallel(Module):
             full = self._gather(flat.detach(), for_compute=False)
         if not expose:
             return None
-        del self._fsdp_wrapped_module._parameters[FLAT_PARAM]
+        del self.__dict__["_flat_owner"]._parameters[FLAT_PARAM]
         self.__dict__["_hidden_flat"] = flat
         for info in self._infos:
             p = Parameter(full[info.offset:info.offset + info.numel].view(info.shape),
@@ -569,7 +608,7 @@ class FullyShardedDataParallel(Module):
             if writeback:
                 me = 0 if self._world() == 1 else self.rank
                 flat.detach().copy_(full[me * self._shard_size:(me + 1) * self._shard_size])
-        self._fsdp_wrapped_module.register_parameter(FLAT_PARAM, flat)
+        self.__dict__["_flat_owner"].register_parameter(FLAT_PARAM, flat)
         self._point_params_at(None)
 
     def clip_grad_norm_(self, max_norm, norm_type=2.0):
