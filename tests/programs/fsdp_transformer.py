@@ -1,8 +1,9 @@
 """Fully sharded data parallel training of a small transformer language model, in the style of PyTorch's FSDP T5
 example: mp.spawn starts one process per rank, each block becomes its own FSDP unit through
-transformer_auto_wrap_policy, AdamW steps on the shards, and the checkpoint is the FULL state dict gathered to rank
-0 on the cpu plus the full optimizer state; a fresh model loads it on rank 0 before wrapping, sync_module_states
-gives it to every rank, scatter_full_optim_state_dict shards the optimizer state, and training resumes exactly."""
+transformer_auto_wrap_policy and is activation-checkpointed (apply_activation_checkpointing), AdamW steps on the
+shards, and the checkpoint is the FULL state dict gathered to rank 0 on the cpu plus the full optimizer state; a
+fresh model loads it on rank 0 before wrapping, sync_module_states gives it to every rank,
+scatter_full_optim_state_dict shards the optimizer state, and training resumes exactly."""
 import functools
 import os
 import socket
@@ -12,6 +13,11 @@ import rawdev.distributed as dist
 import rawdev.multiprocessing as mp
 import rawdev.nn as nn
 import rawdev.nn.functional as F
+from rawdev.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl,
+    apply_activation_checkpointing,
+    checkpoint_wrapper,
+)
 from rawdev.distributed.fsdp import BackwardPrefetch, FullStateDictConfig, ShardingStrategy, StateDictType
 from rawdev.distributed.fsdp import FullyShardedDataParallel as FSDP
 from rawdev.distributed.fsdp.wrap import transformer_auto_wrap_policy
@@ -75,8 +81,13 @@ def train_step(model, opt, rank, step, device):
 
 def wrap(model, device, **kwargs):
     policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={Block})
-    return FSDP(model.to(device), auto_wrap_policy=policy, sharding_strategy=ShardingStrategy.FULL_SHARD,
-                backward_prefetch=BackwardPrefetch.BACKWARD_PRE, limit_all_gathers=True, **kwargs)
+    model = FSDP(model.to(device), auto_wrap_policy=policy, sharding_strategy=ShardingStrategy.FULL_SHARD,
+                 backward_prefetch=BackwardPrefetch.BACKWARD_PRE, limit_all_gathers=True, **kwargs)
+    # as the example's apply_fsdp_checkpointing: each block recomputes its activations in backward
+    non_reentrant = functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=non_reentrant,
+                                   check_fn=lambda m: isinstance(m, Block))
+    return model
 
 
 def fsdp_main(rank, world_size, use_cuda, ckpt_dir):
