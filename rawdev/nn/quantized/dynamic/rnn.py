@@ -22,6 +22,7 @@ from .... import dtypes as _dt
 from ....tensor.core import Tensor
 from ....tensor.factory import zeros
 from ...containers import ModuleList
+from ...layers.rnn import RNNBase
 from ...module import Module
 from .linear import _linear_dynamic, quantize_weight
 
@@ -120,18 +121,7 @@ class LSTM(Module):
         return "DynamicQuantizedLSTM"
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        return s
+        return RNNBase.extra_repr(self)   # the float layer's line: sizes and the non-default options
 
     def __repr__(self):   # the packed weights are not shown, as PyTorch's
         return f"{self._get_name()}({self.extra_repr()})"
