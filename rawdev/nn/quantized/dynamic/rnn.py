@@ -121,7 +121,7 @@ class LSTM(Module):
         return "DynamicQuantizedLSTM"
 
     def extra_repr(self) -> str:
-        return RNNBase.extra_repr(self)   # the float layer's line: sizes and the non-default options
+        return RNNBase.extra_repr(self)  # type: ignore[arg-type]  # the float layer's line: sizes and the non-default options
 
     def __repr__(self):   # the packed weights are not shown, as PyTorch's
         return f"{self._get_name()}({self.extra_repr()})"
