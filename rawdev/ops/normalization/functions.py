@@ -14,6 +14,9 @@ group_norm_bwd). instance_norm is group_norm with one group per channel when the
 statistics are used, and batch_norm's eval path (per-channel running statistics) otherwise, as PyTorch.
 
 batch_norm normalizes each channel over the batch and the remaining dims (backend bn_stats / bn_apply / bn_bwd).
+
+float16/bfloat16 inputs keep their statistics (mean, rstd, invstd) in float32; on cuda the kernels read and write
+the 16-bit tensors themselves (normalization/cuda.py's `native_low`).
 """
 import numpy as np
 
@@ -245,8 +248,8 @@ class _BatchNorm(Function):
             gxhat = g3 * wc if wc is not None else g3
             dx = rstd * (gxhat - gxhat.mean((0, 2), keepdim=True) - xhat * (gxhat * xhat).mean((0, 2), keepdim=True))
         else:
-            rstd = invstd.detach().reshape(1, C, 1)
-            xhat = (xr - mean.detach().reshape(1, C, 1)) * rstd
+            rstd = invstd.detach().reshape(1, C, 1).to(x.dtype)
+            xhat = (xr - mean.detach().reshape(1, C, 1).to(x.dtype)) * rstd
             dx = g3 * (wc * rstd if wc is not None else rstd)
         dw = (g3 * xhat).sum((0, 2)) if w is not None and need[1] else None
         db = g3.sum((0, 2)) if need[2] else None
@@ -286,10 +289,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         mean, var = running_mean.detach(), running_var.detach()
+    # 16-bit inputs normalize with float32 statistics, as PyTorch's kernels (their accumulate type): 16-bit running
+    # statistics are widened before invstd is computed, and the batch's float32 ones are never rounded
+    stat = _dt.float32 if input.dtype in (_dt.float16, _dt.bfloat16) else input.dtype
+    if stat is not input.dtype:
+        mean, var = mean.to(stat), var.to(stat)
     with no_grad():
         invstd = (var + eps).rsqrt()
-    if mean.dtype is not input.dtype:
-        mean, invstd = mean.to(input.dtype), invstd.to(input.dtype)
+    if mean.dtype is not stat:
+        mean, invstd = mean.to(stat), invstd.to(stat)
     return _BatchNorm.apply(input, weight, bias, mean.contiguous(), invstd.contiguous(), bool(training))
 
 
