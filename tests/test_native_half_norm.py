@@ -238,13 +238,14 @@ def test_batch_norm_matches_float64(driver, dtype, shape, training):
 def test_non_contiguous_inputs_give_the_contiguous_results(driver, dtype):
     """A transposed or sliced 16-bit input is made contiguous by a 2-byte copy, never a float32 one."""
     base = _t((12, 9, 6), dtype, 1.5, 1.0)
-    for f in (lambda x: F.layer_norm(x, (12,)),
-              lambda x: F.rms_norm(x, (12,)),
-              lambda x: F.group_norm(x, 5),
-              lambda x: F.batch_norm(x, None, None, training=True)):
-        view = base.transpose(0, 2)[:, ::2]          # [6, 5, 12], strided
-        dense = view.contiguous()
-        got, text = _traced(lambda: f(view))
+    fns = (lambda x: F.layer_norm(x, (12,)),
+           lambda x: F.rms_norm(x, (12,)),
+           lambda x: F.group_norm(x, 5),
+           lambda x: F.batch_norm(x, None, None, training=True))
+    view = base.transpose(0, 2)[:, ::2]              # [6, 5, 12], strided
+    dense = view.contiguous()
+    for f in fns:
+        got, text = _traced(lambda f=f: f(view))
         assert "cast_bf16_f32" not in text and "cast_f16_f32" not in text, text
         _same(got, f(dense), "non-contiguous")
 

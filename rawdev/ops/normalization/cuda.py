@@ -36,6 +36,20 @@ def _stats_f32(*ts):
     return all(t.dtype is _dt.float32 for t in ts)
 
 
+def _native_fwd(x, w, b, *args, **kwargs):
+    """A forward's operands x, w, b (None skipped) all of one 16-bit dtype."""
+    return _low(x, w, b) is not None
+
+
+def _native_bwd(g, x, mean, rstd, w, *args, **kwargs):
+    """A backward's g, x, w of one 16-bit dtype, with the forward's float32 statistics."""
+    return _low(g, x, w) is not None and _stats_f32(mean, rstd)
+
+
+def _native_apply(x, mean, invstd, w, b, *args, **kwargs):
+    return _low(x, w, b) is not None and _stats_f32(mean, invstd)
+
+
 def _storage(op, *ts):
     """(kernel suffix, element dtype): ('_f16' | '_bf16', that dtype) for tensors all of one 16-bit dtype, else
     ('', float32) after the float32 check (its TypeError for any other mix)."""
@@ -55,13 +69,9 @@ def row_norm(x, w, b, eps, rms):
     y = empty((rows, D), dt, x.device, "layer_norm output")
     mean = empty((rows,), _dt.float32, x.device, "layer_norm mean")
     rstd = empty((rows,), _dt.float32, x.device, "layer_norm rstd")
-    _rows(_rdev(x), "row_norm_fwd" + sfx, [y.data_ptr(), mean.data_ptr(), rstd.data_ptr(), x.data_ptr(),
-                                     w.data_ptr() if w is not None else 0, b.data_ptr() if b is not None else 0,
-                                     rows, D, float(eps), int(rms)], rows, "layer_norm")
+    _rows(_rdev(x), "row_norm_fwd" + sfx, [y.data_ptr(), mean.data_ptr(), rstd.data_ptr(), x.data_ptr(), _ptr(w),
+                                           _ptr(b), rows, D, float(eps), int(rms)], rows, "layer_norm")
     return y, mean, rstd
-
-
-row_norm.native_low = lambda x, w, b, *args, **kwargs: _low(x, w, b) is not None
 
 
 def row_norm_bwd(g, x, mean, rstd, w, rms):
@@ -71,14 +81,10 @@ def row_norm_bwd(g, x, mean, rstd, w, rms):
     rows, D = x.shape
     dx = empty((rows, D), dt, x.device, "layer_norm grad")
     gxhat = empty((rows, D), dt, x.device, "layer_norm weight grad rows")
-    _rows(_rdev(x), "row_norm_bwd" + sfx, [dx.data_ptr(), gxhat.data_ptr(), g.data_ptr(), x.data_ptr(), mean.data_ptr(),
-                                     rstd.data_ptr(), w.data_ptr() if w is not None else 0, rows, D, int(rms)],
+    _rows(_rdev(x), "row_norm_bwd" + sfx, [dx.data_ptr(), gxhat.data_ptr(), g.data_ptr(), x.data_ptr(),
+                                           mean.data_ptr(), rstd.data_ptr(), _ptr(w), rows, D, int(rms)],
           rows, "layer_norm backward")
     return dx, gxhat
-
-
-row_norm_bwd.native_low = lambda g, x, mean, rstd, w, *args, **kwargs: (_low(g, x, w) is not None
-                                                                       and _stats_f32(mean, rstd))
 
 
 # ------------------------------------------------------------------ group_norm / instance_norm
@@ -96,9 +102,6 @@ def group_norm_fwd(x3, w, b, G, eps):
             min(rows, _MAX_GRID), 256, [y.data_ptr(), mean.data_ptr(), rstd.data_ptr(), x3.data_ptr(), _ptr(w),
                                         _ptr(b), rows, G, C // G, S, float(eps)])
     return y, mean, rstd
-
-
-group_norm_fwd.native_low = lambda x3, w, b, *args, **kwargs: _low(x3, w, b) is not None
 
 
 def group_norm_bwd(g3, x3, mean, rstd, w, G, need_dx, need_dw, need_db):
@@ -125,10 +128,6 @@ def group_norm_bwd(g3, x3, mean, rstd, w, G, need_dx, need_dw, need_db):
     return dx, dw, db
 
 
-group_norm_bwd.native_low = lambda g3, x3, mean, rstd, w, *args, **kwargs: (_low(g3, x3, w) is not None
-                                                                           and _stats_f32(mean, rstd))
-
-
 # ------------------------------------------------------------------ batch_norm
 def bn_stats(x3):
     """(mean[C], biased var[C]) of x3 [N, C, S] over N and S: one block per channel, Welford. x3 float32 or
@@ -143,9 +142,6 @@ def bn_stats(x3):
     return mean, var
 
 
-bn_stats.native_low = lambda x3, *args, **kwargs: _low(x3) is not None
-
-
 def bn_apply(x3, mean, invstd, w, b):
     """y = (x3 - mean) * invstd * w + b per channel of x3 [N, C, S]; x3, w, b, y float32 or all of one 16-bit
     dtype, mean and invstd [C] float32 (or all float32)."""
@@ -154,13 +150,9 @@ def bn_apply(x3, mean, invstd, w, b):
         _f32("batch_norm", mean, invstd)
     N, C, S = x3.shape
     y = empty(tuple(x3.shape), dt, x3.device, "batch_norm output")
-    _ew(_rdev(x3), "bn_apply" + (sfx or "_f32"), [y.data_ptr(), x3.data_ptr(), mean.data_ptr(), invstd.data_ptr(), _ptr(w),
-                                    _ptr(b), C, S, y.numel()], y.numel(), "batch_norm")
+    _ew(_rdev(x3), "bn_apply" + (sfx or "_f32"), [y.data_ptr(), x3.data_ptr(), mean.data_ptr(), invstd.data_ptr(),
+                                                  _ptr(w), _ptr(b), C, S, y.numel()], y.numel(), "batch_norm")
     return y
-
-
-bn_apply.native_low = lambda x3, mean, invstd, w, b, *args, **kwargs: (_low(x3, w, b) is not None
-                                                                     and _stats_f32(mean, invstd))
 
 
 def bn_bwd(g3, x3, mean, invstd, w, training):
@@ -188,5 +180,11 @@ def bn_bwd(g3, x3, mean, invstd, w, training):
     return dx, sdy, sdx
 
 
-bn_bwd.native_low = lambda g3, x3, mean, invstd, w, *args, **kwargs: (_low(g3, x3, w) is not None
-                                                                    and _stats_f32(mean, invstd))
+# opmath passes 16-bit operands unwidened where these say so (rawdev.ops.opmath, "native_low")
+row_norm.native_low = _native_fwd  # type: ignore[attr-defined]
+row_norm_bwd.native_low = _native_bwd  # type: ignore[attr-defined]
+group_norm_fwd.native_low = _native_fwd  # type: ignore[attr-defined]
+group_norm_bwd.native_low = _native_bwd  # type: ignore[attr-defined]
+bn_stats.native_low = lambda x3, *args, **kwargs: _low(x3) is not None  # type: ignore[attr-defined]
+bn_apply.native_low = _native_apply  # type: ignore[attr-defined]
+bn_bwd.native_low = _native_bwd  # type: ignore[attr-defined]
