@@ -41,13 +41,13 @@ def _native(name, *args):
     return out
 
 
-def _widened(name, *args):
-    """What opmath's widening gives: the float32 kernel on float32 copies, results (but the statistics) rounded
-    back to the operands' 16-bit dtype."""
+def _widened(name, *args, keep=()):
+    """What opmath's widening gives: the float32 kernel on float32 copies, results (but the statistics and those at
+    the `keep` positions) rounded back to the operands' 16-bit dtype."""
     low = next(a.dtype for a in args if isinstance(a, rawdev.Tensor) and a.dtype is not rawdev.float32)
     wide = [a.float() if isinstance(a, rawdev.Tensor) else a for a in args]
     out = getattr(ncuda, name)(*wide)
-    keep = STATS.get(name, ())
+    keep = STATS.get(name, ()) + keep
     return tuple(o if (i in keep or o is None) else o.to(low) for i, o in enumerate(out))
 
 
@@ -269,17 +269,68 @@ def test_no_float32_copy_of_the_input(driver, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_half_input_with_float32_weight_is_widened(driver, dtype):
-    """PyTorch's mixed case (16-bit input, float32 affine parameters): computed in float32, y in the input's
-    dtype."""
+def test_float32_weight_of_a_half_input_runs_natively_backend(driver, dtype):
+    """PyTorch's mixed case (16-bit input, float32 weight and bias: a float32 module fed a 16-bit activation, as
+    batch_norm under autocast): the `_f32w` kernels read both storages. x-like results equal the widened ones bit
+    for bit; the weight's and bias's gradients are the float32 kernel's float32 sums, unrounded."""
+    f32w = "_bf16_f32w" if dtype == "bfloat16" else "_f16_f32w"
+    x, g = _t((9, 77), dtype, 2.0, 1.0), _t((9, 77), dtype)
+    w, b = _t((77,), "float32"), _t((77,), "float32")
+    y, mean, rstd = _native("row_norm", x, w, b, 1e-5, False)
+    _check_same("row_norm", (y, mean, rstd), _widened("row_norm", x, w, b, 1e-5, False))
+    _check_same("row_norm_bwd", _native("row_norm_bwd", g, x, mean, rstd, w, False),
+                _widened("row_norm_bwd", g, x, mean, rstd, w, False))
+    x3, g3 = _t((2, 6, 35), dtype, 1.5, 1.0), _t((2, 6, 35), dtype)
+    w6, b6 = _t((6,), "float32"), _t((6,), "float32")
+    (y, mean, rstd), text = _traced(lambda: cuda_backend.group_norm_fwd(x3, w6, b6, 3, 1e-5))
+    assert "gn_fwd" + f32w in text and "cast_" not in text, text
+    _check_same("group_norm_fwd", (y, mean, rstd), _widened("group_norm_fwd", x3, w6, b6, 3, 1e-5))
+    out = _native("group_norm_bwd", g3, x3, mean, rstd, w6, 3, True, True, True)
+    assert out[1].dtype is rawdev.float32 and out[2].dtype is rawdev.float32
+    _check_same("group_norm_bwd", out, _widened("group_norm_bwd", g3, x3, mean, rstd, w6, 3, True, True, True,
+                                                keep=(1, 2)))
+    mean, var = _native("bn_stats", x3)
+    invstd = (var + 1e-5).rsqrt()
+    y, text = _traced(lambda: cuda_backend.bn_apply(x3, mean, invstd, w6, b6))
+    assert "bn_apply" + f32w in text and "cast_" not in text, text
+    _same(y, ncuda.bn_apply(x3.float(), mean, invstd, w6, b6).to(x3.dtype), "bn_apply")
+    out = _native("bn_bwd", g3, x3, mean, invstd, w6, True)
+    assert out[0].dtype is x3.dtype and out[1].dtype is rawdev.float32
+    _check_same("bn_bwd", out, _widened("bn_bwd", g3, x3, mean, invstd, w6, True, keep=(1, 2)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_float32_weight_of_a_half_input_matches_float64(driver, dtype):
+    """The mixed case through the public functions: y and dx in the input's dtype, the parameters' gradients
+    float32, no cast of the input (float32 running statistics are read as they are)."""
     low = getattr(rawdev, dtype)
-    x, w, b = _t((5, 33), dtype), _t((33,), "float32"), _t((33,), "float32")
-    y = F.layer_norm(x, (33,), w, b)
-    assert y.dtype is low
-    _same(y, F.layer_norm(x.float(), (33,), w, b).to(low), "mixed layer_norm")
-    x4 = _t((2, 6, 7), dtype)
-    y = F.group_norm(x4, 3, _t((6,), "float32"), None)
-    assert y.dtype is low
+    x, g = _t((4, 6, 15), dtype, 1.5, 1.0), _t((4, 6, 15), dtype)
+    w, b = _t((6,), "float32"), _t((6,), "float32")
+    rm, rv = rawdev.zeros(6, device="cuda"), rawdev.ones(6, device="cuda")
+    xv, gv, wv, bv = _f64(x), _f64(g), _f64(w).reshape(1, 6, 1), _f64(b).reshape(1, 6, 1)
+    y, dx, (dw, db) = _grads(lambda x, w, b: F.batch_norm(x, rm, rv, w, b, training=True), x, [w, b], g)
+    assert y.dtype is low and dx.dtype is low and dw.dtype is rawdev.float32 and db.dtype is rawdev.float32
+    ry, xhat, rstd = _ref_norm(xv, (0, 2), 1e-5, wv, bv)
+    _close(y, ry, dtype, "batch_norm y")
+    _close(dx, _ref_dx(gv, xhat, rstd, (0, 2), wv), dtype, "batch_norm dx")
+    # float32 sums of exact products of 16-bit values: float32's precision, not the input's
+    np.testing.assert_allclose(_f64(dw), (gv * xhat).sum((0, 2)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_f64(db), gv.sum((0, 2)), rtol=1e-5, atol=1e-5)
+    y, dx, (dw, db) = _grads(lambda x, w, b: F.group_norm(x, 3, w, b), x, [w, b], g)
+    assert y.dtype is low and dw.dtype is rawdev.float32
+    ry, xhat, rstd = _ref_norm(xv.reshape(4, 3, -1), 2, 1e-5)
+    _close(y, ry.reshape(4, 6, 15) * wv + bv, dtype, "group_norm y")
+    np.testing.assert_allclose(_f64(dw), (gv * xhat.reshape(4, 6, 15)).sum((0, 2)), rtol=1e-4, atol=1e-4)
+    x2, g2 = x.reshape(-1, 15), g.reshape(-1, 15)
+    w15, b15 = _t((15,), "float32"), _t((15,), "float32")
+    y, dx, (dw, db) = _grads(lambda x, w, b: F.layer_norm(x, (15,), w, b), x2, [w15, b15], g2)
+    assert y.dtype is low and dx.dtype is low and dw.dtype is rawdev.float32 and db.dtype is rawdev.float32
+    ry, xhat, rstd = _ref_norm(_f64(x2), -1, 1e-5, _f64(w15), _f64(b15))
+    _close(y, ry, dtype, "layer_norm y")
+    _close(dx, _ref_dx(_f64(g2), xhat, rstd, -1, _f64(w15)), dtype, "layer_norm dx")
+    # the column sum of dy*xhat rounded to the input's dtype per element, summed in float32
+    _close(dw, (_f64(g2) * xhat).sum(0), dtype, "layer_norm dw")
+    np.testing.assert_allclose(_f64(db), _f64(g2).sum(0), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

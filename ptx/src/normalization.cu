@@ -47,9 +47,9 @@ DEVI void warp_welford(float& n, float& mean, float& m2)
     }
 }
 
-template <int S>
+template <int S, int W = S>
 DEVI void row_norm_fwd_body(ELT(S)* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ rstd_out,
-                            const ELT(S)* __restrict__ x, const ELT(S)* __restrict__ w, const ELT(S)* __restrict__ b,
+                            const ELT(S)* __restrict__ x, const ELT(W)* __restrict__ w, const ELT(W)* __restrict__ b,
                             int rows, int D, float eps, int rms)
 {
     typedef Io<S> io;
@@ -82,8 +82,8 @@ DEVI void row_norm_fwd_body(ELT(S)* __restrict__ y, float* __restrict__ mean_out
     ELT(S)* yr = y + r * D;
     for (int c = lane; c < D; c += 32) {
         float v = (io::ld(xr, c) - mean) * rstd;
-        if (w) v *= io::ld(w, c);
-        if (b) v += io::ld(b, c);
+        if (w) v *= Io<W>::ld(w, c);
+        if (b) v += Io<W>::ld(b, c);
         io::st(yr, c, v);
     }
 }
@@ -115,10 +115,27 @@ extern "C" __global__ void row_norm_fwd_bf16(unsigned short* __restrict__ y, flo
     row_norm_fwd_body<S_BF16>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
 }
 
-template <int S>
+// doc: row_norm_fwd on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_fwd_f16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean_out,
+                                             float* __restrict__ rstd_out, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ w, const float* __restrict__ b,
+                                             int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_F16, S_F32>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+// doc: row_norm_fwd on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_fwd_bf16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean_out,
+                                             float* __restrict__ rstd_out, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ w, const float* __restrict__ b,
+                                             int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_BF16, S_F32>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+
+template <int S, int W = S>
 DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, ELT(S)* __restrict__ gxhat, const ELT(S)* __restrict__ dy,
                             const ELT(S)* __restrict__ x, const float* __restrict__ mean_in,
-                            const float* __restrict__ rstd_in, const ELT(S)* __restrict__ w, int rows, int D, int rms)
+                            const float* __restrict__ rstd_in, const ELT(W)* __restrict__ w, int rows, int D, int rms)
 {
     typedef Io<S> io;
     long long r;
@@ -130,7 +147,7 @@ DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, ELT(S)* __restrict__ gxhat,
     float sg = 0.0f, sgx = 0.0f;
     for (int c = lane; c < D; c += 32) {
         const float gv = io::ld(gr, c);
-        const float g = w ? gv * io::ld(w, c) : gv;
+        const float g = w ? gv * Io<W>::ld(w, c) : gv;
         const float xh = (io::ld(xr, c) - mean) * rstd;
         sg += g;
         sgx += g * xh;
@@ -141,7 +158,7 @@ DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, ELT(S)* __restrict__ gxhat,
     ELT(S)* hr = gxhat + r * D;
     for (int c = lane; c < D; c += 32) {
         const float gv = io::ld(gr, c);
-        const float g = w ? gv * io::ld(w, c) : gv;
+        const float g = w ? gv * Io<W>::ld(w, c) : gv;
         const float xh = (io::ld(xr, c) - mean) * rstd;
         io::st(dr, c, rms ? rstd * (g - xh * sgx) : rstd * (g - sg - xh * sgx));
         io::st(hr, c, gv * xh);
@@ -176,6 +193,23 @@ extern "C" __global__ void row_norm_bwd_bf16(unsigned short* __restrict__ dx, un
     row_norm_bwd_body<S_BF16>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
 
+// doc: row_norm_bwd on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_bwd_f16_f32w(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+                                             const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                             const float* __restrict__ w, int rows, int D, int rms)
+{
+    row_norm_bwd_body<S_F16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+// doc: row_norm_bwd on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_bwd_bf16_f32w(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+                                             const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                             const float* __restrict__ w, int rows, int D, int rms)
+{
+    row_norm_bwd_body<S_BF16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+
 
 // ================================================================== group_norm / instance_norm
 // Group normalization (and instance normalization, G = C) for x viewed as [N, C, S] (S = the spatial size),
@@ -204,9 +238,9 @@ __device__ __forceinline__ void gn_block_sum2(float* s_a, float* s_b, float& a, 
     __syncthreads();
 }
 
-template <int S>
+template <int S, int W = S>
 DEVI void gn_fwd_body(ELT(S)* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
-                      const ELT(S)* __restrict__ x, const ELT(S)* __restrict__ w, const ELT(S)* __restrict__ b,
+                      const ELT(S)* __restrict__ x, const ELT(W)* __restrict__ w, const ELT(W)* __restrict__ b,
                       long long rows, long long G, long long Cg, long long S_, float eps)
 {
     typedef Io<S> io;
@@ -245,8 +279,8 @@ DEVI void gn_fwd_body(ELT(S)* __restrict__ y, float* __restrict__ mean, float* _
         for (long long k = threadIdx.x; k < K; k += blockDim.x) {
             const long long c = c0 + k / S_;
             float v = (io::ld(xr, k) - m) * is;
-            if (w) v *= io::ld(w, c);
-            if (b) v += io::ld(b, c);
+            if (w) v *= Io<W>::ld(w, c);
+            if (b) v += Io<W>::ld(b, c);
             io::st(yr, k, v);
         }
     }
@@ -279,9 +313,24 @@ extern "C" __global__ void gn_fwd_bf16(unsigned short* __restrict__ y, float* __
     gn_fwd_body<S_BF16>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
 }
 
-template <int S>
+// doc: gn_fwd_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_fwd_f16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+    const unsigned short* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+    long long rows, long long G, long long Cg, long long S, float eps)
+{
+    gn_fwd_body<S_F16, S_F32>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+// doc: gn_fwd_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_fwd_bf16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+    const unsigned short* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+    long long rows, long long G, long long Cg, long long S, float eps)
+{
+    gn_fwd_body<S_BF16, S_F32>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+
+template <int S, int W = S>
 DEVI void gn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy, const ELT(S)* __restrict__ x,
-                         const float* __restrict__ mean, const float* __restrict__ rstd, const ELT(S)* __restrict__ w,
+                         const float* __restrict__ mean, const float* __restrict__ rstd, const ELT(W)* __restrict__ w,
                          long long rows, long long G, long long Cg, long long S_)
 {
     typedef Io<S> io;
@@ -294,7 +343,7 @@ DEVI void gn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,
         const ELT(S)* gr = dy + r * K;
         float a = 0.0f, bs = 0.0f;
         for (long long k = threadIdx.x; k < K; k += blockDim.x) {
-            const float gw = io::ld(gr, k) * (w ? io::ld(w, c0 + k / S_) : 1.0f);
+            const float gw = io::ld(gr, k) * (w ? Io<W>::ld(w, c0 + k / S_) : 1.0f);
             a += gw;
             bs += gw * (io::ld(xr, k) - m) * is;
         }
@@ -302,7 +351,7 @@ DEVI void gn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,
         const float inv_k = 1.0f / (float)K;
         ELT(S)* dr = dx + r * K;
         for (long long k = threadIdx.x; k < K; k += blockDim.x) {
-            const float gw = io::ld(gr, k) * (w ? io::ld(w, c0 + k / S_) : 1.0f);
+            const float gw = io::ld(gr, k) * (w ? Io<W>::ld(w, c0 + k / S_) : 1.0f);
             const float xh = (io::ld(xr, k) - m) * is;
             io::st(dr, k, is * (gw - (a + xh * bs) * inv_k));
         }
@@ -335,8 +384,23 @@ extern "C" __global__ void gn_bwd_dx_bf16(unsigned short* __restrict__ dx, const
     gn_bwd_dx_body<S_BF16>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
 }
 
-template <int S>
-DEVI void gn_bwd_wb_body(ELT(S)* __restrict__ dw, ELT(S)* __restrict__ db, const ELT(S)* __restrict__ dy,
+// doc: gn_bwd_dx_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_dx_f16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ w,
+    long long rows, long long G, long long Cg, long long S)
+{
+    gn_bwd_dx_body<S_F16, S_F32>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+// doc: gn_bwd_dx_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_dx_bf16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ w,
+    long long rows, long long G, long long Cg, long long S)
+{
+    gn_bwd_dx_body<S_BF16, S_F32>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+
+template <int S, int W = S>
+DEVI void gn_bwd_wb_body(ELT(W)* __restrict__ dw, ELT(W)* __restrict__ db, const ELT(S)* __restrict__ dy,
                          const ELT(S)* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                          long long N, long long C, long long Cg, long long S_)
 {
@@ -355,8 +419,8 @@ DEVI void gn_bwd_wb_body(ELT(S)* __restrict__ dw, ELT(S)* __restrict__ db, const
         }
         gn_block_sum2(s_a, s_b, a, bs);
         if (threadIdx.x == 0) {
-            if (dw) io::st(dw, c, a);
-            if (db) io::st(db, c, bs);
+            if (dw) Io<W>::st(dw, c, a);
+            if (db) Io<W>::st(db, c, bs);
         }
     }
 }
@@ -385,6 +449,21 @@ extern "C" __global__ void gn_bwd_wb_bf16(unsigned short* __restrict__ dw, unsig
     long long N, long long C, long long Cg, long long S)
 {
     gn_bwd_wb_body<S_BF16>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
+}
+
+// doc: gn_bwd_wb_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_wb_f16_f32w(float* __restrict__ dw, float* __restrict__ db, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+    long long N, long long C, long long Cg, long long S)
+{
+    gn_bwd_wb_body<S_F16, S_F32>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
+}
+// doc: gn_bwd_wb_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_wb_bf16_f32w(float* __restrict__ dw, float* __restrict__ db, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+    long long N, long long C, long long Cg, long long S)
+{
+    gn_bwd_wb_body<S_BF16, S_F32>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
 }
 
 
@@ -457,9 +536,9 @@ extern "C" __global__ void bn_stats_bf16(float* __restrict__ mean, float* __rest
     bn_stats_body<S_BF16>(mean, var, x, N, C, S);
 }
 
-template <int S>
+template <int S, int W = S>
 DEVI void bn_apply_body(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, const float* __restrict__ mean,
-                        const float* __restrict__ invstd, const ELT(S)* __restrict__ w, const ELT(S)* __restrict__ b,
+                        const float* __restrict__ invstd, const ELT(W)* __restrict__ w, const ELT(W)* __restrict__ b,
                         long long C, long long S_, long long n)
 {
     typedef Io<S> io;
@@ -467,8 +546,8 @@ DEVI void bn_apply_body(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, co
     {
         const long long c = (t / S_) % C;
         float v = (io::ld(x, t) - mean[c]) * invstd[c];
-        if (w) v *= io::ld(w, c);
-        if (b) v += io::ld(b, c);
+        if (w) v *= Io<W>::ld(w, c);
+        if (b) v += Io<W>::ld(b, c);
         io::st(y, t, v);
     }
 }
@@ -495,6 +574,21 @@ extern "C" __global__ void bn_apply_bf16(unsigned short* __restrict__ y, const u
     long long C, long long S, long long n)
 {
     bn_apply_body<S_BF16>(y, x, mean, invstd, w, b, C, S, n);
+}
+
+// doc: bn_apply_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_apply_f16_f32w(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ invstd, const float* __restrict__ w, const float* __restrict__ b,
+    long long C, long long S, long long n)
+{
+    bn_apply_body<S_F16, S_F32>(y, x, mean, invstd, w, b, C, S, n);
+}
+// doc: bn_apply_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_apply_bf16_f32w(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ invstd, const float* __restrict__ w, const float* __restrict__ b,
+    long long C, long long S, long long n)
+{
+    bn_apply_body<S_BF16, S_F32>(y, x, mean, invstd, w, b, C, S, n);
 }
 
 template <int S>
@@ -553,9 +647,9 @@ extern "C" __global__ void bn_bwd_reduce_bf16(float* __restrict__ sum_dy, float*
     bn_bwd_reduce_body<S_BF16>(sum_dy, sum_dy_xhat, dy, x, mean, invstd, N, C, S);
 }
 
-template <int S>
+template <int S, int W = S>
 DEVI void bn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy, const ELT(S)* __restrict__ x,
-                         const float* __restrict__ mean, const float* __restrict__ invstd, const ELT(S)* __restrict__ w,
+                         const float* __restrict__ mean, const float* __restrict__ invstd, const ELT(W)* __restrict__ w,
                          const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C,
                          long long S_, long long n, float M, int training)
 {
@@ -563,7 +657,7 @@ DEVI void bn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,
     GRID_STRIDE(t, n)
     {
         const long long c = (t / S_) % C;
-        const float scale = invstd[c] * (w ? io::ld(w, c) : 1.0f);
+        const float scale = invstd[c] * (w ? Io<W>::ld(w, c) : 1.0f);
         float g = io::ld(dy, t);
         if (training) g -= (sum_dy[c] + (io::ld(x, t) - mean[c]) * invstd[c] * sum_dy_xhat[c]) / M;
         io::st(dx, t, g * scale);
@@ -597,4 +691,21 @@ extern "C" __global__ void bn_bwd_dx_bf16(unsigned short* __restrict__ dx, const
     float M, int training)
 {
     bn_bwd_dx_body<S_BF16>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
+}
+
+// doc: bn_bwd_dx_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_bwd_dx_f16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ invstd, const float* __restrict__ w,
+    const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
+    float M, int training)
+{
+    bn_bwd_dx_body<S_F16, S_F32>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
+}
+// doc: bn_bwd_dx_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_bwd_dx_bf16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ invstd, const float* __restrict__ w,
+    const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
+    float M, int training)
+{
+    bn_bwd_dx_body<S_BF16, S_F32>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
 }

@@ -24,7 +24,7 @@ native_low(*args, **kwargs) is true for the call, its operands pass unchanged, w
 - sum/mean over any dims (float32 accumulation; the float32 result rounded once, or kept with dtype=float32),
   softmax/log_softmax forward and backward, dropout forward and backward;
 - the normalization kernels (layer/rms/group/batch norm forward and backward, ops/normalization/cuda.py): 16-bit
-  input, weight, bias and gradients with float32 statistics.
+  input and gradients, weight and bias of the input's dtype or float32, float32 statistics.
 Those kernels load 2 bytes, compute the float32 kernel's math and round once at the store, so their results
 equal the widened ones bit for bit (tests/test_native_half_*.py). Everything else (losses, the optimizers'
 reads of 16-bit gradients, comparisons, ...) is still widened here.

@@ -28,6 +28,12 @@ from ..registry import declare
 
 
 # ------------------------------------------------------------------ layer_norm / rms_norm
+def _wide(param_dt, grad_dt):
+    """The dtype argument for a parameter's gradient sum: float32 for a float32 parameter of a 16-bit input's op,
+    else None (the sum in the gradient's own dtype)."""
+    return _dt.float32 if param_dt is _dt.float32 and grad_dt is not _dt.float32 else None
+
+
 class _RowNorm(Function):
     node_name = "NativeLayerNormBackward0"
 
@@ -38,6 +44,7 @@ class _RowNorm(Function):
         y, mean, rstd = B.row_norm(x2, w, b, eps, rms)
         ctx.save_for_backward(x2, mean, rstd, w)
         ctx.rms, ctx.xshape, ctx.eps = rms, x.shape, eps
+        ctx.bias_dtype = b.dtype if b is not None else None
         return y.reshape(x.shape)
 
     @staticmethod
@@ -46,8 +53,10 @@ class _RowNorm(Function):
         B = backend_of(g)
         g2 = g.reshape(x2.shape).contiguous()
         dx, gxhat = B.row_norm_bwd(g2, x2, mean, rstd, w, ctx.rms)
-        dw = B.sum_dims(gxhat, (0,)) if w is not None and ctx.needs_input_grad[1] else None
-        db = B.sum_dims(g2, (0,)) if ctx.needs_input_grad[2] else None
+        # a float32 weight or bias of a 16-bit input (the mixed case) gets its float32 column sum, unrounded
+        dw = (B.sum_dims(gxhat, (0,), dt=_wide(w.dtype, gxhat.dtype))
+              if w is not None and ctx.needs_input_grad[1] else None)
+        db = B.sum_dims(g2, (0,), dt=_wide(ctx.bias_dtype, g2.dtype)) if ctx.needs_input_grad[2] else None
         return dx.reshape(ctx.xshape) if ctx.needs_input_grad[0] else None, dw, db, None, None, None
 
     @staticmethod
