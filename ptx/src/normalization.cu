@@ -1,8 +1,15 @@
-// The normalization family's kernels (rawdev/ops/normalization/cuda.py launches them), float32: the row norms
+// The normalization family's kernels (rawdev/ops/normalization/cuda.py launches them): the row norms
 // (layer_norm, rms_norm), group norm (and instance norm) and batch norm, one section each.
+// Each kernel body is a `template <int S>` over the element storage (storage.cuh): x, y, dy, dx, weight, bias and
+// their gradients are float32 (the kernel's plain name, or `_f32`), float16 (`_f16`) or bfloat16 (`_bf16`), loaded
+// and widened to float32 exactly and rounded once at the store; the statistics (mean, rstd/invstd, batch norm's
+// variance and per-channel sums) are always float32, as PyTorch's cuda kernels keep them. The math is the float32
+// kernel's on the widened values, so a 16-bit result is the widened path's bit for bit.
+
+#include "storage.cuh"
 
 // ================================================================== layer_norm / rms_norm
-// Row normalizations, float32: LayerNorm (mean and variance over the last D elements of each row) and
+// Row normalizations: LayerNorm (mean and variance over the last D elements of each row) and
 // RMSNorm (root mean square, no mean). One warp per row: block (256, 1, 1) = 8 rows per block, grid
 // (ceil(rows/8), 1, 1); lanes stride over the D columns. Statistics in one pass: each lane keeps a Welford
 // (count, mean, M2) over its columns and the warp merges them by shuffles (Chan et al.'s pairwise formula),
@@ -40,26 +47,30 @@ DEVI void warp_welford(float& n, float& mean, float& m2)
     }
 }
 
-// doc: LayerNorm (rms = 0) or RMSNorm (rms = 1) of each row of x[rows, D]: y = xhat*w + b (w, b optional: 0 =
-// absent); saves mean (0 for RMSNorm) and rstd per row. One warp per row, Welford statistics.
-extern "C" __global__ void row_norm_fwd(float* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ rstd_out,
-                                        const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
-                                        int rows, int D, float eps, int rms)
+template <int S, int W = S>
+DEVI void row_norm_fwd_body(ELT(S)* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                            const ELT(S)* __restrict__ x, const ELT(W)* __restrict__ w, const ELT(W)* __restrict__ b,
+                            int rows, int D, float eps, int rms)
 {
+    typedef Io<S> io;
     long long r;
     if (!warp_row(r, rows)) return;
     const int lane = threadIdx.x & 31;
-    const float* xr = x + r * D;
+    const ELT(S)* xr = x + r * D;
     float n = 0.0f, mean = 0.0f, m2 = 0.0f;
     if (rms) {
-        for (int c = lane; c < D; c += 32) m2 += xr[c] * xr[c];
+        for (int c = lane; c < D; c += 32) {
+            const float v = io::ld(xr, c);
+            m2 += v * v;
+        }
         m2 = warp_sum(m2);
     } else {
         for (int c = lane; c < D; c += 32) {
+            const float v = io::ld(xr, c);
             n += 1.0f;
-            const float d = xr[c] - mean;
+            const float d = v - mean;
             mean += d / n;
-            m2 += d * (xr[c] - mean);
+            m2 += d * (v - mean);
         }
         warp_welford(n, mean, m2);
     }
@@ -68,12 +79,89 @@ extern "C" __global__ void row_norm_fwd(float* __restrict__ y, float* __restrict
         mean_out[r] = mean;
         rstd_out[r] = rstd;
     }
-    float* yr = y + r * D;
+    ELT(S)* yr = y + r * D;
     for (int c = lane; c < D; c += 32) {
-        float v = (xr[c] - mean) * rstd;
-        if (w) v *= w[c];
-        if (b) v += b[c];
-        yr[c] = v;
+        float v = (io::ld(xr, c) - mean) * rstd;
+        if (w) v *= Io<W>::ld(w, c);
+        if (b) v += Io<W>::ld(b, c);
+        io::st(yr, c, v);
+    }
+}
+
+// doc: LayerNorm (rms = 0) or RMSNorm (rms = 1) of each row of x[rows, D]: y = xhat*w + b (w, b optional: 0 =
+// absent); saves mean (0 for RMSNorm) and rstd per row. One warp per row, Welford statistics.
+extern "C" __global__ void row_norm_fwd(float* __restrict__ y, float* __restrict__ mean_out, float* __restrict__ rstd_out,
+                                        const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+                                        int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_F32>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+
+// doc: row_norm_fwd on float16 storage (x, w, b, y; float32 statistics and math, one rounding of y).
+extern "C" __global__ void row_norm_fwd_f16(unsigned short* __restrict__ y, float* __restrict__ mean_out,
+                                            float* __restrict__ rstd_out, const unsigned short* __restrict__ x,
+                                            const unsigned short* __restrict__ w, const unsigned short* __restrict__ b,
+                                            int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_F16>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+
+// doc: row_norm_fwd on bfloat16 storage (x, w, b, y; float32 statistics and math, one rounding of y).
+extern "C" __global__ void row_norm_fwd_bf16(unsigned short* __restrict__ y, float* __restrict__ mean_out,
+                                             float* __restrict__ rstd_out, const unsigned short* __restrict__ x,
+                                             const unsigned short* __restrict__ w, const unsigned short* __restrict__ b,
+                                             int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_BF16>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+
+// doc: row_norm_fwd on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_fwd_f16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean_out,
+                                             float* __restrict__ rstd_out, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ w, const float* __restrict__ b,
+                                             int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_F16, S_F32>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+// doc: row_norm_fwd on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_fwd_bf16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean_out,
+                                             float* __restrict__ rstd_out, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ w, const float* __restrict__ b,
+                                             int rows, int D, float eps, int rms)
+{
+    row_norm_fwd_body<S_BF16, S_F32>(y, mean_out, rstd_out, x, w, b, rows, D, eps, rms);
+}
+
+template <int S, int W = S>
+DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, ELT(S)* __restrict__ gxhat, const ELT(S)* __restrict__ dy,
+                            const ELT(S)* __restrict__ x, const float* __restrict__ mean_in,
+                            const float* __restrict__ rstd_in, const ELT(W)* __restrict__ w, int rows, int D, int rms)
+{
+    typedef Io<S> io;
+    long long r;
+    if (!warp_row(r, rows)) return;
+    const int lane = threadIdx.x & 31;
+    const ELT(S)* xr = x + r * D;
+    const ELT(S)* gr = dy + r * D;
+    const float mean = mean_in[r], rstd = rstd_in[r];
+    float sg = 0.0f, sgx = 0.0f;
+    for (int c = lane; c < D; c += 32) {
+        const float gv = io::ld(gr, c);
+        const float g = w ? gv * Io<W>::ld(w, c) : gv;
+        const float xh = (io::ld(xr, c) - mean) * rstd;
+        sg += g;
+        sgx += g * xh;
+    }
+    sg = warp_sum(sg) / (float)D;
+    sgx = warp_sum(sgx) / (float)D;
+    ELT(S)* dr = dx + r * D;
+    ELT(S)* hr = gxhat + r * D;
+    for (int c = lane; c < D; c += 32) {
+        const float gv = io::ld(gr, c);
+        const float g = w ? gv * Io<W>::ld(w, c) : gv;
+        const float xh = (io::ld(xr, c) - mean) * rstd;
+        io::st(dr, c, rms ? rstd * (g - xh * sgx) : rstd * (g - sg - xh * sgx));
+        io::st(hr, c, gv * xh);
     }
 }
 
@@ -84,35 +172,48 @@ extern "C" __global__ void row_norm_bwd(float* __restrict__ dx, float* __restric
                                         const float* __restrict__ rstd_in, const float* __restrict__ w,
                                         int rows, int D, int rms)
 {
-    long long r;
-    if (!warp_row(r, rows)) return;
-    const int lane = threadIdx.x & 31;
-    const float* xr = x + r * D;
-    const float* gr = dy + r * D;
-    const float mean = mean_in[r], rstd = rstd_in[r];
-    float sg = 0.0f, sgx = 0.0f;
-    for (int c = lane; c < D; c += 32) {
-        const float g = w ? gr[c] * w[c] : gr[c];
-        const float xh = (xr[c] - mean) * rstd;
-        sg += g;
-        sgx += g * xh;
-    }
-    sg = warp_sum(sg) / (float)D;
-    sgx = warp_sum(sgx) / (float)D;
-    float* dr = dx + r * D;
-    float* hr = gxhat + r * D;
-    for (int c = lane; c < D; c += 32) {
-        const float g = w ? gr[c] * w[c] : gr[c];
-        const float xh = (xr[c] - mean) * rstd;
-        dr[c] = rms ? rstd * (g - xh * sgx) : rstd * (g - sg - xh * sgx);
-        hr[c] = gr[c] * xh;
-    }
+    row_norm_bwd_body<S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+
+// doc: row_norm_bwd on float16 storage (dx, gxhat, dy, x, w; float32 mean, rstd and math, one rounding each).
+extern "C" __global__ void row_norm_bwd_f16(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+                                            const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                            const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                            const unsigned short* __restrict__ w, int rows, int D, int rms)
+{
+    row_norm_bwd_body<S_F16>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+
+// doc: row_norm_bwd on bfloat16 storage (dx, gxhat, dy, x, w; float32 mean, rstd and math, one rounding each).
+extern "C" __global__ void row_norm_bwd_bf16(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+                                             const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                             const unsigned short* __restrict__ w, int rows, int D, int rms)
+{
+    row_norm_bwd_body<S_BF16>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+
+// doc: row_norm_bwd on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_bwd_f16_f32w(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+                                             const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                             const float* __restrict__ w, int rows, int D, int rms)
+{
+    row_norm_bwd_body<S_F16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+// doc: row_norm_bwd on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void row_norm_bwd_bf16_f32w(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+                                             const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                             const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                             const float* __restrict__ w, int rows, int D, int rms)
+{
+    row_norm_bwd_body<S_BF16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
 
 
 // ================================================================== group_norm / instance_norm
 // Group normalization (and instance normalization, G = C) for x viewed as [N, C, S] (S = the spatial size),
-// float32. The C channels form G groups of Cg = C / G consecutive channels, so the values of one (n, g) pair
+// The C channels form G groups of Cg = C / G consecutive channels, so the values of one (n, g) pair
 // are one contiguous row of K = Cg * S elements.
 // Forward: one block per row (grid-stride over rows): each thread runs Welford over a strided share of the
 // row (coalesced), the block merges the (count, mean, M2) triples pairwise (Chan's formula), then the same
@@ -137,21 +238,19 @@ __device__ __forceinline__ void gn_block_sum2(float* s_a, float* s_b, float& a, 
     __syncthreads();
 }
 
-// doc: y[N, C, S] = (x - mean[n, g]) * rstd[n, g] * w[c] + b[c] with mean, rstd = 1/sqrt(var + eps) (biased var)
-// over each row (n, g) of Cg*S values, written to mean[rows], rstd[rows]; w, b may be null. Block 256, one block
-// per row (grid-stride over rows = N*G).
-extern "C" __global__ void gn_fwd_f32(float* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
-                                      const float* __restrict__ x, const float* __restrict__ w,
-                                      const float* __restrict__ b, long long rows, long long G, long long Cg,
-                                      long long S, float eps)
+template <int S, int W = S>
+DEVI void gn_fwd_body(ELT(S)* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+                      const ELT(S)* __restrict__ x, const ELT(W)* __restrict__ w, const ELT(W)* __restrict__ b,
+                      long long rows, long long G, long long Cg, long long S_, float eps)
 {
+    typedef Io<S> io;
     __shared__ float s_n[GN_THREADS], s_mean[GN_THREADS], s_m2[GN_THREADS];
-    const long long K = Cg * S;
+    const long long K = Cg * S_;
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float* xr = x + r * K;
+        const ELT(S)* xr = x + r * K;
         float n = 0.0f, mu = 0.0f, m2 = 0.0f;
         for (long long k = threadIdx.x; k < K; k += blockDim.x) {
-            const float v = xr[k];
+            const float v = io::ld(xr, k);
             n += 1.0f;
             const float d = v - mu;
             mu += d / n;
@@ -176,13 +275,85 @@ extern "C" __global__ void gn_fwd_f32(float* __restrict__ y, float* __restrict__
         __syncthreads();
         if (threadIdx.x == 0) { mean[r] = m; rstd[r] = is; }
         const long long c0 = (r % G) * Cg;
-        float* yr = y + r * K;
+        ELT(S)* yr = y + r * K;
         for (long long k = threadIdx.x; k < K; k += blockDim.x) {
-            const long long c = c0 + k / S;
-            float v = (xr[k] - m) * is;
-            if (w) v *= w[c];
-            if (b) v += b[c];
-            yr[k] = v;
+            const long long c = c0 + k / S_;
+            float v = (io::ld(xr, k) - m) * is;
+            if (w) v *= Io<W>::ld(w, c);
+            if (b) v += Io<W>::ld(b, c);
+            io::st(yr, k, v);
+        }
+    }
+}
+
+// doc: y[N, C, S] = (x - mean[n, g]) * rstd[n, g] * w[c] + b[c] with mean, rstd = 1/sqrt(var + eps) (biased var)
+// over each row (n, g) of Cg*S values, written to mean[rows], rstd[rows]; w, b may be null. Block 256, one block
+// per row (grid-stride over rows = N*G).
+extern "C" __global__ void gn_fwd_f32(float* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+                                      const float* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ b, long long rows, long long G, long long Cg,
+                                      long long S, float eps)
+{
+    gn_fwd_body<S_F32>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+
+// doc: gn_fwd_f32 on float16 storage (x, w, b, y; float32 mean, rstd and math, one rounding of y).
+extern "C" __global__ void gn_fwd_f16(unsigned short* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+    const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, const unsigned short* __restrict__ b,
+    long long rows, long long G, long long Cg, long long S, float eps)
+{
+    gn_fwd_body<S_F16>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+
+// doc: gn_fwd_f32 on bfloat16 storage (x, w, b, y; float32 mean, rstd and math, one rounding of y).
+extern "C" __global__ void gn_fwd_bf16(unsigned short* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+    const unsigned short* __restrict__ x, const unsigned short* __restrict__ w, const unsigned short* __restrict__ b,
+    long long rows, long long G, long long Cg, long long S, float eps)
+{
+    gn_fwd_body<S_BF16>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+
+// doc: gn_fwd_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_fwd_f16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+    const unsigned short* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+    long long rows, long long G, long long Cg, long long S, float eps)
+{
+    gn_fwd_body<S_F16, S_F32>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+// doc: gn_fwd_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_fwd_bf16_f32w(unsigned short* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+    const unsigned short* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+    long long rows, long long G, long long Cg, long long S, float eps)
+{
+    gn_fwd_body<S_BF16, S_F32>(y, mean, rstd, x, w, b, rows, G, Cg, S, eps);
+}
+
+template <int S, int W = S>
+DEVI void gn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy, const ELT(S)* __restrict__ x,
+                         const float* __restrict__ mean, const float* __restrict__ rstd, const ELT(W)* __restrict__ w,
+                         long long rows, long long G, long long Cg, long long S_)
+{
+    typedef Io<S> io;
+    __shared__ float s_a[GN_THREADS], s_b[GN_THREADS];
+    const long long K = Cg * S_;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float m = mean[r], is = rstd[r];
+        const long long c0 = (r % G) * Cg;
+        const ELT(S)* xr = x + r * K;
+        const ELT(S)* gr = dy + r * K;
+        float a = 0.0f, bs = 0.0f;
+        for (long long k = threadIdx.x; k < K; k += blockDim.x) {
+            const float gw = io::ld(gr, k) * (w ? Io<W>::ld(w, c0 + k / S_) : 1.0f);
+            a += gw;
+            bs += gw * (io::ld(xr, k) - m) * is;
+        }
+        gn_block_sum2(s_a, s_b, a, bs);
+        const float inv_k = 1.0f / (float)K;
+        ELT(S)* dr = dx + r * K;
+        for (long long k = threadIdx.x; k < K; k += blockDim.x) {
+            const float gw = io::ld(gr, k) * (w ? Io<W>::ld(w, c0 + k / S_) : 1.0f);
+            const float xh = (io::ld(xr, k) - m) * is;
+            io::st(dr, k, is * (gw - (a + xh * bs) * inv_k));
         }
     }
 }
@@ -194,26 +365,62 @@ extern "C" __global__ void gn_bwd_dx_f32(float* __restrict__ dx, const float* __
                                          const float* __restrict__ rstd, const float* __restrict__ w,
                                          long long rows, long long G, long long Cg, long long S)
 {
+    gn_bwd_dx_body<S_F32>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+
+// doc: gn_bwd_dx_f32 on float16 storage (dx, dy, x, w; float32 mean, rstd, sums and math, one rounding of dx).
+extern "C" __global__ void gn_bwd_dx_f16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ rstd, const unsigned short* __restrict__ w,
+    long long rows, long long G, long long Cg, long long S)
+{
+    gn_bwd_dx_body<S_F16>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+
+// doc: gn_bwd_dx_f32 on bfloat16 storage (dx, dy, x, w; float32 mean, rstd, sums and math, one rounding of dx).
+extern "C" __global__ void gn_bwd_dx_bf16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ rstd, const unsigned short* __restrict__ w,
+    long long rows, long long G, long long Cg, long long S)
+{
+    gn_bwd_dx_body<S_BF16>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+
+// doc: gn_bwd_dx_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_dx_f16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ w,
+    long long rows, long long G, long long Cg, long long S)
+{
+    gn_bwd_dx_body<S_F16, S_F32>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+// doc: gn_bwd_dx_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_dx_bf16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ w,
+    long long rows, long long G, long long Cg, long long S)
+{
+    gn_bwd_dx_body<S_BF16, S_F32>(dx, dy, x, mean, rstd, w, rows, G, Cg, S);
+}
+
+template <int S, int W = S>
+DEVI void gn_bwd_wb_body(ELT(W)* __restrict__ dw, ELT(W)* __restrict__ db, const ELT(S)* __restrict__ dy,
+                         const ELT(S)* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+                         long long N, long long C, long long Cg, long long S_)
+{
+    typedef Io<S> io;
     __shared__ float s_a[GN_THREADS], s_b[GN_THREADS];
-    const long long K = Cg * S;
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float m = mean[r], is = rstd[r];
-        const long long c0 = (r % G) * Cg;
-        const float* xr = x + r * K;
-        const float* gr = dy + r * K;
+    const long long G = C / Cg, M = N * S_;
+    for (long long c = blockIdx.x; c < C; c += gridDim.x) {
         float a = 0.0f, bs = 0.0f;
-        for (long long k = threadIdx.x; k < K; k += blockDim.x) {
-            const float gw = gr[k] * (w ? w[c0 + k / S] : 1.0f);
-            a += gw;
-            bs += gw * (xr[k] - m) * is;
+        for (long long k = threadIdx.x; k < M; k += blockDim.x) {
+            const long long n = k / S_;
+            const long long i = (n * C + c) * S_ + k % S_;
+            const long long r = n * G + c / Cg;
+            const float g = io::ld(dy, i);
+            a += g * (io::ld(x, i) - mean[r]) * rstd[r];
+            bs += g;
         }
         gn_block_sum2(s_a, s_b, a, bs);
-        const float inv_k = 1.0f / (float)K;
-        float* dr = dx + r * K;
-        for (long long k = threadIdx.x; k < K; k += blockDim.x) {
-            const float gw = gr[k] * (w ? w[c0 + k / S] : 1.0f);
-            const float xh = (xr[k] - m) * is;
-            dr[k] = is * (gw - (a + xh * bs) * inv_k);
+        if (threadIdx.x == 0) {
+            if (dw) Io<W>::st(dw, c, a);
+            if (db) Io<W>::st(db, c, bs);
         }
     }
 }
@@ -225,28 +432,43 @@ extern "C" __global__ void gn_bwd_wb_f32(float* __restrict__ dw, float* __restri
                                          const float* __restrict__ rstd, long long N, long long C, long long Cg,
                                          long long S)
 {
-    __shared__ float s_a[GN_THREADS], s_b[GN_THREADS];
-    const long long G = C / Cg, M = N * S;
-    for (long long c = blockIdx.x; c < C; c += gridDim.x) {
-        float a = 0.0f, bs = 0.0f;
-        for (long long k = threadIdx.x; k < M; k += blockDim.x) {
-            const long long n = k / S;
-            const long long i = (n * C + c) * S + k % S;
-            const long long r = n * G + c / Cg;
-            a += dy[i] * (x[i] - mean[r]) * rstd[r];
-            bs += dy[i];
-        }
-        gn_block_sum2(s_a, s_b, a, bs);
-        if (threadIdx.x == 0) {
-            if (dw) dw[c] = a;
-            if (db) db[c] = bs;
-        }
-    }
+    gn_bwd_wb_body<S_F32>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
+}
+
+// doc: gn_bwd_wb_f32 on float16 storage (dw, db, dy, x; float32 mean, rstd and sums, one rounding of dw and db).
+extern "C" __global__ void gn_bwd_wb_f16(unsigned short* __restrict__ dw, unsigned short* __restrict__ db, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+    long long N, long long C, long long Cg, long long S)
+{
+    gn_bwd_wb_body<S_F16>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
+}
+
+// doc: gn_bwd_wb_f32 on bfloat16 storage (dw, db, dy, x; float32 mean, rstd and sums, one rounding of dw and db).
+extern "C" __global__ void gn_bwd_wb_bf16(unsigned short* __restrict__ dw, unsigned short* __restrict__ db, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+    long long N, long long C, long long Cg, long long S)
+{
+    gn_bwd_wb_body<S_BF16>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
+}
+
+// doc: gn_bwd_wb_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_wb_f16_f32w(float* __restrict__ dw, float* __restrict__ db, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+    long long N, long long C, long long Cg, long long S)
+{
+    gn_bwd_wb_body<S_F16, S_F32>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
+}
+// doc: gn_bwd_wb_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void gn_bwd_wb_bf16_f32w(float* __restrict__ dw, float* __restrict__ db, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+    long long N, long long C, long long Cg, long long S)
+{
+    gn_bwd_wb_body<S_BF16, S_F32>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
 }
 
 
 // ================================================================== batch_norm
-// Batch normalization over (N, spatial) per channel, float32, for x viewed as [N, C, S] (S = H*W, or 1).
+// Batch normalization over (N, spatial) per channel for x viewed as [N, C, S] (S = H*W, or 1).
 // Statistics: one block per channel; each thread runs Welford over a strided share of the channel's N*S values,
 // then the block merges the partial (count, mean, M2) triples pairwise in shared memory (Chan's formula), so
 // the data is read once and the variance does not suffer the cancellation of E[x^2] - E[x]^2.
@@ -259,15 +481,15 @@ extern "C" __global__ void gn_bwd_wb_f32(float* __restrict__ dw, float* __restri
 
 #define BN_THREADS 256
 
-// doc: mean[C], var[C] (biased) of x[N, C, S] over N and S; one block of 256 threads per channel (grid C).
-extern "C" __global__ void bn_stats_f32(float* __restrict__ mean, float* __restrict__ var, const float* __restrict__ x,
-                                        long long N, long long C, long long S)
+template <int S>
+DEVI void bn_stats_body(float* __restrict__ mean, float* __restrict__ var, const ELT(S)* __restrict__ x,
+                        long long N, long long C, long long S_)
 {
     __shared__ float s_n[BN_THREADS], s_mean[BN_THREADS], s_m2[BN_THREADS];
-    const long long c = blockIdx.x, M = N * S;
+    const long long c = blockIdx.x, M = N * S_;
     float n = 0.0f, mu = 0.0f, m2 = 0.0f;
     for (long long k = threadIdx.x; k < M; k += blockDim.x) {
-        const float v = x[((k / S) * C + c) * S + k % S];
+        const float v = Io<S>::ld(x, ((k / S_) * C + c) * S_ + k % S_);
         n += 1.0f;
         const float d = v - mu;
         mu += d / n;
@@ -293,35 +515,97 @@ extern "C" __global__ void bn_stats_f32(float* __restrict__ mean, float* __restr
     }
 }
 
+// doc: mean[C], var[C] (biased) of x[N, C, S] over N and S; one block of 256 threads per channel (grid C).
+extern "C" __global__ void bn_stats_f32(float* __restrict__ mean, float* __restrict__ var, const float* __restrict__ x,
+                                        long long N, long long C, long long S)
+{
+    bn_stats_body<S_F32>(mean, var, x, N, C, S);
+}
+
+// doc: bn_stats_f32 on float16 storage x (float32 accumulation, float32 mean and var).
+extern "C" __global__ void bn_stats_f16(float* __restrict__ mean, float* __restrict__ var, const unsigned short* __restrict__ x,
+    long long N, long long C, long long S)
+{
+    bn_stats_body<S_F16>(mean, var, x, N, C, S);
+}
+
+// doc: bn_stats_f32 on bfloat16 storage x (float32 accumulation, float32 mean and var).
+extern "C" __global__ void bn_stats_bf16(float* __restrict__ mean, float* __restrict__ var, const unsigned short* __restrict__ x,
+    long long N, long long C, long long S)
+{
+    bn_stats_body<S_BF16>(mean, var, x, N, C, S);
+}
+
+template <int S, int W = S>
+DEVI void bn_apply_body(ELT(S)* __restrict__ y, const ELT(S)* __restrict__ x, const float* __restrict__ mean,
+                        const float* __restrict__ invstd, const ELT(W)* __restrict__ w, const ELT(W)* __restrict__ b,
+                        long long C, long long S_, long long n)
+{
+    typedef Io<S> io;
+    GRID_STRIDE(t, n)
+    {
+        const long long c = (t / S_) % C;
+        float v = (io::ld(x, t) - mean[c]) * invstd[c];
+        if (w) v *= Io<W>::ld(w, c);
+        if (b) v += Io<W>::ld(b, c);
+        io::st(y, t, v);
+    }
+}
+
 // doc: y[N, C, S] = (x - mean[c]) * invstd[c] * w[c] + b[c] (w, b may be null: 1 and 0).
 extern "C" __global__ void bn_apply_f32(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ mean,
                                         const float* __restrict__ invstd, const float* __restrict__ w,
                                         const float* __restrict__ b, long long C, long long S, long long n)
 {
-    GRID_STRIDE(t, n)
-    {
-        const long long c = (t / S) % C;
-        float v = (x[t] - mean[c]) * invstd[c];
-        if (w) v *= w[c];
-        if (b) v += b[c];
-        y[t] = v;
-    }
+    bn_apply_body<S_F32>(y, x, mean, invstd, w, b, C, S, n);
 }
 
-// doc: sum_dy[C] = sum of dy, sum_dy_xhat[C] = sum of dy * (x - mean) * invstd, over N and S; grid C, block 256.
-extern "C" __global__ void bn_bwd_reduce_f32(float* __restrict__ sum_dy, float* __restrict__ sum_dy_xhat,
-                                             const float* __restrict__ dy, const float* __restrict__ x,
-                                             const float* __restrict__ mean, const float* __restrict__ invstd,
-                                             long long N, long long C, long long S)
+// doc: bn_apply_f32 on float16 storage (x, w, b, y; float32 mean and invstd, one rounding of y).
+extern "C" __global__ void bn_apply_f16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ invstd, const unsigned short* __restrict__ w, const unsigned short* __restrict__ b,
+    long long C, long long S, long long n)
 {
+    bn_apply_body<S_F16>(y, x, mean, invstd, w, b, C, S, n);
+}
+
+// doc: bn_apply_f32 on bfloat16 storage (x, w, b, y; float32 mean and invstd, one rounding of y).
+extern "C" __global__ void bn_apply_bf16(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ invstd, const unsigned short* __restrict__ w, const unsigned short* __restrict__ b,
+    long long C, long long S, long long n)
+{
+    bn_apply_body<S_BF16>(y, x, mean, invstd, w, b, C, S, n);
+}
+
+// doc: bn_apply_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_apply_f16_f32w(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ invstd, const float* __restrict__ w, const float* __restrict__ b,
+    long long C, long long S, long long n)
+{
+    bn_apply_body<S_F16, S_F32>(y, x, mean, invstd, w, b, C, S, n);
+}
+// doc: bn_apply_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_apply_bf16_f32w(unsigned short* __restrict__ y, const unsigned short* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ invstd, const float* __restrict__ w, const float* __restrict__ b,
+    long long C, long long S, long long n)
+{
+    bn_apply_body<S_BF16, S_F32>(y, x, mean, invstd, w, b, C, S, n);
+}
+
+template <int S>
+DEVI void bn_bwd_reduce_body(float* __restrict__ sum_dy, float* __restrict__ sum_dy_xhat, const ELT(S)* __restrict__ dy,
+                             const ELT(S)* __restrict__ x, const float* __restrict__ mean,
+                             const float* __restrict__ invstd, long long N, long long C, long long S_)
+{
+    typedef Io<S> io;
     __shared__ float s_a[BN_THREADS], s_b[BN_THREADS];
-    const long long c = blockIdx.x, M = N * S;
+    const long long c = blockIdx.x, M = N * S_;
     const float mu = mean[c], is = invstd[c];
     float a = 0.0f, bsum = 0.0f;
     for (long long k = threadIdx.x; k < M; k += blockDim.x) {
-        const long long i = ((k / S) * C + c) * S + k % S;
-        a += dy[i];
-        bsum += dy[i] * (x[i] - mu) * is;
+        const long long i = ((k / S_) * C + c) * S_ + k % S_;
+        const float g = io::ld(dy, i);
+        a += g;
+        bsum += g * (io::ld(x, i) - mu) * is;
     }
     s_a[threadIdx.x] = a; s_b[threadIdx.x] = bsum;
     __syncthreads();
@@ -338,6 +622,48 @@ extern "C" __global__ void bn_bwd_reduce_f32(float* __restrict__ sum_dy, float* 
     }
 }
 
+// doc: sum_dy[C] = sum of dy, sum_dy_xhat[C] = sum of dy * (x - mean) * invstd, over N and S; grid C, block 256.
+extern "C" __global__ void bn_bwd_reduce_f32(float* __restrict__ sum_dy, float* __restrict__ sum_dy_xhat,
+                                             const float* __restrict__ dy, const float* __restrict__ x,
+                                             const float* __restrict__ mean, const float* __restrict__ invstd,
+                                             long long N, long long C, long long S)
+{
+    bn_bwd_reduce_body<S_F32>(sum_dy, sum_dy_xhat, dy, x, mean, invstd, N, C, S);
+}
+
+// doc: bn_bwd_reduce_f32 on float16 storage dy and x (float32 mean, invstd and sums).
+extern "C" __global__ void bn_bwd_reduce_f16(float* __restrict__ sum_dy, float* __restrict__ sum_dy_xhat, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ invstd,
+    long long N, long long C, long long S)
+{
+    bn_bwd_reduce_body<S_F16>(sum_dy, sum_dy_xhat, dy, x, mean, invstd, N, C, S);
+}
+
+// doc: bn_bwd_reduce_f32 on bfloat16 storage dy and x (float32 mean, invstd and sums).
+extern "C" __global__ void bn_bwd_reduce_bf16(float* __restrict__ sum_dy, float* __restrict__ sum_dy_xhat, const unsigned short* __restrict__ dy,
+    const unsigned short* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ invstd,
+    long long N, long long C, long long S)
+{
+    bn_bwd_reduce_body<S_BF16>(sum_dy, sum_dy_xhat, dy, x, mean, invstd, N, C, S);
+}
+
+template <int S, int W = S>
+DEVI void bn_bwd_dx_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy, const ELT(S)* __restrict__ x,
+                         const float* __restrict__ mean, const float* __restrict__ invstd, const ELT(W)* __restrict__ w,
+                         const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C,
+                         long long S_, long long n, float M, int training)
+{
+    typedef Io<S> io;
+    GRID_STRIDE(t, n)
+    {
+        const long long c = (t / S_) % C;
+        const float scale = invstd[c] * (w ? Io<W>::ld(w, c) : 1.0f);
+        float g = io::ld(dy, t);
+        if (training) g -= (sum_dy[c] + (io::ld(x, t) - mean[c]) * invstd[c] * sum_dy_xhat[c]) / M;
+        io::st(dx, t, g * scale);
+    }
+}
+
 // doc: dx = w*invstd*(dy - sum_dy/M - xhat*sum_dy_xhat/M) in training (batch statistics), w*invstd*dy in eval;
 // M = N*S, w may be null (1).
 extern "C" __global__ void bn_bwd_dx_f32(float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x,
@@ -346,12 +672,40 @@ extern "C" __global__ void bn_bwd_dx_f32(float* __restrict__ dx, const float* __
                                          const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
                                          float M, int training)
 {
-    GRID_STRIDE(t, n)
-    {
-        const long long c = (t / S) % C;
-        const float scale = invstd[c] * (w ? w[c] : 1.0f);
-        float g = dy[t];
-        if (training) g -= (sum_dy[c] + (x[t] - mean[c]) * invstd[c] * sum_dy_xhat[c]) / M;
-        dx[t] = g * scale;
-    }
+    bn_bwd_dx_body<S_F32>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
+}
+
+// doc: bn_bwd_dx_f32 on float16 storage (dx, dy, x, w; float32 statistics and sums, one rounding of dx).
+extern "C" __global__ void bn_bwd_dx_f16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ invstd, const unsigned short* __restrict__ w,
+    const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
+    float M, int training)
+{
+    bn_bwd_dx_body<S_F16>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
+}
+
+// doc: bn_bwd_dx_f32 on bfloat16 storage (dx, dy, x, w; float32 statistics and sums, one rounding of dx).
+extern "C" __global__ void bn_bwd_dx_bf16(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ invstd, const unsigned short* __restrict__ w,
+    const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
+    float M, int training)
+{
+    bn_bwd_dx_body<S_BF16>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
+}
+
+// doc: bn_bwd_dx_f32 on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_bwd_dx_f16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ invstd, const float* __restrict__ w,
+    const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
+    float M, int training)
+{
+    bn_bwd_dx_body<S_F16, S_F32>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
+}
+// doc: bn_bwd_dx_f32 on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
+extern "C" __global__ void bn_bwd_dx_bf16_f32w(unsigned short* __restrict__ dx, const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+    const float* __restrict__ mean, const float* __restrict__ invstd, const float* __restrict__ w,
+    const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat, long long C, long long S, long long n,
+    float M, int training)
+{
+    bn_bwd_dx_body<S_BF16, S_F32>(dx, dy, x, mean, invstd, w, sum_dy, sum_dy_xhat, C, S, n, M, training);
 }

@@ -22,9 +22,11 @@ native_low(*args, **kwargs) is true for the call, its operands pass unchanged, w
   neg/pow/1/x, exp/log, in-place add_/mul_): `<kernel>_f16` / `<kernel>_bf16` on operands all of one 16-bit
   dtype;
 - sum/mean over any dims (float32 accumulation; the float32 result rounded once, or kept with dtype=float32),
-  softmax/log_softmax forward and backward, dropout forward and backward.
+  softmax/log_softmax forward and backward, dropout forward and backward;
+- the normalization kernels (layer/rms/group/batch norm forward and backward, ops/normalization/cuda.py): 16-bit
+  input and gradients, weight and bias of the input's dtype or float32, float32 statistics.
 Those kernels load 2 bytes, compute the float32 kernel's math and round once at the store, so their results
-equal the widened ones bit for bit (tests/test_native_half_*.py). Everything else (norms, losses, the optimizers'
+equal the widened ones bit for bit (tests/test_native_half_*.py). Everything else (losses, the optimizers'
 reads of 16-bit gradients, comparisons, ...) is still widened here.
 
 This module is the one place that decides it; rawdev.ops.dispatch applies `adapt` to every cuda backend

@@ -14,6 +14,9 @@ group_norm_bwd). instance_norm is group_norm with one group per channel when the
 statistics are used, and batch_norm's eval path (per-channel running statistics) otherwise, as PyTorch.
 
 batch_norm normalizes each channel over the batch and the remaining dims (backend bn_stats / bn_apply / bn_bwd).
+
+float16/bfloat16 inputs keep their statistics (mean, rstd, invstd) in float32; on cuda the kernels read and write
+the 16-bit tensors themselves (normalization/cuda.py's `native_low`).
 """
 import numpy as np
 
@@ -25,6 +28,12 @@ from ..registry import declare
 
 
 # ------------------------------------------------------------------ layer_norm / rms_norm
+def _wide(param_dt, grad_dt):
+    """The dtype argument for a parameter's gradient sum: float32 for a float32 parameter of a 16-bit input's op,
+    else None (the sum in the gradient's own dtype)."""
+    return _dt.float32 if param_dt is _dt.float32 and grad_dt is not _dt.float32 else None
+
+
 class _RowNorm(Function):
     node_name = "NativeLayerNormBackward0"
 
@@ -35,6 +44,7 @@ class _RowNorm(Function):
         y, mean, rstd = B.row_norm(x2, w, b, eps, rms)
         ctx.save_for_backward(x2, mean, rstd, w)
         ctx.rms, ctx.xshape, ctx.eps = rms, x.shape, eps
+        ctx.bias_dtype = b.dtype if b is not None else None
         return y.reshape(x.shape)
 
     @staticmethod
@@ -43,8 +53,10 @@ class _RowNorm(Function):
         B = backend_of(g)
         g2 = g.reshape(x2.shape).contiguous()
         dx, gxhat = B.row_norm_bwd(g2, x2, mean, rstd, w, ctx.rms)
-        dw = B.sum_dims(gxhat, (0,)) if w is not None and ctx.needs_input_grad[1] else None
-        db = B.sum_dims(g2, (0,)) if ctx.needs_input_grad[2] else None
+        # a float32 weight or bias of a 16-bit input (the mixed case) gets its float32 column sum, unrounded
+        dw = (B.sum_dims(gxhat, (0,), dt=_wide(w.dtype, gxhat.dtype))
+              if w is not None and ctx.needs_input_grad[1] else None)
+        db = B.sum_dims(g2, (0,), dt=_wide(ctx.bias_dtype, g2.dtype)) if ctx.needs_input_grad[2] else None
         return dx.reshape(ctx.xshape) if ctx.needs_input_grad[0] else None, dw, db, None, None, None
 
     @staticmethod
@@ -245,8 +257,8 @@ class _BatchNorm(Function):
             gxhat = g3 * wc if wc is not None else g3
             dx = rstd * (gxhat - gxhat.mean((0, 2), keepdim=True) - xhat * (gxhat * xhat).mean((0, 2), keepdim=True))
         else:
-            rstd = invstd.detach().reshape(1, C, 1)
-            xhat = (xr - mean.detach().reshape(1, C, 1)) * rstd
+            rstd = invstd.detach().reshape(1, C, 1).to(x.dtype)
+            xhat = (xr - mean.detach().reshape(1, C, 1).to(x.dtype)) * rstd
             dx = g3 * (wc * rstd if wc is not None else rstd)
         dw = (g3 * xhat).sum((0, 2)) if w is not None and need[1] else None
         db = g3.sum((0, 2)) if need[2] else None
@@ -286,10 +298,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
         mean, var = running_mean.detach(), running_var.detach()
+    # 16-bit inputs normalize with float32 statistics, as PyTorch's kernels (their accumulate type): 16-bit running
+    # statistics are widened before invstd is computed, and the batch's float32 ones are never rounded
+    stat = _dt.float32 if input.dtype in (_dt.float16, _dt.bfloat16) else input.dtype
+    if stat is not input.dtype:
+        mean, var = mean.to(stat), var.to(stat)
     with no_grad():
         invstd = (var + eps).rsqrt()
-    if mean.dtype is not input.dtype:
-        mean, invstd = mean.to(input.dtype), invstd.to(input.dtype)
+    if mean.dtype is not stat:
+        mean, invstd = mean.to(stat), invstd.to(stat)
     return _BatchNorm.apply(input, weight, bias, mean.contiguous(), invstd.contiguous(), bool(training))
 
 
