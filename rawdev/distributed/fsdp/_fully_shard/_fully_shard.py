@@ -120,9 +120,8 @@ class FSDPModule:
         True
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        orig = cls.__mro__[cls.__mro__.index(FSDPModule) + 1]
-        return orig.__new__(orig)
+    _fsdp_state: Any        # set by fully_shard; `modules` comes from the nn.Module the class is mixed into
+    modules: Any
 
     def reshard(self) -> None:
         """Free the all-gathered parameters: the module's parameters are the sharded DTensors again."""
