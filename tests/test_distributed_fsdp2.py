@@ -1,7 +1,8 @@
 """FSDP2's fully_shard over 2 ranks (separate processes, cpu/gloo): blocks then root sharded as Shard(0) DTensor
 parameters train a few AdamW steps like one process on the concatenated batch; full_tensor() of the shards is the
-single-process parameters; state_dict (DTensors) round-trips; bf16 MixedPrecisionPolicy keeps float32 shards;
-reshard_after_forward False/True agree; misuse raises."""
+single-process parameters; gradients are averaged and clip_grad_norm_ sees their global norm; state_dict
+(DTensors) round-trips; bf16 MixedPrecisionPolicy keeps float32 shards; reshard_after_forward False/True agree;
+misuse raises."""
 import os
 
 import numpy as np
@@ -75,6 +76,8 @@ report("local_rows", m.head.weight.to_local().shape[0])
 report("init", full(m))
 loss(m, 0).backward()
 report("grads", {n: p.grad.full_tensor().numpy().ravel().tolist() for n, p in m.named_parameters()})
+norm = nn.utils.clip_grad_norm_(m.parameters(), 1e9)
+report("grad_norm", float(norm.full_tensor() if isinstance(norm, DTensor) else norm))
 train(m, STEPS)
 report("grads_dtensor", all_shard0(p.grad for p in m.parameters()))
 report("trained", full(m))
@@ -152,6 +155,8 @@ def test_fully_shard_trains_like_one_process_on_the_concatenated_batch(ranks):
     for res in ranks:
         _close(res["init"], init, 1e-6)
         _close(res["grads"], grads, 1e-5)      # averaged over the ranks (AdamW alone would hide a sum)
+        want = np.sqrt(sum(np.sum(np.square(np.asarray(g, np.float64))) for g in grads.values()))
+        assert abs(res["grad_norm"] - want) <= 1e-5 * want       # clip_grad_norm_ over the DTensor grads
         _close(res["trained"], trained, 1e-5)
 
 
