@@ -5,9 +5,9 @@ reason), which tools/compat_scan.py reports as refused rather than resolved."""
 from typing import Any
 
 DISTRIBUTED = ("rawdev's distributed training is data parallel (DistributedDataParallel, "
-               "FullyShardedDataParallel), tensor parallel (DeviceMesh, DTensor, parallelize_module) and RPC, over "
-               "process groups, the collectives and the `rawdev run` launcher (rawdev.distributed); other parts "
-               "(FSDP2's fully_shard, pipeline schedules, torchelastic) are not built")
+               "FullyShardedDataParallel, fully_shard), tensor parallel (DeviceMesh, DTensor, parallelize_module) "
+               "and RPC, over process groups, the collectives and the `rawdev run` launcher (rawdev.distributed); "
+               "other parts (pipeline schedules, torchelastic) are not built")
 
 
 class Refused:

@@ -1,7 +1,9 @@
 """`torch.distributed.fsdp`: FullyShardedDataParallel (rawdev/distributed/fsdp/fully_sharded_data_parallel.py),
-its configuration (api.py) and the auto-wrap policies (wrap.py). FSDP2's fully_shard / FSDPModule /
-MixedPrecisionPolicy are refused (see rawdev.refusals); so is any other name this package does not build."""
+its configuration (api.py), the auto-wrap policies (wrap.py) and FSDP2's fully_shard / FSDPModule /
+MixedPrecisionPolicy / OffloadPolicy (_fully_shard/). Any other name this package does not build is refused
+(see rawdev.refusals)."""
 from ...refusals import refusing_getattr
+from ._fully_shard import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from .api import (
     BackwardPrefetch,
     CPUOffload,
@@ -24,9 +26,10 @@ from .fully_sharded_data_parallel import FullyShardedDataParallel
 __all__ = ["FullyShardedDataParallel", "BackwardPrefetch", "CPUOffload", "MixedPrecision", "ShardingStrategy",
            "StateDictType", "StateDictConfig", "FullStateDictConfig", "LocalStateDictConfig",
            "ShardedStateDictConfig", "OptimStateDictConfig", "FullOptimStateDictConfig",
-           "LocalOptimStateDictConfig", "ShardedOptimStateDictConfig", "StateDictSettings", "OptimStateKeyType"]
+           "LocalOptimStateDictConfig", "ShardedOptimStateDictConfig", "StateDictSettings", "OptimStateKeyType",
+           "fully_shard", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "CPUOffloadPolicy"]
 
-# FSDP2 (fully_shard, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, ...) is not built
-__getattr__ = refusing_getattr("torch.distributed.fsdp", "FSDP2 (fully_shard / FSDPModule)",
-                               "rawdev builds FullyShardedDataParallel (FSDP1, flat-parameter units); FSDP2's "
-                               "fully_shard, which shards each parameter as a DTensor, is not built")
+# the rest of FSDP2's surface (UnshardHandle, register_fsdp_forward_method, ...) is not built
+__getattr__ = refusing_getattr("torch.distributed.fsdp", "the rest of FSDP2",
+                               "rawdev builds FullyShardedDataParallel and fully_shard / FSDPModule with "
+                               "MixedPrecisionPolicy; other FSDP2 names are not built")
