@@ -106,7 +106,7 @@ def test_fsdp_names_and_the_rest_of_fsdp2_refused():
     assert fsdp.FullStateDictConfig(rank0_only=True).offload_to_cpu is False
     assert fsdp.FullOptimStateDictConfig().offload_to_cpu is True
     assert not hasattr(fsdp, "__rawdev_refused__")
-    assert fsdp.MixedPrecisionPolicy().cast_forward_inputs is True     # FSDP2 (tests/test_distributed_fsdp2.py)
+    assert fsdp.MixedPrecisionPolicy().cast_forward_inputs is True     # FSDP2 (tests/test_distributed_fully_shard.py)
     assert callable(fsdp.fully_shard) and isinstance(fsdp.FSDPModule, type)
     for name in ("UnshardHandle", "register_fsdp_forward_method"):
         with pytest.raises(NotImplementedError, match=rf"torch\.distributed\.fsdp\.{name}: the rest of FSDP2 "
