@@ -6,6 +6,9 @@ add `pytest_plugins = ["rawdev.pytest_plugin"]` to its top conftest.py (both tog
 Option: `--rawdev-device=auto|sim|cuda` (default auto: the GPU when the CUDA driver sees one, else the
 simulator; sim: the simulator even on a GPU machine; cuda: a real GPU, a usage error without one).
 
+Ini option: `rawdev_workers = auto|N` shares a plain `pytest` (no test paths named, no `-n`) out to N pytest-xdist
+workers (auto: the usable cores, at most 4) when pytest-xdist is installed.
+
 Markers:
   * `gpu`: needs a real GPU; skipped with the reason otherwise (`RAWDEV_GPU_TESTS_ON=sim` runs them on the
     simulator instead: a dry run of a GPU job).
@@ -64,6 +67,40 @@ def pytest_addoption(parser):
                     default=os.environ.get("RAWDEV_TEST_DEVICE", "auto"),
                     help="where `cuda`-marked tests and the `device` fixture run: auto (the GPU if there is one, "
                          "else the simulator), sim, or cuda (default: auto, or $RAWDEV_TEST_DEVICE)")
+    parser.addini("rawdev_workers", "a plain `pytest` (no test paths named) runs on this many pytest-xdist workers "
+                  "when pytest-xdist is installed: `auto` (the usable cores, at most 4) or a number; empty: serial",
+                  default="")
+
+
+def _usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        return os.cpu_count() or 1
+
+
+# A whole-suite run on a simulated GPU is CPU-bound in one process; pytest-xdist's workers share it out. Only for a
+# plain `pytest` of the project's suite: a run that names tests, asks for a debugger or unbuffered output, collects
+# only, already chose its workers, or runs inside a worker (a test that starts pytest) stays as it was asked.
+_SERIAL_FLAGS = {"-n", "--numprocesses", "-d", "--dist", "--pdb", "--trace", "-s", "--capture=no", "--collect-only",
+                 "--co", "--setup-plan", "--setup-only", "--fixtures", "--markers", "--help", "-h", "--version"}
+
+
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Prepend `-n N --dist worksteal` to a plain run when the project's ini asks for workers (`rawdev_workers`)."""
+    want = str(early_config.getini("rawdev_workers") or "").strip()
+    if not want or want == "0" or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if not early_config.pluginmanager.hasplugin("xdist"):
+        return
+    if getattr(early_config.known_args_namespace, "file_or_dir", None):
+        return
+    for a in args:
+        if a.split("=", 1)[0] in _SERIAL_FLAGS or (a.startswith("-n") and a[2:].isdigit()):
+            return
+    n = min(_usable_cores(), 4) if want == "auto" else int(want)
+    if n > 1:
+        args[:] = ["-n", str(n), "--dist", "worksteal"] + args
 
 
 def pytest_configure(config):
