@@ -49,6 +49,7 @@ PARAMS = {"leaky_relu": (0.2,), "elu": (0.7,), "celu": (1.5,), "softplus": (2.0,
 # kinks that finite differences must not straddle
 KINKS = {"softplus": (1.5,), "hardtanh": (-0.5, 1.5), "relu6": (6.0,), "hardswish": (-3.0, 3.0),
          "hardsigmoid": (-3.0, 3.0)}
+STEPS = {"round", "floor", "ceil", "trunc", "frac", "sign"}
 
 
 def test_every_declared_unary_op_has_a_reference():
@@ -67,6 +68,8 @@ def inputs(name, shape, dtype=np.float64):
         a = np.where(np.abs(a) < 1e-3, 0.5, a)
         for k in KINKS.get(name, ()):
             a = np.where(np.abs(a - k) < 1e-3, k + 0.25, a)
+        if name in STEPS:   # their jumps sit on every integer (floor, ceil, trunc, frac) or half-integer (round)
+            a = np.where(np.abs(a * 2 - np.round(a * 2)) < 1e-3, a + 0.2, a)
     return a.astype(dtype)
 
 
