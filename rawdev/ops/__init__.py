@@ -13,7 +13,7 @@ from .normalization import functions as _normalization  # noqa: F401,E402  (it d
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
-from . import reduce2, scan_sort  # noqa: F401,E402  (they declare)
+from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
 from . import conv3d, decomp, gamma, grid, misc2, nn_extra, order_stats, pointwise2, spectral, structure  # noqa: F401,E402,E501
 from . import products, windows  # noqa: F401,E402  (they declare)
 from . import methods as _methods

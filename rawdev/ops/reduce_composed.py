@@ -1,4 +1,5 @@
-"""More reductions, composed from declared ops so that autograd and both devices (cpu, cuda) come with them:
+"""The reductions composed from declared ops (reduce.py holds the kernel-backed ones: sum, mean, max, min,
+argmax, argmin), so that autograd and both devices (cpu, cuda) come with them:
 prod, var/std (+ var_mean/std_mean), norm, logsumexp, amax/amin, all/any, count_nonzero, nansum/nanmean,
 median/mode.
 
@@ -526,19 +527,19 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_mode(vals, ids)
 
 
-declare("prod", prod, family="reduce2")
-declare("var", var, family="reduce2")
-declare("std", std, family="reduce2")
-declare("var_mean", var_mean, family="reduce2", method=False)
-declare("std_mean", std_mean, family="reduce2", method=False)
-declare("amax", amax, family="reduce2")
-declare("amin", amin, family="reduce2")
-declare("logsumexp", logsumexp, family="reduce2")
-declare("norm", norm, family="reduce2")
-declare("all", all, family="reduce2")
-declare("any", any, family="reduce2")
-declare("count_nonzero", count_nonzero, family="reduce2")
-declare("nansum", nansum, family="reduce2")
-declare("nanmean", nanmean, family="reduce2")
-declare("median", median, family="reduce2")
-declare("mode", mode, family="reduce2")
+declare("prod", prod, family="reduce_composed")
+declare("var", var, family="reduce_composed")
+declare("std", std, family="reduce_composed")
+declare("var_mean", var_mean, family="reduce_composed", method=False)
+declare("std_mean", std_mean, family="reduce_composed", method=False)
+declare("amax", amax, family="reduce_composed")
+declare("amin", amin, family="reduce_composed")
+declare("logsumexp", logsumexp, family="reduce_composed")
+declare("norm", norm, family="reduce_composed")
+declare("all", all, family="reduce_composed")
+declare("any", any, family="reduce_composed")
+declare("count_nonzero", count_nonzero, family="reduce_composed")
+declare("nansum", nansum, family="reduce_composed")
+declare("nanmean", nanmean, family="reduce_composed")
+declare("median", median, family="reduce_composed")
+declare("mode", mode, family="reduce_composed")
