@@ -162,7 +162,7 @@ KNOWN_CYCLES = [
     {"random", "tensor.core", "tensor.cuda_io", "tensor.dlpack", "tensor.factory", "tensor.legacy", "tensor.moves"},
     {"ops.cpu", "ops.cpu_conv", "ops.cpu_embedding_bag", "ops.cpu_gather", "ops.cpu_math", "ops.cpu_resample",
      "ops.cpu_select"},
-    {"ops.binary", "ops.linalg", "ops.math2", "ops.out_arg", "ops.pointwise2", "ops.sparse_coo"},
+    {"ops.binary", "ops.binary_math", "ops.linalg", "ops.out_arg", "ops.pointwise2", "ops.sparse_coo"},
     {"autograd.function", "ops.cuda", "ops.dispatch", "ops.opmath", "ops.shape"},
     {"cuda", "cuda.graphs", "cuda.memory", "cuda.nvtx", "cuda.streams"},
     {"serialization", "utils.ptfile", "utils.ptobjects"},

@@ -8,7 +8,7 @@ export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), 
 from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
-from . import conv, creation, join, math2, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
+from . import binary_math, conv, creation, join, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)

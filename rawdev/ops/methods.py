@@ -270,7 +270,7 @@ def install():
     T.__pos__ = lambda s: s
     pow_ = registry.public("pow")             # pow and matmul are on autocast's lists: their public forms
     T.__pow__ = lambda s, e: pow_(s, e)
-    from . import math2 as M
+    from . import binary_math as M
     T.__rpow__ = lambda s, b: pow_(b, s)
     T.__mod__ = lambda s, o: M.remainder(s, o)
     T.__rmod__ = lambda s, o: M.remainder(o, s)

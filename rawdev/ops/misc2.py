@@ -46,7 +46,7 @@ def sgn(input):  # noqa: A002
 
 
 def _nan_ignoring(pick, input, other):  # noqa: A002
-    from .math2 import _operands
+    from .binary_math import _operands
     a, b = _operands("fmax", input, other)
     import numpy as np
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))

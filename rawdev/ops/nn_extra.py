@@ -129,7 +129,7 @@ def bilinear(input1, input2, weight, bias=None):
         >>> F.bilinear(torch.ones(2, 3), torch.ones(2, 4), torch.ones(5, 3, 4)).shape
         torch.Size([2, 5])
     """
-    from .math2 import einsum
+    from .products import einsum
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError("bilinear(): input batch dimensions do not match: got "
                            f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")

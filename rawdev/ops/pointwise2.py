@@ -8,7 +8,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..tensor import factory
 from ..tensor.core import Tensor
-from .math2 import _operands
+from .binary_math import _operands
 from .promotion import _result_dt
 from .registry import declare
 from .select import where as _where
@@ -250,7 +250,7 @@ def result_type(tensor, other):
         >>> torch.result_type(torch.tensor([1, 2]), 1.0)
         torch.float32
     """
-    from .math2 import _scalar_dtype
+    from .binary_math import _scalar_dtype
     if isinstance(tensor, Tensor) and isinstance(other, Tensor):
         return _result_dt(tensor, other)
     if isinstance(tensor, Tensor):
