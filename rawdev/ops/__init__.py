@@ -14,7 +14,8 @@ from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
 from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
-from . import conv3d, decomp, gamma, grid, misc2, nn_extra, order_stats, pointwise2, spectral, structure  # noqa: F401,E402,E501
+from . import conv3d, decomp, dtype_queries, gamma, grid, misc2, nn_extra, order_stats, pointwise_composed  # noqa: F401,E402,E501
+from . import spectral, structure  # noqa: F401,E402  (they declare)
 from . import products, windows  # noqa: F401,E402  (they declare)
 from . import methods as _methods
 from .registry import names as _names

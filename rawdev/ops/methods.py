@@ -277,7 +277,7 @@ def install():
     T.__floordiv__ = lambda s, o: M.floor_divide(s, o)
     T.__rfloordiv__ = lambda s, o: M.floor_divide(o, s)
     T.__and__ = T.__rand__ = lambda s, o: M.bitwise_and(s, o)
-    from . import pointwise2 as P2
+    from . import pointwise_composed as P2
     T.__lshift__ = lambda s, o: P2.bitwise_left_shift(s, o)
     T.__rshift__ = lambda s, o: P2.bitwise_right_shift(s, o)
     T.__rlshift__ = lambda s, o: P2.bitwise_left_shift(o, s)

@@ -6,16 +6,6 @@ from ..tensor.core import Tensor
 from .registry import declare
 
 
-def square(input):  # noqa: A002
-    """input * input.
-
-    Example:
-        >>> torch.square(torch.tensor([2., -3.]))
-        tensor([4., 9.])
-    """
-    return input * input
-
-
 class _DiagEmbed(Function):
     node_name = "DiagEmbedBackward0"
 
@@ -46,16 +36,6 @@ def diag(input, diagonal=0):  # noqa: A002
     if input.ndim == 2:
         return input.diagonal(diagonal).clone()
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " f"{input.ndim}D")
-
-
-def numel(input):  # noqa: A002
-    """The number of elements of input."""
-    return input.numel()
-
-
-def type_as(input, other):  # noqa: A002
-    """input converted to other's dtype."""
-    return input.to(dtype=other.dtype)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -134,9 +114,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 declare("cosine_similarity", cosine_similarity, family="misc", functional=True, method=False)
 declare("cdist", cdist, family="misc", method=False)
-declare("square", square, family="misc", inplace=True)
 declare("diag", diag, family="misc")
-declare("numel", numel, family="misc", method=False)
-declare("type_as", type_as, family="misc", torch=False)
 declare("one_hot", one_hot, family="misc", functional=True, torch=False, method=False)
 declare("normalize", normalize, family="misc", functional=True, torch=False, method=False)

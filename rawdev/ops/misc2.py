@@ -33,85 +33,6 @@ def sum_to_size(self, *size):
     return sum_to(self, size)
 
 
-def positive(input):  # noqa: A002
-    """input itself (unary plus); refused for bool, as PyTorch."""
-    if input.dtype is _dt.bool:
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
-    return input
-
-
-def sgn(input):  # noqa: A002
-    """sign(input) (the complex-aware sign; rawdev's tensors are real)."""
-    return input.sign()
-
-
-def _nan_ignoring(pick, input, other):  # noqa: A002
-    from .binary_math import _operands
-    a, b = _operands("fmax", input, other)
-    import numpy as np
-    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-    a, b = a.expand(*shape), b.expand(*shape)
-    m = pick(a, b)
-    if not m.dtype.is_floating_point:
-        return m
-    return _where(a.isnan(), b, _where(b.isnan(), a, m))
-
-
-def fmax(input, other):  # noqa: A002
-    """Elementwise maximum that ignores NaN (NaN only where both are NaN).
-
-    Example:
-        >>> torch.fmax(torch.tensor([1., float('nan')]), torch.tensor([float('nan'), 2.]))
-        tensor([1., 2.])
-    """
-    from .select import maximum
-    return _nan_ignoring(maximum, input, other)
-
-
-def fmin(input, other):  # noqa: A002
-    """Elementwise minimum that ignores NaN."""
-    from .select import minimum
-    return _nan_ignoring(minimum, input, other)
-
-
-def ldexp(input, other):  # noqa: A002
-    """input · 2^other.
-
-    Example:
-        >>> torch.ldexp(torch.tensor([1.]), torch.tensor([3]))
-        tensor([8.])
-    """
-    x = input if input.dtype.is_floating_point else input.to(dtype=_dt.get_default_dtype())
-    if isinstance(other, Tensor):
-        return x * other.to(dtype=x.dtype).exp2()
-    return x * (2.0 ** float(other))
-
-
-return_frexp = _rt("frexp", ["mantissa", "exponent"])
-
-
-def frexp(input):  # noqa: A002
-    """(mantissa, exponent) with input = mantissa · 2^exponent and 0.5 ≤ |mantissa| < 1 (0 for 0).
-
-    Example:
-        >>> torch.frexp(torch.tensor([8., 0.75]))
-        torch.return_types.frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([4, 0], dtype=torch.int32))
-    """
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    x = input.detach()
-    a = x.abs()
-    nonzero = (a > 0) & a.isfinite()
-    e = _where(nonzero, a.log2().floor() + 1, 0.0)
-    m = _where(nonzero, x / e.exp2(), x)
-    # log2 can round across a power of two: bring |m| back into [0.5, 1)
-    hi = m.abs() >= 1
-    m, e = _where(hi, m / 2, m), _where(hi, e + 1, e)
-    lo = nonzero & (m.abs() < 0.5)
-    m, e = _where(lo, m * 2, m), _where(lo, e - 1, e)
-    return return_frexp(m, e.to(dtype=_dt.int32))
-
-
 def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     """The covariance matrix of the variables in input's rows (observations in columns).
 
@@ -438,53 +359,25 @@ def expand_copy(input, size, *, implicit=False):  # noqa: A002
     return input.expand(size).clone()
 
 
-def conj(input):  # noqa: A002
-    """The complex conjugate: input itself (rawdev's tensors are real)."""
-    return input
-
-
-def resolve_conj(input):  # noqa: A002
-    """input itself (no lazy conjugation on real tensors)."""
-    return input
-
-
-def resolve_neg(input):  # noqa: A002
-    """input itself (no lazy negation in rawdev)."""
-    return input
-
-
-def real(input):  # noqa: A002
-    """The real part: input itself."""
-    return input
-
-
-def is_complex(input):  # noqa: A002
-    """False: rawdev has no complex dtypes."""
-    return False
-
-
-def is_conj(input):  # noqa: A002
-    """False: rawdev never conjugates lazily."""
-    return False
-
-
 declare("sum_to_size", sum_to_size, family="misc2", torch=False)
-for _name, _fn in (("positive", positive), ("fmax", fmax), ("fmin", fmin),
-                   ("frexp", frexp), ("cov", cov), ("corrcoef", corrcoef), ("histogram", histogram),
-                   ("unique_consecutive", unique_consecutive), ("argwhere", argwhere), ("ravel", ravel),
-                   ("hsplit", hsplit), ("vsplit", vsplit), ("dsplit", dsplit), ("select_scatter", select_scatter),
-                   ("slice_scatter", slice_scatter), ("diagonal_scatter", diagonal_scatter),
-                   ("narrow_copy", narrow_copy), ("conj", conj), ("resolve_conj", resolve_conj),
-                   ("resolve_neg", resolve_neg), ("is_complex", is_complex), ("is_conj", is_conj)):
-    declare(_name, _fn, family="misc2")
+declare("cov", cov, family="misc2")
+declare("corrcoef", corrcoef, family="misc2")
+declare("histogram", histogram, family="misc2")
+declare("unique_consecutive", unique_consecutive, family="misc2")
+declare("argwhere", argwhere, family="misc2")
+declare("ravel", ravel, family="misc2")
+declare("hsplit", hsplit, family="misc2")
+declare("vsplit", vsplit, family="misc2")
+declare("dsplit", dsplit, family="misc2")
+declare("select_scatter", select_scatter, family="misc2")
+declare("slice_scatter", slice_scatter, family="misc2")
+declare("diagonal_scatter", diagonal_scatter, family="misc2")
+declare("narrow_copy", narrow_copy, family="misc2")
 declare("expand_copy", expand_copy, family="misc2", method=False)
 for _name in ("permute", "view", "transpose", "t", "squeeze", "unsqueeze", "diagonal", "select", "as_strided",
               "unfold", "detach", "alias", "unbind", "split", "split_with_sizes"):
     if _name not in ("alias", "unbind", "split", "split_with_sizes"):
         declare(f"{_name}_copy", _view_copy(_name), family="misc2", method=False)
-declare("sgn", sgn, family="misc2", inplace=True)
-declare("ldexp", ldexp, family="misc2", inplace=True)
-declare("real", real, family="misc2", method=False)        # Tensor.real is a property (rawdev/ops/methods.py)
 declare("unravel_index", unravel_index, family="misc2", method=False)
 declare("put", put, family="misc2")
 declare("put_", put_, family="misc2", torch=False)
