@@ -8,13 +8,14 @@ export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), 
 from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
-from . import binary_math, conv, creation, join, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
+from . import binary_math, conv, creation, distance, join, norm, random_ops, select  # noqa: F401,E402  (they declare)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
 from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
-from . import conv3d, decomp, dtype_queries, gamma, grid, misc2, nn_extra, order_stats, pointwise_composed  # noqa: F401,E402,E501
+from . import conv3d, covariance, decomp, dtype_queries, gamma, grid, host_callbacks, nn_extra, order_stats  # noqa: F401,E402,E501
+from . import pointwise_composed, view_copies  # noqa: F401,E402  (they declare)
 from . import spectral, structure  # noqa: F401,E402  (they declare)
 from . import products, windows  # noqa: F401,E402  (they declare)
 from . import methods as _methods

@@ -360,6 +360,8 @@ def einsum(equation, *operands):
     return t.permute(*[s.index(c) for c in out]) if s != out else t
 
 
+
+
 declare("trace", trace, family="products", torch=False)       # rawdev.trace(tensor) also works (rawdev.trace)
 declare("inner", inner, family="products")
 declare("vdot", vdot, family="products")

@@ -1,7 +1,7 @@
 """The reductions composed from declared ops (reduce.py holds the kernel-backed ones: sum, mean, max, min,
 argmax, argmin), so that autograd and both devices (cpu, cuda) come with them:
 prod, var/std (+ var_mean/std_mean), norm, logsumexp, amax/amin, all/any, count_nonzero, nansum/nanmean,
-median/mode.
+median/mode, and Tensor.sum_to_size.
 
 PyTorch's names and signatures: dim as an int or a tuple (None or () reduces everything), keepdim, `axis=` as an
 alias of dim. prod is a pairwise product tree (log2(n) multiply launches), so its gradient is exact with zeros.
@@ -527,6 +527,26 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_mode(vals, ids)
 
 
+def sum_to_size(self, *size):
+    """self summed down to `size` (which self must broadcast to).
+
+    Example:
+        >>> torch.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
+    from .shape import _sizes, sum_to
+    size = _sizes(size)
+    import numpy as np
+    try:
+        np.broadcast_shapes(tuple(size), tuple(self.shape))
+        ok = tuple(np.broadcast_shapes(tuple(size), tuple(self.shape))) == tuple(self.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.")
+    return sum_to(self, size)
+
+
 declare("prod", prod, family="reduce_composed")
 declare("var", var, family="reduce_composed")
 declare("std", std, family="reduce_composed")
@@ -543,3 +563,4 @@ declare("nansum", nansum, family="reduce_composed")
 declare("nanmean", nanmean, family="reduce_composed")
 declare("median", median, family="reduce_composed")
 declare("mode", mode, family="reduce_composed")
+declare("sum_to_size", sum_to_size, family="reduce_composed", torch=False)
