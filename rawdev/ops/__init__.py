@@ -14,8 +14,9 @@ from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
 from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
-from . import conv3d, covariance, decomp, dtype_queries, gamma, grid, host_callbacks, nn_extra, order_stats  # noqa: F401,E402,E501
-from . import pointwise_composed, view_copies  # noqa: F401,E402  (they declare)
+from . import conv3d, covariance, decomp, dtype_queries, gamma, grid, host_callbacks  # noqa: F401,E402  (they declare)
+from . import loss_likelihood, loss_margin, order_stats, pointwise_composed, pooling_composed  # noqa: F401,E402,E501
+from . import view_copies  # noqa: F401,E402  (it declares)
 from . import spectral, structure  # noqa: F401,E402  (they declare)
 from . import products, windows  # noqa: F401,E402  (they declare)
 from . import methods as _methods

@@ -50,6 +50,25 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, -1)
 
 
+def pdist(input, p=2):  # noqa: A002
+    """The p-norm distances between every pair of rows i < j of input [N, M], in row-major order: [N(N−1)/2].
+
+    Example:
+        >>> F.pdist(torch.tensor([[0., 0.], [3., 4.], [6., 8.]]))
+        tensor([ 5., 10.,  5.])
+    """
+    import numpy as np
+
+    from ..tensor.factory import tensor
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    ii, jj = tensor(i, device=input.device), tensor(j, device=input.device)
+    return (input.index_select(0, ii) - input.index_select(0, jj)).norm(p, -1)
+
+
 declare("cosine_similarity", cosine_similarity, family="distance", functional=True, method=False)
 declare("cdist", cdist, family="distance", method=False)
 declare("normalize", normalize, family="distance", functional=True, torch=False, method=False)
+declare("pdist", pdist, family="distance", functional=True, torch=False, method=False)

@@ -317,8 +317,8 @@ def install():
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)
     T.is_neg = lambda s: False                    # rawdev has no lazy negation views
     T.is_inference = lambda s: False              # inference_mode makes ordinary tensors here (no_grad + a flag)
-    from . import nn_extra
-    T.hardshrink = lambda s, lambd=0.5: nn_extra.hardshrink(s, lambd)
+    from . import activation
+    T.hardshrink = lambda s, lambd=0.5: activation.hardshrink(s, lambd)
     T.pin_memory, T.is_pinned = _pin_memory, _is_pinned
     T.H = T.mH = property(lambda s: s.mT if s.ndim > 2 else s.t())
     T.real = property(lambda s: s)                # real tensors only: the real part is the tensor itself

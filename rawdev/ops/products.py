@@ -1,5 +1,5 @@
 """Products and matrix functions beyond matmul, composed from declared ops (both devices and autograd come with
-them): outer, dot, mv, bmm, addmm, baddbmm, addmv, einsum, trace, inner, vdot, addr, addbmm, chain_matmul /
+them): outer, dot, mv, bmm, addmm, baddbmm, addmv, einsum, F.bilinear, trace, inner, vdot, addr, addbmm, chain_matmul /
 linalg.multi_dot, linalg.matrix_exp (scaling and squaring of a degree-13 Padé approximant), linalg.solve_ex,
 linalg.tensorinv and linalg.tensorsolve."""
 import math
@@ -360,6 +360,27 @@ def einsum(equation, *operands):
     return t.permute(*[s.index(c) for c in out]) if s != out else t
 
 
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1ᵀ A x2 + b for weight A [out, in1, in2] over inputs [..., in1] and [..., in2].
+
+    Example:
+        >>> F.bilinear(torch.ones(2, 3), torch.ones(2, 4), torch.ones(5, 3, 4)).shape
+        torch.Size([2, 5])
+    """
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError("bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input sizes {input1.shape[-1]} and {input2.shape[-1]} do not match "
+                           f"weight {list(weight.shape)}")
+    lead = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, input1.shape[-1]), input2.reshape(-1, input2.shape[-1])
+    # (x1 A_o) · x2 for every o: one GEMM [B, in1] × [in1, out·in2], then a product with x2 summed over in2
+    t = (x1 @ weight.permute(1, 0, 2).reshape(weight.shape[1], -1)).reshape(x1.shape[0], weight.shape[0], -1)
+    y = einsum("boj,bj->bo", t, x2)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, weight.shape[0])
 
 
 declare("trace", trace, family="products", torch=False)       # rawdev.trace(tensor) also works (rawdev.trace)
@@ -376,3 +397,4 @@ for _name, _fn, _kw in (
         ("addmv", addmv, {"inplace": True})):
     declare(_name, _fn, family="products", **_kw)
 declare("einsum", einsum, family="products", method=False)
+declare("bilinear", bilinear, family="products", functional=True, torch=False, method=False)
