@@ -8,7 +8,7 @@ tensorsolve (rawdev.ops.products), and LinAlgError (what a singular or indefinit
 import math
 
 from .errors import LinAlgError
-from .ops import reduce2 as _reduce2
+from .ops import reduce_composed as _reduce_composed
 from .ops.decomp import (
     cholesky,
     cholesky_ex,
@@ -80,7 +80,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
-    return _reduce2.norm(x, float(ord), dim, keepdim, dtype)
+    return _reduce_composed.norm(x, float(ord), dim, keepdim, dtype)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: N803
@@ -97,7 +97,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     d0, d1 = (d % A.ndim for d in dim)
     if ord == "fro":
-        return _reduce2.norm(A, 2.0, (d0, d1), keepdim)
+        return _reduce_composed.norm(A, 2.0, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
         moved = A.movedim((d0, d1), (-2, -1))
         s = svdvals(moved)

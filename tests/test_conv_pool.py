@@ -1,6 +1,6 @@
 """Convolution, transposed convolution and pooling: float64 references written here (direct loops over output
 positions), finite-difference gradients on the cpu, the cuda path (simulator) against the cpu at odd sizes with
-non-contiguous inputs and poisoned outputs, PyTorch's shapes, reprs and errors."""
+non-contiguous inputs and poisoned outputs, PyTorch's shapes, reprs and errors; F.unfold / F.fold."""
 import numpy as np
 import pytest
 import rawdev
@@ -404,3 +404,45 @@ def test_conv_on_cuda_refuses_float64_and_mixed_devices(driver):
         F.conv2d(rawdev.randn(1, 1, 4, 4, dtype=rawdev.float64).cuda(), rawdev.randn(1, 1, 3, 3).double().cuda())
     with pytest.raises(RuntimeError, match="same device|devices"):
         F.conv2d(rawdev.randn(1, 1, 4, 4).cuda(), rawdev.randn(1, 1, 3, 3))
+
+
+def _unfold_ref(x, kh, kw, dh, dw, ph, pw, sh, sw):
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((N, C * kh * kw, oh * ow))
+    for c in range(C):
+        for i in range(kh):
+            for j in range(kw):
+                for a in range(oh):
+                    for b in range(ow):
+                        out[:, (c * kh + i) * kw + j, a * ow + b] = xp[:, c, a * sh + i * dh, b * sw + j * dw]
+    return out, (oh, ow)
+
+
+@pytest.mark.parametrize("k,d,p,s", [((2, 3), (1, 2), 1, (2, 1)), (3, 1, 0, 1), ((1, 2), 2, (0, 1), 3)])
+def test_unfold_fold(k, d, p, s, driver):
+    """PyTorch 2.13 on arange(2*3*5*6) with k=(2,3), d=(1,2), p=1, s=(2,1): unfold sums to 26850 and
+    fold(unfold(x))[1, 2, 3, 4] = 344; here against a loop reference, with gradients (fold's is unfold)."""
+    x = RNG.standard_normal((2, 3, 7, 8))
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)   # noqa: E731
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = pair(k), pair(d), pair(p), pair(s)
+    want, (oh, ow) = _unfold_ref(x, kh, kw, dh, dw, ph, pw, sh, sw)
+    g = RNG.standard_normal(want.shape)
+    for dev, dt, tol in (("cpu", rawdev.float64, 1e-12), ("cuda", rawdev.float32, 1e-5)):
+        t = rawdev.tensor(x, dtype=dt, device=dev, requires_grad=True)
+        u = nn.Unfold(k, d, p, s)(t)
+        np.testing.assert_allclose(u.detach().cpu().numpy(), want, rtol=tol, atol=tol)
+        (u * rawdev.tensor(g, dtype=dt, device=dev)).sum().backward()
+        folded = F.fold(rawdev.tensor(g, dtype=dt, device=dev), (7, 8), k, d, p, s)
+        np.testing.assert_allclose(t.grad.cpu().numpy(), folded.cpu().numpy(), rtol=tol, atol=tol)
+        # fold is unfold's adjoint: <unfold(x), g> == <x, fold(g)>
+        np.testing.assert_allclose(float((u.detach() * rawdev.tensor(g, dtype=dt, device=dev)).sum()),
+                                   float((t.detach() * folded).sum()), rtol=10 * tol)
+    y = rawdev.arange(2 * 3 * 5 * 6.0).reshape(2, 3, 5, 6)
+    uu = F.unfold(y, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    assert tuple(uu.shape) == (2, 18, 12) and uu.sum().item() == 26850.0
+    assert F.fold(uu, (5, 6), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))[1, 2, 3, 4].item() == 344.0
+    with pytest.raises(RuntimeError, match="divisible by the product of kernel_size"):
+        F.fold(rawdev.ones(1, 5, 4), (3, 3), 2)

@@ -1,12 +1,16 @@
 """gather / scatter / scatter_add / scatter_reduce / take / take_along_dim, and advanced indexing with several
 index tensors, masks and assignment: against float64 numpy references written here with plain loops, on the cpu
 and on the simulator (gather.ptx: gathers, scatters, atomic adds and compare-and-swap reductions, poisoned
-outputs), with gradients (finite differences in float64 on the cpu, cuda against cpu)."""
+outputs), with gradients (finite differences in float64 on the cpu, cuda against cpu); and the composed ops of
+gather_scatter.py: select/slice/diagonal_scatter, put(_), F.one_hot (with Tensor.apply_/map_ beside put)."""
+
 import numpy as np
 import pytest
 import rawdev
+import rawdev.nn.functional as F
 from rawdev.ops import cuda as cuda_ops
 
+from _refs import rng
 from test_autograd import gradcheck
 
 RNG = np.random.default_rng()
@@ -689,3 +693,103 @@ def test_recorded_setitem_on_the_simulator_matches_cpu():
     sim = _grads("cuda", lambda p, q: fn(p, q, "cuda"), a, v)
     for g_sim, g_cpu in zip(sim, cpu):
         assert rel(g_sim, g_cpu) < 1e-5
+
+
+def on(a, dev, dt=None, grad=False):
+    t = rawdev.tensor(np.asarray(a), device=dev)
+    if dt is not None:
+        t = t.to(dtype=dt)
+    return t.requires_grad_(True) if grad else t
+
+
+def num(t):
+    return t.detach().cpu().numpy()
+
+
+FLOAT = {"cpu": rawdev.float64, "cuda": rawdev.float32}
+
+
+TOL = {"cpu": 1e-12, "cuda": 2e-6}
+
+
+def _set(b, idx, s):
+    out = b.copy()
+    out[idx] = s
+    return out
+
+
+def _set_diag(b, s, k):
+    out = b.copy()
+    i = np.arange(len(s))
+    out[i, i + k] = s
+    return out
+
+
+def _pick(g, ref, sshape):
+    """The gradient of src: g read at the positions ref writes src to."""
+    n = int(np.prod(sshape))
+    ids = ref(np.full(g.shape, -1.0), np.arange(n, dtype=float).reshape(sshape))
+    out = np.zeros(n)
+    out[ids[ids >= 0].astype(int)] = g[ids >= 0]
+    return out.reshape(sshape)
+
+
+def test_one_hot(driver):
+    idx = RNG.integers(0, 5, (3, 4))
+    for dev in ("cpu", "cuda"):
+        t = rawdev.tensor(idx, device=dev)
+        for n in (-1, 7):
+            k = idx.max() + 1 if n == -1 else n
+            out = F.one_hot(t, n)
+            assert out.dtype == rawdev.int64 and tuple(out.shape) == (3, 4, k)
+            np.testing.assert_array_equal(out.cpu().numpy(), np.eye(k, dtype=np.int64)[idx])
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        F.one_hot(rawdev.tensor([3]), 2)
+    with pytest.raises(RuntimeError, match="only applicable to index tensor of type LongTensor"):
+        F.one_hot(rawdev.tensor([1.0]))
+
+
+def test_scatter_ops_and_gradients(driver):
+    r = rng()
+    base = r.standard_normal((4, 5))
+    for dev in ("cpu", "cuda"):
+        dt = FLOAT[dev]
+        cases = [
+            (lambda b, s: rawdev.select_scatter(b, s, 1, 2), (4,), lambda b, s: _set(b, (slice(None), 2), s)),
+            (lambda b, s: rawdev.slice_scatter(b, s, 0, 1, 4, 2), (2, 5), lambda b, s: _set(b, (slice(1, 4, 2),), s)),
+            (lambda b, s: rawdev.diagonal_scatter(b, s, 1), (4,), lambda b, s: _set_diag(b, s, 1)),
+        ]
+        for ours, sshape, ref in cases:
+            src = r.standard_normal(sshape)
+            tb, ts = on(base, dev, dt, grad=True), on(src, dev, dt, grad=True)
+            y = ours(tb, ts)
+            np.testing.assert_allclose(num(y), ref(base, src), rtol=TOL[dev])
+            g = r.standard_normal(base.shape)
+            (y * on(g, dev, dt)).sum().backward()
+            mask = ref(np.zeros_like(base), np.ones(sshape)) == 1
+            np.testing.assert_allclose(num(tb.grad), np.where(mask, 0, g), rtol=TOL[dev])
+            np.testing.assert_allclose(num(ts.grad), _pick(g, ref, sshape), rtol=TOL[dev])
+
+
+def test_put_apply_map_and_sparse_init(driver):
+    r = rng()
+    base = r.standard_normal((3, 4))
+    idx = r.integers(-12, 12, 6)
+    src = r.standard_normal(6)
+    for dev in ("cpu", "cuda"):
+        t = on(base, dev, FLOAT[dev]).t().contiguous().t()              # a non-contiguous target
+        t.put_(on(idx, dev), on(src, dev, FLOAT[dev]), accumulate=True)
+        want = base.copy().reshape(-1)
+        np.add.at(want, np.where(idx < 0, idx + 12, idx), src)
+        np.testing.assert_allclose(num(t), want.reshape(3, 4), rtol=TOL[dev] * 10, atol=TOL[dev])
+        uniq = r.permutation(12)[:5]
+        out = rawdev.put(on(base, dev, FLOAT[dev]), on(uniq, dev), on(src[:5], dev, FLOAT[dev]))
+        want = base.copy().reshape(-1)
+        want[uniq] = src[:5]
+        np.testing.assert_allclose(num(out), want.reshape(3, 4), rtol=TOL[dev])
+    assert rawdev.tensor([1.0, 2.0]).apply_(lambda v: v * 10).tolist() == [10.0, 20.0]
+    assert rawdev.tensor([1.0, 2.0]).map_(rawdev.tensor([3.0, 4.0]), lambda a, b: a * b).tolist() == [3.0, 8.0]
+    with pytest.raises(TypeError, match="only implemented on CPU tensors"):
+        rawdev.zeros(2).cuda().apply_(abs)
+    w = rawdev.nn.init.sparse_(rawdev.empty(10, 6), 0.35, std=0.5)
+    assert ((w.numpy() == 0).sum(0) == 4).all() and w.numpy()[w.numpy() != 0].std() > 0.2

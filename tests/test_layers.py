@@ -1,12 +1,15 @@
-"""nn layers, losses and init: PyTorch's defaults, shapes, reprs, and values against numpy."""
+"""nn layers, losses and init (nn.init.orthogonal_/dirac_/eye_ included), nn.Bilinear, LazyLinear and the reprs of
+the less common layers: PyTorch's defaults, shapes, reprs, and values against numpy."""
 import math
 
 import numpy as np
 import pytest
 import rawdev
+import rawdev.nn.functional as F
 from rawdev import nn
-from rawdev.nn import functional as F
 from rawdev.nn import init
+
+from _refs import numeric_grad, rng
 
 
 def test_linear_default_init_and_forward():
@@ -124,3 +127,100 @@ def test_init_functions():
     p = nn.Parameter(rawdev.empty(3, 3))
     init.normal_(p)           # works on a leaf that requires grad (no graph recorded)
     assert p.grad_fn is None and p.requires_grad
+
+
+def on(a, dev, grad=False):
+    dt = rawdev.float64 if dev == "cpu" else rawdev.float32
+    t = rawdev.tensor(np.asarray(a), dtype=dt, device=dev)
+    return t.requires_grad_(True) if grad else t
+
+
+def num(t):
+    return t.detach().cpu().numpy().astype(np.float64)
+
+
+TOL = {"cpu": 1e-7, "cuda": 2e-4}
+
+
+DEVICES = ("cpu", "cuda")
+
+
+def check(dev, fn_ours, fn_ref, *arrays, grad_of=(0,)):
+    """fn_ours(tensors) against fn_ref(arrays) in value, and d/d arrays[i] of sum(out · G) for i in grad_of."""
+    ts = [on(a, dev, grad=i in grad_of) for i, a in enumerate(arrays)]
+    y = fn_ours(*ts)
+    ref = fn_ref(*arrays)
+    np.testing.assert_allclose(num(y), ref, rtol=TOL[dev], atol=TOL[dev])
+    g = rng().standard_normal(ref.shape)
+    (y * on(g, dev)).sum().backward()
+    for i in grad_of:
+        def f(a, i=i):
+            args = list(arrays)
+            args[i] = a
+            return fn_ref(*args)
+        np.testing.assert_allclose(num(ts[i].grad), numeric_grad(f, arrays[i], g), rtol=TOL[dev] * 10,
+                                   atol=TOL[dev] * 10)
+
+
+def test_lazy_linear_becomes_linear(driver):
+    for dev in ("cpu", "cuda"):
+        rawdev.manual_seed(0)
+        m = nn.LazyLinear(4)
+        assert m.weight is None and list(m.parameters()) == []
+        x = rawdev.randn(6, 7).to(dev)
+        y = m(x)
+        assert type(m) is nn.Linear and m.in_features == 7 and tuple(m.weight.shape) == (4, 7)
+        assert m.weight.device.type == dev and y.shape == (6, 4)
+        np.testing.assert_allclose(y.detach().cpu().numpy(),
+                                   x.cpu().numpy() @ m.weight.detach().cpu().numpy().T + m.bias.detach().cpu().numpy(),
+                                   rtol=1e-5, atol=1e-5)
+        assert float(m.weight.abs().max()) <= 1 / np.sqrt(7) + 1e-6          # PyTorch's init bound
+        opt = rawdev.optim.SGD(m.parameters(), lr=0.1)
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        assert m(x).pow(2).mean().item() < loss.item()
+        assert sorted(m.state_dict()) == ["bias", "weight"]
+        assert nn.LazyLinear(3, bias=False)(rawdev.randn(2, 5).to(dev)).shape == (2, 3)
+
+
+def test_bilinear_layer(driver):
+    r = rng()
+    x1, x2 = r.standard_normal((2, 3, 4)), r.standard_normal((2, 3, 5))
+    w, b = r.standard_normal((6, 4, 5)), r.standard_normal(6)
+
+    def ref(a1, a2, ww, bb):
+        return np.einsum("...i,oij,...j->...o", a1, ww, a2) + bb
+
+    for dev in DEVICES:
+        check(dev, F.bilinear, ref, x1, x2, w, b, grad_of=(0, 1, 2, 3))
+    m = nn.Bilinear(4, 5, 6)
+    assert tuple(m.weight.shape) == (6, 4, 5) and tuple(m.bias.shape) == (6,)
+    assert float(m.weight.abs().max()) <= 0.5 and set(m.state_dict()) == {"weight", "bias"}
+    assert nn.Bilinear(4, 5, 6, bias=False).bias is None
+
+
+def test_reprs_match_pytorch():
+    assert repr(nn.Bilinear(3, 4, 5)) == "Bilinear(in1_features=3, in2_features=4, out_features=5, bias=True)"
+    assert repr(nn.MaxUnpool2d(2)) == "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    assert repr(nn.LPPool2d(2, 3)) == "LPPool2d(norm_type=2, kernel_size=3, stride=None, ceil_mode=False)"
+    assert repr(nn.Threshold(0.1, 20)) == "Threshold(threshold=0.1, value=20)"
+    assert repr(nn.Softshrink()) == "Softshrink(0.5)"
+    assert repr(nn.LocalResponseNorm(2)) == "LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0)"
+    assert math.isclose(nn.RReLU().upper, 1 / 3)
+
+
+def test_orthogonal_dirac_eye_init():
+    rawdev.manual_seed(0)
+    for shape in ((6, 4), (3, 8), (4, 2, 3, 3)):
+        w = rawdev.empty(shape)
+        nn.init.orthogonal_(w, gain=2.0)
+        m = w.numpy().reshape(shape[0], -1)
+        gram = m @ m.T if shape[0] <= m.shape[1] else m.T @ m
+        np.testing.assert_allclose(gram, 4.0 * np.eye(gram.shape[0]), atol=1e-5)
+    w = rawdev.empty(4, 2, 3, 3)
+    nn.init.dirac_(w, groups=2)
+    x = rawdev.randn(1, 2, 5, 5)
+    y = F.conv2d(x, w, padding=1, groups=1)
+    np.testing.assert_allclose(y.numpy()[0, :2], x.numpy()[0], rtol=1e-6)
+    np.testing.assert_allclose(nn.init.eye_(rawdev.empty(2, 3)).numpy(), np.eye(2, 3))

@@ -1,9 +1,11 @@
-"""nn.Module semantics and wording (PyTorch's torch/nn/modules/module.py is the reference)."""
+"""nn.Module semantics and wording (PyTorch's torch/nn/modules/module.py is the reference), and nn.ParameterList /
+nn.ParameterDict (registration, state_dict keys, moves, repr)."""
 import copy
 from collections import OrderedDict
 
 import pytest
-from rawdev import dtypes
+import rawdev
+from rawdev import dtypes, nn
 from rawdev.nn import Buffer, Module, ModuleDict, ModuleList, Parameter, Sequential
 from rawdev.tensor import ones, zeros
 
@@ -342,3 +344,33 @@ def test_sequential_times_int_repeats_the_same_modules():
         s * 0
     with pytest.raises(TypeError, match=r"^unsupported operand type\(s\) for \*: "):
         s * 1.5
+
+
+def test_parameter_list_and_dict_register_and_move(driver):
+    pl = nn.ParameterList([nn.Parameter(rawdev.randn(3, 4)), rawdev.zeros(2)])
+    assert isinstance(pl[1], nn.Parameter) and pl[1].requires_grad        # a plain tensor is wrapped
+    pl.append(rawdev.ones(1)).extend([rawdev.ones(2)])
+    assert len(pl) == 4 and [n for n, _ in pl.named_parameters()] == ["0", "1", "2", "3"]
+    assert list(pl.state_dict()) == ["0", "1", "2", "3"] and pl[-1].shape == (2,)
+    assert repr(pl).splitlines()[1] == "    (0): Parameter containing: [rawdev.float32 of size 3x4]"
+    pd = nn.ParameterDict({"a": nn.Parameter(rawdev.randn(2)), "b": rawdev.zeros(3)})
+    pd["c"] = rawdev.ones(1)
+    assert list(pd) == ["a", "b", "c"] and list(pd.state_dict()) == ["a", "b", "c"] and "c" in pd
+    assert repr(pd).splitlines()[1] == "    (a): Parameter containing: [rawdev.FloatTensor of size 2]"
+    assert pd.pop("a").shape == (2,) and list(pd.keys()) == ["b", "c"]
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ps = nn.ParameterList([nn.Parameter(rawdev.ones(2)) for _ in range(2)])
+            self.pd = nn.ParameterDict({"w": nn.Parameter(rawdev.ones(3))})
+
+    m = M()
+    assert [n for n, _ in m.named_parameters()] == ["ps.0", "ps.1", "pd.w"]
+    first = m.ps[0]
+    m.cuda()
+    assert m.ps[0] is first and first.is_cuda and m.pd["w"].is_cuda     # moved in place, objects kept
+    (m.ps[0].sum() + m.pd["w"].sum()).backward()
+    assert m.ps[0].grad.cpu().tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="should not be called"):
+        m.ps()

@@ -1,4 +1,4 @@
-"""The composed ops of gamma.py, pointwise2.py, structure.py and order_stats.py against float64 NumPy/`math`
+"""The composed ops of gamma.py, pointwise_composed.py, structure.py and order_stats.py against float64 NumPy/`math`
 references: on the cpu (float64 and float32) and the simulated GPU (float32, compared with the cpu), with
 non-contiguous inputs and gradients."""
 import itertools
@@ -136,7 +136,7 @@ def test_erfinv_values_and_gradient(driver):
                                              for a in (0.3, -0.7)], rtol=1e-5)
 
 
-# ------------------------------------------------------------------ pointwise2
+# ------------------------------------------------------------------ pointwise_composed
 def test_pointwise_math_against_numpy(driver):
     r = rng()
     p = r.uniform(0.01, 0.99, (5, 6))

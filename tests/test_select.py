@@ -1,11 +1,15 @@
-"""The selection family: where, masked_fill, clamp/clip/clamp_min/clamp_max, maximum/minimum (and max(a, b)),
-nonzero. Values against float64 (or exact) numpy references written here, gradients by finite differences
-on the cpu in float64, the cuda path (simulator) against the cpu on broadcast and non-contiguous inputs with
-poisoned outputs, every dtype for where/masked_fill, and PyTorch's error wording."""
+"""The selection family: where, masked_fill, clamp/clip/clamp_min/clamp_max, maximum/minimum (and max(a, b)), nonzero,
+argwhere, unravel_index (with unique_consecutive and h/v/dsplit beside them). Values against float64 (or exact)
+numpy references written here, gradients by finite differences on the cpu in float64, the cuda path (simulator)
+against the cpu on broadcast and non-contiguous inputs with poisoned outputs, every dtype for where/masked_fill, and
+PyTorch's error wording."""
+
 import numpy as np
 import pytest
 import rawdev
 from rawdev.ops import cuda as cuda_ops
+
+from _refs import rng
 
 RNG = np.random.default_rng(2024)
 
@@ -241,3 +245,38 @@ def test_errors_use_pytorch_wording():
         rawdev.maximum(x, 1.0)
     with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
         x.masked_fill(x > 0, rawdev.ones(2))
+
+
+def on(a, dev, dt=None, grad=False):
+    t = rawdev.tensor(np.asarray(a), device=dev)
+    if dt is not None:
+        t = t.to(dtype=dt)
+    return t.requires_grad_(True) if grad else t
+
+
+def num(t):
+    return t.detach().cpu().numpy()
+
+
+def test_indices_and_splits(driver):
+    r = rng()
+    runs = np.repeat(r.integers(0, 4, 12), r.integers(1, 4, 12))
+    m = r.integers(0, 2, (3, 4, 5)) * r.integers(1, 9, (3, 4, 5))
+    flat = r.integers(-60, 60, 10)
+    for dev in ("cpu", "cuda"):
+        out, inv, counts = rawdev.unique_consecutive(on(runs, dev), return_inverse=True, return_counts=True)
+        keep = np.concatenate([[True], runs[1:] != runs[:-1]])
+        assert num(out).tolist() == runs[keep].tolist()
+        assert num(out)[num(inv)].tolist() == runs.tolist()
+        assert num(counts).tolist() == np.diff(np.concatenate([np.nonzero(keep)[0], [runs.size]])).tolist()
+        assert num(rawdev.argwhere(on(m, dev))).tolist() == np.argwhere(m).tolist()
+        got = rawdev.unravel_index(on(flat, dev), (3, 4, 5))
+        want = np.unravel_index(np.where(flat < 0, flat + 60, flat), (3, 4, 5))
+        assert [num(g).tolist() for g in got] == [w.tolist() for w in want]
+        ar = np.arange(24.0).reshape(2, 3, 4)
+        t = on(ar, dev)
+        for ours, theirs, k in ((rawdev.hsplit, np.hsplit, 3), (rawdev.vsplit, np.vsplit, 2),
+                                (rawdev.dsplit, np.dsplit, 2)):
+            assert [num(p).tolist() for p in ours(t, k)] == [p.tolist() for p in theirs(ar, k)]
+        assert num(rawdev.ravel(t.transpose(0, 2))).tolist() == np.ravel(ar.transpose(2, 1, 0)).tolist()
+        assert num(rawdev.narrow_copy(t, 2, 1, 2)).tolist() == ar[:, :, 1:3].tolist()

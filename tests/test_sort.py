@@ -276,7 +276,7 @@ def test_cumprod_kernel_path_without_grad_and_long_rows(driver, poison):
 def test_sort_kernel_at_its_row_limit_and_the_host_fallback_beyond(driver, poison):
     """Rows up to 2048 are sorted by the shared-memory bitonic kernel; a longer row takes the host order path.
     Both give the stable order (ties by index) and the same gradients."""
-    from rawdev.ops.cuda_reduce2 import SORT_MAX
+    from rawdev.ops.cuda_scan_sort import SORT_MAX
     for n in (SORT_MAX, SORT_MAX + 1):
         a = RNG.integers(0, 50, (1, n)).astype(np.float32)     # many ties
         for descending in (False, True):

@@ -7,7 +7,7 @@ Each file holds one layer's case: `state.<key>` (the PyTorch module's state_dict
 their init so a wrong mapping shows), `input.<i>` (the forward's tensor arguments), `gout` (the weight of the
 loss sum(output * gout)), `output` and `grad.<i>` (the gradient of that loss for each floating input), all
 float32 (integer inputs int64, masks bool/float). The metadata's "case" is JSON: the nn class name, its
-constructor args/kwargs, "call", how the test calls it (`_call` in tests/test_layers_more.py), "state_keys",
+constructor args/kwargs, "call", how the test calls it (`_call` in tests/test_layer_fixtures.py), "state_keys",
 the state_dict's key order (safetensors stores keys sorted), and the torch version.
 """
 import json

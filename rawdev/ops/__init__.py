@@ -1,20 +1,51 @@
 """rawdev.ops: every op declared once, in a file per family; the public names are generated.
 
-Families: unary (elementwise math and activations), binary (arithmetic, comparisons), reduce, shape
-(views), index, linalg, activation (softmax, dropout), loss. Each declares its ops with
-registry.declare; `methods.install()` puts them on rawdev.Tensor, and `rawdev`/`nn.functional`
-export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by dispatch.py.
+Each family file declares its ops with registry.declare; `methods.install()` puts them on rawdev.Tensor, and
+`rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
+dispatch.py; both star-import the per-family backend files beside them (cpu_resample.py / cuda_resample.py for
+resample.py, cpu_gather.py / cuda_gather.py for gather_scatter.py, cpu_math.py / cuda_math.py for binary_math.py,
+cuda_scan_sort.py and cuda_sortlong.py for scan_sort.py, ...).
+
+Families (the family name is the file's; "composed" files hold ops built from declared ops, with no kernels of
+their own, so both devices and autograd come with them):
+- elementwise: unary.py (exp, log, trig, relu, ...: kernels), binary.py (add, sub, mul, div, pow, comparisons),
+  binary_math.py (atan2, fmod, remainder, floor division, copysign, hypot, lerp, logical and bitwise ops,
+  isnan/isinf/..., nan_to_num, isclose), pointwise_composed.py (logit, xlogy, sinc, logaddexp, gcd/lcm, shifts,
+  square, fmax/fmin, ldexp/frexp, ...), gamma.py (lgamma, digamma, polygamma, erfinv, igamma),
+  dtype_queries.py (result_type, promote_types, can_cast, is_floating_point, numel, type_as, the complex queries);
+- reductions and orderings: reduce.py (sum, mean, max, min, argmax, argmin), reduce_composed.py (prod, var/std,
+  norm, logsumexp, amax/amin, all/any, nansum, median/mode, sum_to_size), scan_sort.py (cumsum/cumprod, sort, topk,
+  kthvalue, unique, bincount, histc, histogram), order_stats.py (searchsorted, isin, quantile, nanmedian, aminmax),
+  covariance.py (cov, corrcoef);
+- shapes and indexing: shape.py (views), view_copies.py (the *_copy forms, ravel), join.py (cat/stack, splits,
+  repeat, roll, flip), structure.py (diff, kron, diag, diag_embed, tril_indices, rot90, ...), index.py (x[...],
+  index_select/add/copy/put), gather_scatter.py (gather, scatter*, take, *_scatter, put, one_hot), select.py
+  (where, masked_fill, clamp, maximum/minimum, nonzero, argwhere);
+- creation.py (tril/triu, meshgrid, Tensor.new_*), random_ops.py (normal, bernoulli, multinomial, random fills),
+  windows.py (hann_window and family), host_callbacks.py (Tensor.apply_ / map_);
+- linear algebra: linalg.py (linear, mm, matmul), products.py (outer, dot, mv, bmm, addmm, einsum, bilinear, trace,
+  matrix_exp, ...), decomp.py (LU, Cholesky, QR, solve, inv, det, lstsq), spectral.py (eigh, svd, pinv, norms);
+- nn.functional: activation.py (softmax, prelu, glu, dropouts, threshold/shrinks, rrelu, gumbel_softmax),
+  loss.py (cross_entropy, nll, mse, the elementwise losses, margin_ranking, cosine_embedding, triplet_margin),
+  loss_margin.py (hinge_embedding, soft_margin, multi(label)_margin, triplet_margin_with_distance),
+  loss_likelihood.py (poisson_nll, gaussian_nll, ctc), distance.py (normalize, cosine_similarity, cdist, pdist),
+  conv.py (convolution and pooling), conv3d.py, pooling_composed.py (lp_pool, max_unpool, local_response_norm),
+  normalization/ (layer, rms, group, instance and batch norm), embedding.py, embedding_bag.py, resample.py
+  (interpolate, pad, pixel/channel shuffle), grid.py (affine_grid, grid_sample), attention.py, rnn.py.
 """
 from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
-from . import conv, creation, join, math2, misc, norm, random_ops, select  # noqa: F401,E402  (they declare)
+from . import binary_math, conv, creation, distance, embedding, join, random_ops, select  # noqa: F401,E402  (they declare)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
-from . import reduce2, scan_sort  # noqa: F401,E402  (they declare)
-from . import conv3d, decomp, gamma, grid, misc2, nn_extra, order_stats, pointwise2, spectral, structure  # noqa: F401,E402,E501
+from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
+from . import conv3d, covariance, decomp, dtype_queries, gamma, grid, host_callbacks  # noqa: F401,E402  (they declare)
+from . import loss_likelihood, loss_margin, order_stats, pointwise_composed, pooling_composed  # noqa: F401,E402,E501
+from . import view_copies  # noqa: F401,E402  (it declares)
+from . import spectral, structure  # noqa: F401,E402  (they declare)
 from . import products, windows  # noqa: F401,E402  (they declare)
 from . import methods as _methods
 from .registry import names as _names

@@ -1,15 +1,19 @@
 """Softmax, log_softmax, softmin, prelu, glu and the dropouts (row-wise kernels on cuda; Philox masks for
-dropout: the channel-wise and alpha variants draw their masks with the same dropout_fwd kernel)."""
+dropout: the channel-wise and alpha variants draw their masks with the same dropout_fwd kernel, dropout3d
+included); and, composed from declared ops, F.threshold, F.hardshrink, F.softshrink, F.rrelu and
+F.gumbel_softmax."""
 import math
 
 import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from .binary import add, mul, neg, sub
 from .dispatch import backend_of
 from .registry import declare
+from .select import where as _where
 from .shape import narrow, reshape
 from .unary import relu, sigmoid
 
@@ -262,6 +266,109 @@ def _alpha(input, p, noise_shape, generator=None):  # noqa: A002
     return add(mul(input, mul(keep, a)), b)
 
 
+def _inplace_result(input, out, inplace):  # noqa: A002
+    if inplace:
+        with no_grad():
+            input.copy_(out.detach())
+        return input
+    return out
+
+
+# ------------------------------------------------------------------ activations
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    """x where x > threshold, else value.
+
+    Example:
+        >>> F.threshold(torch.tensor([-1., 0.5, 2.]), 1.0, 0.0)
+        tensor([0., 0., 2.])
+    """
+    return _inplace_result(input, _where(input > threshold, input, float(value)), inplace)
+
+
+def threshold_(input, threshold_value, value):  # noqa: A002
+    """In-place threshold."""
+    return threshold(input, threshold_value, value, inplace=True)
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    """x where |x| > lambd, else 0.
+
+    Example:
+        >>> F.hardshrink(torch.tensor([-1., 0.2, 0.7]))
+        tensor([-1.0000,  0.0000,  0.7000])
+    """
+    return _where(input.abs() > lambd, input, 0.0)
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002
+    """x − lambd above lambd, x + lambd below −lambd, 0 between.
+
+    Example:
+        >>> F.softshrink(torch.tensor([-1., 0.2, 0.7]))
+        tensor([-0.5000,  0.0000,  0.2000])
+    """
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _where(input > lambd, input - lambd, _where(input < -lambd, input + lambd, 0.0))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training, and is
+    (lower + upper) / 2 in evaluation.
+
+    Example:
+        >>> F.rrelu(torch.tensor([-3., 2.]))
+        tensor([-0.6875,  2.0000])
+    """
+    if training:
+        with no_grad():
+            slope = input.detach().new_empty(tuple(input.shape)).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    return _inplace_result(input, _where(input >= 0, input, input * slope), inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
+    """In-place rrelu."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability p, scale the rest by
+    1/(1 − p)."""
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        import warnings
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      "4D or 5D inputs).", UserWarning, stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    x = input.unsqueeze(0) if input.ndim == 4 else input
+    out = _feature_dropout(x, p, training)
+    out = out.squeeze(0) if input.ndim == 4 else out
+    return _inplace_result(input, out, inplace)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample from the Gumbel-softmax distribution: softmax((logits + g) / tau) with g ~ Gumbel(0, 1); hard=True
+    returns the one-hot argmax with the soft sample's gradient (straight-through).
+
+    Example:
+        >>> F.gumbel_softmax(torch.zeros(2, 3), hard=True).sum(-1)
+        tensor([1., 1.])
+    """
+    with no_grad():
+        gumbels = -logits.detach().new_empty(tuple(logits.shape)).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.detach().argmax(dim, keepdim=True)
+    y_hard = logits.detach().new_zeros(tuple(logits.shape)).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
 
 declare("softmax", softmax, family="activation", functional=True)
 declare("log_softmax", log_softmax, family="activation", functional=True)
@@ -273,3 +380,11 @@ declare("dropout1d", dropout1d, family="activation", functional=True, torch=Fals
 declare("dropout2d", dropout2d, family="activation", functional=True, torch=False, method=False)
 declare("alpha_dropout", alpha_dropout, family="activation", functional=True, method=False)
 declare("feature_alpha_dropout", feature_alpha_dropout, family="activation", functional=True, method=False)
+declare("dropout3d", dropout3d, family="activation", functional=True, torch=False, method=False)
+declare("gumbel_softmax", gumbel_softmax, family="activation", functional=True, torch=False, method=False)
+declare("threshold", threshold, family="activation", functional=True, torch=False, method=False)
+declare("threshold_", threshold_, family="activation", functional=True, torch=False, method=False)
+declare("hardshrink", hardshrink, family="activation", functional=True, torch=False, method=False)
+declare("softshrink", softshrink, family="activation", functional=True, torch=False, method=False)
+declare("rrelu", rrelu, family="activation", functional=True, torch=False, method=False)
+declare("rrelu_", rrelu_, family="activation", functional=True, torch=False, method=False)

@@ -298,7 +298,7 @@ def mul(input, other, *, out=None):  # noqa: A002
 
 def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode is not None:
-        from .math2 import _div_rounding
+        from .binary_math import _div_rounding
         return _div_rounding(input, other, rounding_mode)
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         input, other = _same_device(input, other)
@@ -316,7 +316,7 @@ def neg(input):  # noqa: A002
 
 def pow(input, exponent):  # noqa: A001,A002
     if isinstance(exponent, Tensor) or not isinstance(input, Tensor):
-        from .math2 import pow as pow_tensor  # a tensor exponent or a number base: the binary kernel
+        from .binary_math import pow as pow_tensor  # a tensor exponent or a number base: the binary kernel
         return pow_tensor(input, exponent)
     return _PowScalar.apply(input, exponent)
 

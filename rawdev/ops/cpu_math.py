@@ -1,4 +1,4 @@
-"""The cpu path of the math2 family (numpy), with the signatures of cuda_math.py."""
+"""The cpu path (numpy) of the binary_math family (binary_math.py), with the signatures of cuda_math.py."""
 import numpy as np
 
 from .. import dtypes as _dt

@@ -106,7 +106,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             else per_sample_weights
         per_sample_weights = per_sample_weights.contiguous()
     if max_norm is not None:
-        from .norm import _renorm_rows_
+        from .embedding import _renorm_rows_
         _renorm_rows_(weight, idx, max_norm, norm_type)
     from ..tensor.factory import tensor
     nbags = max(len(bounds) - 1, 0)
@@ -117,4 +117,4 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     return _EmbeddingBag.apply(weight, per_sample_weights, idx, b_t, bag_t, _MODES[mode], pad)
 
 
-declare("embedding_bag", embedding_bag, family="norm", functional=True, method=False, torch=False)
+declare("embedding_bag", embedding_bag, family="embedding_bag", functional=True, method=False, torch=False)

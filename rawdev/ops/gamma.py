@@ -425,7 +425,7 @@ class _Igamma(Function):
 
 
 def _igamma(name, input, other, upper):  # noqa: A002
-    from .math2 import _operands
+    from .binary_math import _operands
     a, x = _operands(name, input, other)
     a, x = _float(a), _float(x)
     if a.dtype is not x.dtype:

@@ -1,5 +1,6 @@
 """gather / scatter along a dim, PyTorch's: gather, scatter(_) (src or value, reduce='add'|'multiply'),
-scatter_add(_), scatter_reduce(_) (sum, prod, mean, amax, amin; include_self), take_along_dim, take.
+scatter_add(_), scatter_reduce(_) (sum, prod, mean, amax, amin; include_self), take_along_dim, take; and, composed
+from declared ops, select/slice/diagonal_scatter, put(_) and F.one_hot.
 
 The operand indexed along `dim` is narrowed to the index's sizes in the other dims (a view) and seen as
 [outer, size, inner]; the index, the gathered output and the scattered source as [outer, nidx, inner]. cuda runs
@@ -10,8 +11,10 @@ with the overwritten places zeroed; amax/amin split the gradient evenly among th
 """
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
+from ..tensor import factory
 from ..tensor.core import Tensor
 from ..tensor.factory import full, ones, zeros
 from .dispatch import backend
@@ -443,12 +446,135 @@ def index_fill(input, dim, index, value):  # noqa: A002
     return out.reshape(input.shape) if input.ndim == 0 else out
 
 
-declare("gather", gather, family="gather")
-declare("scatter", scatter, family="gather", inplace=True)
-declare("scatter_add", scatter_add, family="gather", inplace=True)
-declare("scatter_reduce", scatter_reduce, family="gather", inplace=True)
-declare("take_along_dim", take_along_dim, family="gather")
-declare("take", take, family="gather")
-declare("masked_select", masked_select, family="gather")
-declare("masked_scatter", masked_scatter, family="gather", inplace=True)
-declare("index_fill", index_fill, family="gather", inplace=True)
+class _PlaceInto(Function):
+    """zeros of `shape` with view_fn(zeros) = src; the backward reads the same view of the gradient."""
+    node_name = "SliceScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, src, view_fn, shape):
+        ctx.view_fn = view_fn
+        z = factory.zeros(shape, dtype=src.dtype, device=src.device)
+        view_fn(z).copy_(src)
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.view_fn(g).contiguous(), None, None
+
+
+def _embed(input, src, view_fn):  # noqa: A002
+    """input with view_fn(input) replaced by src, out of place and differentiable in both."""
+    mask = factory.zeros(input.shape, dtype=_dt.bool, device=input.device)
+    view_fn(mask).fill_(True)
+    placed = _PlaceInto.apply(src.to(dtype=input.dtype), view_fn, tuple(input.shape))
+    return _where(mask, placed, input)
+
+
+def select_scatter(input, src, dim, index):  # noqa: A002
+    """input with input.select(dim, index) replaced by src.
+
+    Example:
+        >>> torch.select_scatter(torch.zeros(2, 2), torch.ones(2), 0, 0)
+        tensor([[1., 1.],
+                [0., 0.]])
+    """
+    return _embed(input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """input with input[start:end:step] along dim replaced by src.
+
+    Example:
+        >>> torch.slice_scatter(torch.zeros(4), torch.ones(2), start=2)
+        tensor([0., 0., 1., 1.])
+    """
+    d = wrap_dim(dim, input.ndim)
+    idx = (slice(None),) * d + (slice(start, end, step),)
+    return _embed(input, src, lambda t: t[idx])
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """input with its diagonal (offset, dim1, dim2) replaced by src.
+
+    Example:
+        >>> torch.diagonal_scatter(torch.zeros(2, 2), torch.ones(2))
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    return _embed(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def put_(self, index, source, accumulate=False):
+    """Write source into self at the flat (row-major) positions index, in place; accumulate adds instead
+    (repeated indices then add up).
+
+    Example:
+        >>> torch.zeros(2, 2).put_(torch.tensor([0, 3]), torch.tensor([1., 2.]))
+        tensor([[1., 0.],
+                [0., 2.]])
+    """
+    n = self.numel()
+    idx = index.reshape(-1).to(dtype=_dt.int64)
+    if idx.numel() and (int(idx.max().item()) >= n or int(idx.min().item()) < -n):
+        raise IndexError(f"out of range: tried to access index {int(idx.max().item())} on a tensor of {n} elements.")
+    idx = _where(idx < 0, idx + n, idx)
+    flat = self.reshape(-1).clone() if not self.is_contiguous() else self.reshape(-1)
+    src = source.reshape(-1).to(dtype=self.dtype)
+    if accumulate:
+        flat.index_add_(0, idx, src)
+    else:
+        flat.index_copy_(0, idx, src)
+    if flat.data_ptr() != self.data_ptr() or not self.is_contiguous():
+        self.copy_(flat.reshape(self.shape))
+    return self
+
+
+def put(input, index, source, accumulate=False):  # noqa: A002
+    """Out-of-place put_."""
+    return put_(input.clone(), index, source, accumulate)
+
+
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 tensor of shape tensor.shape + (num_classes,) with a 1 at each value's position.
+    num_classes=-1 takes max(tensor) + 1 (a host read on cuda, as PyTorch's).
+
+    Example:
+        >>> F.one_hot(torch.tensor([0, 2]), 3)
+        tensor([[1, 0, 0],
+                [0, 0, 1]])
+    """
+    from ..tensor.factory import arange
+    if not isinstance(tensor, Tensor) or tensor.dtype is not _dt.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1 and tensor.numel() == 0:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    if tensor.numel():
+        host = tensor.detach().cpu()       # the range check reads the values, as PyTorch's does
+        lo, hi = int(host.min().item()), int(host.max().item())
+        if num_classes == -1:
+            num_classes = hi + 1
+        if lo < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if hi >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(dtype=_dt.int64)
+
+
+declare("gather", gather, family="gather_scatter")
+declare("scatter", scatter, family="gather_scatter", inplace=True)
+declare("scatter_add", scatter_add, family="gather_scatter", inplace=True)
+declare("scatter_reduce", scatter_reduce, family="gather_scatter", inplace=True)
+declare("take_along_dim", take_along_dim, family="gather_scatter")
+declare("take", take, family="gather_scatter")
+declare("masked_select", masked_select, family="gather_scatter")
+declare("masked_scatter", masked_scatter, family="gather_scatter", inplace=True)
+declare("index_fill", index_fill, family="gather_scatter", inplace=True)
+declare("select_scatter", select_scatter, family="gather_scatter")
+declare("slice_scatter", slice_scatter, family="gather_scatter")
+declare("diagonal_scatter", diagonal_scatter, family="gather_scatter")
+declare("put", put, family="gather_scatter")
+declare("put_", put_, family="gather_scatter", torch=False)
+declare("one_hot", one_hot, family="gather_scatter", functional=True, torch=False, method=False)

@@ -1,5 +1,5 @@
-"""Joining and splitting: cat/stack (and hstack/vstack/dstack), split/chunk/tensor_split, repeat/tile/
-repeat_interleave, roll and flip, declared once each.
+"""Joining and splitting: cat/stack (and hstack/vstack/dstack), split/chunk/tensor_split (and hsplit/vsplit/
+dsplit), repeat/tile/repeat_interleave, roll and flip, declared once each.
 
 cat writes each input into a narrow() view of the output (one strided copy per input on cuda, numpy on
 the cpu) and its backward hands each input the narrow() view of the gradient. The splits are views
@@ -439,6 +439,31 @@ def flipud(input):  # noqa: A002
     return flip(input, (0,))
 
 
+def _split_along(input, indices_or_sections, dim, name, min_dim):  # noqa: A002
+    if input.ndim < min_dim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    if isinstance(indices_or_sections, int) and input.shape[dim] % indices_or_sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{input.shape[dim]} is not divisible by the split_size {indices_or_sections}!")
+    return input.tensor_split(indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    """Split along the columns (dim 1; dim 0 for a 1-D tensor)."""
+    return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    """Split along the rows (dim 0) of a tensor of at least 2 dimensions."""
+    return _split_along(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections):  # noqa: A002
+    """Split along the depth (dim 2) of a tensor of at least 3 dimensions."""
+    return _split_along(input, indices_or_sections, 2, "dsplit", 3)
+
+
 # ------------------------------------------------------------------ declarations
 declare("cat", cat, family="join", method=False, aliases=("concat", "concatenate"))
 declare("stack", stack, family="join", method=False)
@@ -459,3 +484,6 @@ declare("roll", roll, family="join")
 declare("flip", flip, family="join")
 declare("fliplr", fliplr, family="join")
 declare("flipud", flipud, family="join")
+declare("hsplit", hsplit, family="join")
+declare("vsplit", vsplit, family="join")
+declare("dsplit", dsplit, family="join")

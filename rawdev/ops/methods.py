@@ -270,14 +270,14 @@ def install():
     T.__pos__ = lambda s: s
     pow_ = registry.public("pow")             # pow and matmul are on autocast's lists: their public forms
     T.__pow__ = lambda s, e: pow_(s, e)
-    from . import math2 as M
+    from . import binary_math as M
     T.__rpow__ = lambda s, b: pow_(b, s)
     T.__mod__ = lambda s, o: M.remainder(s, o)
     T.__rmod__ = lambda s, o: M.remainder(o, s)
     T.__floordiv__ = lambda s, o: M.floor_divide(s, o)
     T.__rfloordiv__ = lambda s, o: M.floor_divide(o, s)
     T.__and__ = T.__rand__ = lambda s, o: M.bitwise_and(s, o)
-    from . import pointwise2 as P2
+    from . import pointwise_composed as P2
     T.__lshift__ = lambda s, o: P2.bitwise_left_shift(s, o)
     T.__rshift__ = lambda s, o: P2.bitwise_right_shift(s, o)
     T.__rlshift__ = lambda s, o: P2.bitwise_left_shift(o, s)
@@ -317,8 +317,8 @@ def install():
     T.is_same_size = lambda s, other: tuple(s.shape) == tuple(other.shape)
     T.is_neg = lambda s: False                    # rawdev has no lazy negation views
     T.is_inference = lambda s: False              # inference_mode makes ordinary tensors here (no_grad + a flag)
-    from . import nn_extra
-    T.hardshrink = lambda s, lambd=0.5: nn_extra.hardshrink(s, lambd)
+    from . import activation
+    T.hardshrink = lambda s, lambd=0.5: activation.hardshrink(s, lambd)
     T.pin_memory, T.is_pinned = _pin_memory, _is_pinned
     T.H = T.mH = property(lambda s: s.mT if s.ndim > 2 else s.t())
     T.real = property(lambda s: s)                # real tensors only: the real part is the tensor itself

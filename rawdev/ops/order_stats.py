@@ -75,7 +75,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{seq.device} and {input.device}!")
     with no_grad():
-        from .math2 import _operands
+        from .binary_math import _operands
         vals_shape = tuple(input.shape)
         v = input.detach().reshape(1, -1) if seq.ndim == 1 else input.detach().reshape(-1, input.shape[-1])
         s = seq.detach().reshape(1, -1) if seq.ndim == 1 else seq.detach().reshape(-1, seq.shape[-1])
@@ -134,7 +134,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         if t.numel() == 0:
             hit = factory.zeros(tuple(e.shape), dtype=_dt.bool, device=e.device)
         else:
-            from .math2 import _operands
+            from .binary_math import _operands
             e2, t2 = _operands("isin", e.detach(), t.detach().reshape(-1))
             s = t2.sort(stable=True).values
             pos = searchsorted(s, e2.reshape(-1)).clamp(max=s.shape[0] - 1)

@@ -6,7 +6,7 @@ import warnings
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor.core import Tensor
-from .pointwise2 import can_cast
+from .dtype_queries import can_cast
 
 
 def _scalar_name(dt):

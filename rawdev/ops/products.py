@@ -1,13 +1,16 @@
-"""More products and matrix functions, composed from declared ops (both devices and autograd come with them):
-trace, inner, vdot, addr, addbmm, chain_matmul / linalg.multi_dot, linalg.matrix_exp (scaling and squaring of a
-degree-13 Padé approximant), linalg.solve_ex, linalg.tensorinv and linalg.tensorsolve."""
+"""Products and matrix functions beyond matmul, composed from declared ops (both devices and autograd come with
+them): outer, dot, mv, bmm, addmm, baddbmm, addmv, einsum, F.bilinear, trace, inner, vdot, addr, addbmm, chain_matmul /
+linalg.multi_dot, linalg.matrix_exp (scaling and squaring of a degree-13 Padé approximant), linalg.solve_ex,
+linalg.tensorinv and linalg.tensorsolve."""
 import math
+import string
 import warnings
+
+import numpy as np
 
 from ..errors import LinAlgError
 from ..tensor import factory
 from . import decomp, spectral
-from .math2 import _scaled_sum, bmm, outer
 from .registry import declare
 from .rtypes import return_type as _rt
 from .structure import tensordot
@@ -184,6 +187,202 @@ def pinverse(input, rcond=1e-15):  # noqa: A002
     return spectral.pinv(input, rtol=rcond)
 
 
+# ------------------------------------------------------------------ small linear algebra
+def outer(input, vec2):  # noqa: A002
+    """The outer product of two 1-D tensors: [n] × [m] → [n, m]."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D" if input.ndim != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+def dot(input, tensor):  # noqa: A002
+    """The inner product of two 1-D tensors of one length."""
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got {input.shape[0]} and "
+                           f"{tensor.shape[0]} elements respectively")
+    return (input * tensor).sum()
+
+
+def mv(input, vec):  # noqa: A002
+    """Matrix [n, m] times vector [m]."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    from .linalg import matmul
+    return matmul(input, vec)   # the plain function: mv is an op of its own under autocast, not a matmul
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched matrix product of [b, n, m] and [b, m, p] (no broadcasting)."""
+    if input.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
+                           f"{input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return input @ mat2
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · (mat1 @ mat2)."""
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor" if mat1.ndim != 2 else
+                           f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
+    return _scaled_sum(input, mat1 @ mat2, beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · bmm(batch1, batch2)."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """beta · input + alpha · (mat @ vec)."""
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+def _scaled_sum(input, prod, beta, alpha):  # noqa: A002
+    p = prod if alpha == 1 else prod * alpha
+    if beta == 0:     # PyTorch ignores input (even NaN in it) when beta is 0
+        return p
+    return p + (input if beta == 1 else input * beta)
+
+
+# ------------------------------------------------------------------ einsum
+def _parse_einsum(equation, operands):
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    used = set(c for c in eq if c.isalpha())
+    spare = [c for c in string.ascii_letters if c not in used]
+    ell_n = 0
+    for t, op in zip(terms, operands):
+        if "..." in t:
+            ell_n = max(ell_n, op.ndim - (len(t) - 3))
+    ell = "".join(spare[:ell_n])
+    out_terms = []
+    for t, op in zip(terms, operands):
+        if "..." in t:
+            n = op.ndim - (len(t) - 3)
+            t = t.replace("...", ell[ell_n - n:] if n else "")
+        if len(t) != op.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) does not match the "
+                               f"number of dimensions ({op.ndim}) for operand {len(out_terms)}"
+                               + (" and no ellipsis was given" if "..." not in lhs else ""))
+        out_terms.append(t)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for t in out_terms:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    return out_terms, out
+
+
+def _diag_reduce(t, sub):
+    """Operand t with subscripts sub that repeat a letter: take the diagonal over the repeats."""
+    while len(set(sub)) != len(sub):
+        for i, c in enumerate(sub):
+            j = sub.find(c, i + 1)
+            if j >= 0:
+                t = t.diagonal(0, i, j)          # the diagonal goes last
+                sub = sub[:i] + sub[i + 1:j] + sub[j + 1:] + c
+                break
+    return t, sub
+
+
+def _contract(a, sa, b, sb, keep):
+    """a[sa] · b[sb] summed over the letters in both that are not in keep: one (batched) matmul."""
+    batch = [c for c in sa if c in sb and c in keep]
+    summed = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    size = {c: a.shape[sa.index(c)] for c in sa}
+    size.update({c: b.shape[sb.index(c)] for c in sb})
+    for c in batch + summed:
+        if a.shape[sa.index(c)] != b.shape[sb.index(c)] and 1 not in (a.shape[sa.index(c)], b.shape[sb.index(c)]):
+            raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped): "
+                               f"{list(a.shape)} and {list(b.shape)}")
+        size[c] = max(a.shape[sa.index(c)], b.shape[sb.index(c)])
+    prod = lambda cs: int(np.prod([size[c] for c in cs], dtype=np.int64))  # noqa: E731
+    ap = a.permute(*[sa.index(c) for c in batch + left + summed])
+    bp = b.permute(*[sb.index(c) for c in batch + summed + right])
+    ap = ap.expand(*[size[c] for c in batch + left + summed]).reshape(prod(batch), prod(left), prod(summed))
+    bp = bp.expand(*[size[c] for c in batch + summed + right]).reshape(prod(batch), prod(summed), prod(right))
+    r = (ap @ bp).reshape(*[size[c] for c in batch + left + right])
+    return r, "".join(batch + left + right)
+
+
+def einsum(equation, *operands):
+    """Sums of products named by subscripts: 'ij,jk->ik' (matmul), 'bij,bjk->bik', 'i,i->', 'ij->ji',
+    'ii->i' (diagonal), '...ij,...jk->...ik', implicit outputs. Built from permute/reshape/matmul/sum, so it
+    runs on both devices and is differentiable.
+
+    Example:
+        >>> torch.einsum('bij,bjk->bik', a, b)      # bmm
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    subs, out = _parse_einsum(equation, operands)
+    ts = []
+    for k, (t, s) in enumerate(zip(operands, subs)):
+        t, s = _diag_reduce(t, s)
+        # sum letters found in no other operand and not in the output right away
+        others = set("".join(x for j, x in enumerate(subs) if j != k)) | set(out)
+        lone = [i for i, c in enumerate(s) if c not in others]
+        if lone:
+            t = t.sum(tuple(lone))
+            s = "".join(c for c in s if c not in [s[i] for i in lone])
+        ts.append((t, s))
+    t, s = ts[0]
+    for k in range(1, len(ts)):
+        b, sb = ts[k]
+        later = set(out) | set("".join(x for _, x in ts[k + 1:]))
+        t, s = _contract(t, s, b, sb, later)
+    gone = [i for i, c in enumerate(s) if c not in out]
+    if gone:
+        t = t.sum(tuple(gone))
+        s = "".join(c for c in s if c in out)
+    for c in out:
+        if c not in s:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                               f"operand")
+    return t.permute(*[s.index(c) for c in out]) if s != out else t
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1ᵀ A x2 + b for weight A [out, in1, in2] over inputs [..., in1] and [..., in2].
+
+    Example:
+        >>> F.bilinear(torch.ones(2, 3), torch.ones(2, 4), torch.ones(5, 3, 4)).shape
+        torch.Size([2, 5])
+    """
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError("bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input sizes {input1.shape[-1]} and {input2.shape[-1]} do not match "
+                           f"weight {list(weight.shape)}")
+    lead = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, input1.shape[-1]), input2.reshape(-1, input2.shape[-1])
+    # (x1 A_o) · x2 for every o: one GEMM [B, in1] × [in1, out·in2], then a product with x2 summed over in2
+    t = (x1 @ weight.permute(1, 0, 2).reshape(weight.shape[1], -1)).reshape(x1.shape[0], weight.shape[0], -1)
+    y = einsum("boj,bj->bo", t, x2)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, weight.shape[0])
+
+
 declare("trace", trace, family="products", torch=False)       # rawdev.trace(tensor) also works (rawdev.trace)
 declare("inner", inner, family="products")
 declare("vdot", vdot, family="products")
@@ -192,3 +391,10 @@ declare("addbmm", addbmm, family="products", inplace=True)
 declare("chain_matmul", chain_matmul, family="products", method=False)
 declare("matrix_exp", matrix_exp, family="products")
 declare("pinverse", pinverse, family="products")
+for _name, _fn, _kw in (
+        ("outer", outer, {"aliases": ("ger",)}), ("dot", dot, {}), ("mv", mv, {}), ("bmm", bmm, {}),
+        ("addmm", addmm, {"inplace": True}), ("baddbmm", baddbmm, {"inplace": True}),
+        ("addmv", addmv, {"inplace": True})):
+    declare(_name, _fn, family="products", **_kw)
+declare("einsum", einsum, family="products", method=False)
+declare("bilinear", bilinear, family="products", functional=True, torch=False, method=False)

@@ -226,9 +226,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     return out
 
 
-declare("normal", normal, family="random", method=False)
-declare("bernoulli", bernoulli, family="random")
-declare("multinomial", multinomial, family="random")
+declare("normal", normal, family="random_ops", method=False)
+declare("bernoulli", bernoulli, family="random_ops")
+declare("multinomial", multinomial, family="random_ops")
 def _transformed(self, draw, fn):
     """Fill self with fn(u) for u drawn in float32 by draw(u) on self's device (the cuda draw stays on the
     device; fn is a composition of device ops)."""
@@ -293,4 +293,4 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 
 
 for _fn in (uniform_, normal_, exponential_, random_, bernoulli_, geometric_, cauchy_, log_normal_):
-    declare(_fn.__name__, _fn, family="random", torch=False)
+    declare(_fn.__name__, _fn, family="random_ops", torch=False)

@@ -1,5 +1,5 @@
 """Resampling and padding: interpolate (nearest, nearest-exact, linear, bilinear), pad (constant, reflect,
-replicate, circular), pixel_shuffle / pixel_unshuffle.
+replicate, circular), pixel_shuffle / pixel_unshuffle and channel_shuffle.
 
 interpolate views x [N, C, *spatial] as [N*C, H, W] planes (1-d: H = 1) and runs one kernel per direction
 (interp.ptx on cuda, numpy on the cpu, the same float32 index arithmetic as PyTorch's UpSample.h); the backward
@@ -284,5 +284,22 @@ def pixel_unshuffle(input, downscale_factor):  # noqa: A002
     return x.reshape(*lead, C * r * r, H // r, W // r)
 
 
+def channel_shuffle(input, groups):  # noqa: A002
+    """Interleave the channels of `groups` groups: [N, g·k, *] viewed as [N, g, k, *], transposed to [N, k, g, *].
+
+    Example:
+        >>> F.channel_shuffle(torch.arange(4.).reshape(1, 4, 1, 1), 2).flatten()
+        tensor([0., 2., 1., 3.])
+    """
+    n, c = input.shape[0], input.shape[1]
+    if groups <= 0:
+        raise ValueError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if c % groups:
+        raise ValueError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
 declare("pixel_shuffle", pixel_shuffle, family="resample", functional=True, method=False)
 declare("pixel_unshuffle", pixel_unshuffle, family="resample", functional=True, method=False)
+declare("channel_shuffle", channel_shuffle, family="resample", functional=True, torch=False, method=False)

@@ -1,5 +1,5 @@
 """Scans and sorting: cumsum, cumprod, logcumsumexp, cummax/cummin, sort, argsort, msort, topk, kthvalue,
-unique, bincount, histc.
+unique, unique_consecutive, bincount, histc, histogram.
 
 cumsum/cumprod/logcumsumexp run on the tensor's device as a log-step (Hillis-Steele) scan composed of declared
 ops: ceil(log2(n)) shifted adds (multiplies, log-add-exps), each a few elementwise launches over the whole
@@ -21,10 +21,13 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..tensor import factory
+from ..tensor.core import Tensor
 from .dispatch import backend_of
 from .reduce import _axis
 from .registry import declare
 from .rtypes import return_type as _return_type
+from .select import where as _where
 from .shape import reshape
 
 return_sort, return_topk, return_kthvalue = _return_type("sort"), _return_type("topk"), _return_type("kthvalue")
@@ -494,6 +497,76 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A001,A002
     return _tensor(np.bincount(pos, minlength=bins).astype(np.float64), dtype=input.dtype, device=input.device)
 
 
+return_histogram = _return_type("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A001,A002
+    """(hist, bin_edges) of input's values in `bins` equal bins over `range` (default: min..max), or over the
+    given edges (a 1-D tensor); the last bin includes its right edge, as NumPy's.
+
+    Example:
+        >>> torch.histogram(torch.tensor([1., 2., 1.]), bins=2, range=(0., 2.)).hist
+        tensor([0., 3.])
+    """
+    from .order_stats import searchsorted
+    x = input.detach().reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.to(dtype=input.dtype, device=input.device)
+    else:
+        if range is None:
+            lo, hi = (float(x.min().item()), float(x.max().item())) if x.numel() else (0.0, 1.0)
+        else:
+            lo, hi = float(range[0]), float(range[1])
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = factory.linspace(lo, hi, int(bins) + 1, dtype=input.dtype, device=input.device)
+    nb = edges.shape[0] - 1
+    idx = searchsorted(edges, x, right=True) - 1
+    idx = _where(x == edges[-1], nb - 1, idx)                 # the last edge belongs to the last bin
+    inside = (idx >= 0) & (idx < nb)
+    w = weight.reshape(-1).to(dtype=input.dtype) if weight is not None else factory.ones_like(x)
+    hist = factory.zeros((nb,), dtype=input.dtype, device=input.device)
+    hist = hist.index_add(0, _where(inside, idx, 0), _where(inside, w, 0.0))
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return return_histogram(hist, edges)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """input with each run of equal consecutive values collapsed to one (flattened when dim is None).
+
+    Example:
+        >>> torch.unique_consecutive(torch.tensor([1, 1, 2, 2, 3, 1, 1]))
+        tensor([1, 2, 3, 1])
+    """
+    from .join import cat
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive(dim=...) is not supported by rawdev")
+    x = input.reshape(-1)
+    if x.numel() == 0:
+        out = x.clone()
+        extra = ()
+    else:
+        start = cat([factory.ones((1,), dtype=_dt.bool, device=x.device), x[1:] != x[:-1]])
+        run = start.to(dtype=_dt.int64).cumsum(0) - 1
+        firsts = start.nonzero().reshape(-1)
+        out = x.index_select(0, firsts)
+        extra = ()
+        if return_inverse:
+            extra += (run.reshape(input.shape),)
+        if return_counts:
+            ends = cat([firsts[1:], factory.tensor([x.numel()], device=x.device)])
+            extra += (ends - firsts,)
+        if not extra:
+            return out
+        return (out,) + extra
+    if return_inverse:
+        extra += (factory.zeros(input.shape, dtype=_dt.int64, device=input.device),)
+    if return_counts:
+        extra += (factory.zeros((0,), dtype=_dt.int64, device=input.device),)
+    return (out,) + extra if extra else out
+
+
 declare("cumsum", cumsum, family="scan_sort", inplace=True)
 declare("cumprod", cumprod, family="scan_sort", inplace=True)
 declare("logcumsumexp", logcumsumexp, family="scan_sort")
@@ -507,3 +580,5 @@ declare("kthvalue", kthvalue, family="scan_sort")
 declare("unique", unique, family="scan_sort")
 declare("bincount", bincount, family="scan_sort")
 declare("histc", histc, family="scan_sort")
+declare("histogram", histogram, family="scan_sort")
+declare("unique_consecutive", unique_consecutive, family="scan_sort")

@@ -1,12 +1,13 @@
 """Selection and clamping: where, masked_fill, clamp/clip (clamp_min, clamp_max), maximum/minimum (and the
-elementwise forms of max/min). Forward and backward side by side; the cpu path is numpy
-(rawdev/ops/cpu_select.py), the cuda path pointwise.ptx (rawdev/ops/cuda_select.py): where and masked_fill
-move element bits, so they serve every dtype; clamp and maximum/minimum run in float32 on cuda."""
+elementwise forms of max/min); nonzero, argwhere and unravel_index. Forward and backward side by side; the cpu
+path is numpy (rawdev/ops/cpu_select.py), the cuda path pointwise.ptx (rawdev/ops/cuda_select.py): where and
+masked_fill move element bits, so they serve every dtype; clamp and maximum/minimum run in float32 on cuda."""
 import math
 import numbers
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
+from ..tensor import factory
 from ..tensor.core import Tensor
 from .dispatch import backend, backend_of
 from .promotion import _result_dt, _scalar_dt
@@ -265,6 +266,42 @@ def minimum(input, other):  # noqa: A002
     return _max_min(input, other, False)
 
 
+def argwhere(input):  # noqa: A002
+    """The indices of the non-zero elements, one row each ([n, ndim]); nonzero(input).
+
+    Example:
+        >>> torch.argwhere(torch.tensor([[1, 0], [0, 3]]))
+        tensor([[0, 0],
+                [1, 1]])
+    """
+    return input.nonzero()
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat indices in an array of `shape`, as a tuple of tensors.
+
+    Example:
+        >>> torch.unravel_index(torch.tensor([5, 7]), (2, 4))
+        (tensor([1, 1]), tensor([1, 3]))
+    """
+    if not isinstance(indices, Tensor):
+        indices = factory.tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype is _dt.bool:
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(indices.dtype))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = 1
+    for s in shape:
+        total *= s
+    if indices.numel() and (int(indices.min().item()) < -total or int(indices.max().item()) >= total):
+        raise RuntimeError(f"'indices' must be in range [-{total}, {total})")
+    flat = where(indices < 0, indices + total, indices).to(dtype=_dt.int64)
+    out = []
+    for s in reversed(shape):
+        out.append(flat % s)
+        flat = flat.div(s, rounding_mode="floor")
+    return tuple(reversed(out))
+
+
 declare("where", where, family="select", method=_where_method)
 declare("masked_fill", masked_fill, family="select", inplace=True)
 declare("clamp", clamp, family="select", inplace=True)
@@ -274,3 +311,5 @@ declare("clamp_max", clamp_max, family="select", inplace=True)
 declare("maximum", maximum, family="select")
 declare("nonzero", nonzero, family="select")
 declare("minimum", minimum, family="select")
+declare("argwhere", argwhere, family="select")
+declare("unravel_index", unravel_index, family="select", method=False)

@@ -1,6 +1,6 @@
 """Ops that build or rearrange whole tensors, composed from declared ops (so both devices and autograd come with
 them): diff, cross, tensordot, kron, cartesian_prod, combinations, block_diag, tril/triu_indices, vander, rot90,
-diag_embed, diagflat, broadcast_tensors/broadcast_shapes, column_stack, trapezoid/cumulative_trapezoid, and the
+diag, diag_embed, diagflat, broadcast_tensors/broadcast_shapes, column_stack, trapezoid/cumulative_trapezoid, and the
 Tensor methods fill_diagonal_ and adjoint."""
 import itertools
 
@@ -454,6 +454,38 @@ def adjoint(input):  # noqa: A002
     return input.transpose(-2, -1)
 
 
+class _DiagEmbed(Function):
+    node_name = "DiagEmbedBackward0"
+
+    @staticmethod
+    def forward(ctx, v, offset):
+        from ..tensor.factory import zeros
+        n = v.shape[0] + abs(offset)
+        out = zeros((n, n), dtype=v.dtype, device=v.device)
+        out.diagonal(offset).copy_(v)
+        ctx.offset = offset
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.diagonal(ctx.offset), None
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """1-D input: the square matrix with input on its diagonal-th diagonal. 2-D input: that diagonal, a copy.
+
+    Example:
+        >>> torch.diag(torch.tensor([1, 2]))
+        tensor([[1, 0],
+                [0, 2]])
+    """
+    if input.ndim == 1:
+        return _DiagEmbed.apply(input, int(diagonal))
+    if input.ndim == 2:
+        return input.diagonal(diagonal).clone()
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " f"{input.ndim}D")
+
+
 declare("diff", diff, family="structure")
 declare("cross", cross, family="structure")
 declare("tensordot", tensordot, family="structure", method=False)
@@ -475,3 +507,4 @@ declare("trapz", trapz, family="structure", method=False)
 declare("cumulative_trapezoid", cumulative_trapezoid, family="structure", method=False)
 declare("fill_diagonal_", fill_diagonal_, family="structure", torch=False)
 declare("adjoint", adjoint, family="structure")
+declare("diag", diag, family="structure")

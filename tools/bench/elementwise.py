@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Elementwise throughput on float32: a unary op (exp), a binary op (add, and mul with broadcasting of a row),
-a fused activation (gelu) and a math2 op (atan2), in GB/s of the bytes each must move (inputs read, output
+a fused activation (gelu) and a binary_math op (atan2), in GB/s of the bytes each must move (inputs read, output
 written), beside PyTorch's same op when torch with CUDA is importable. Inputs are larger than the L2 cache on
 a GPU run and each rawdev result is checked against numpy first, so a fast wrong kernel posts nothing.
 

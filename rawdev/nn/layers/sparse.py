@@ -1,4 +1,4 @@
-"""nn.Embedding over F.embedding (rawdev/ops/norm.py)."""
+"""nn.Embedding over F.embedding (rawdev/ops/embedding.py)."""
 from ...autograd.grad_mode import no_grad
 from ...ops.dispatch import owner_scope
 from ...tensor.factory import empty

@@ -1,16 +1,16 @@
-"""More elementwise math, composed from declared ops (so both devices and autograd come with them): logit, xlogy,
-sinc, deg2rad/rad2deg, heaviside, logaddexp/logaddexp2, gcd/lcm, bit shifts, frac-free helpers, and the dtype
-queries result_type, promote_types, can_cast, is_floating_point/is_complex/is_nonzero."""
+"""The elementwise math composed from declared ops (unary.py and binary.py hold the kernel-backed ones), so both
+devices and autograd come with them: logit, xlogy, sinc, deg2rad/rad2deg, heaviside, logaddexp/logaddexp2,
+gcd/lcm, bit shifts, angle, square, positive, sgn, fmax/fmin, ldexp and frexp. The dtype queries (result_type,
+promote_types, can_cast, ...) live in dtype_queries.py."""
 import math
 
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
-from ..tensor import factory
 from ..tensor.core import Tensor
-from .math2 import _operands
-from .promotion import _result_dt
+from .binary_math import _operands
 from .registry import declare
+from .rtypes import return_type as _rt
 from .select import where as _where
 from .shape import sum_to
 
@@ -235,82 +235,6 @@ def bitwise_right_shift(input, other):  # noqa: A002
     return _shift("rshift", input, other, False)
 
 
-# ------------------------------------------------------------------ dtype queries
-def _dtype_of(x):
-    if isinstance(x, Tensor):
-        return x
-    from ..tensor.factory import tensor
-    return tensor(x)
-
-
-def result_type(tensor, other):
-    """The dtype an arithmetic op on the two operands gives (tensors or Python numbers).
-
-    Example:
-        >>> torch.result_type(torch.tensor([1, 2]), 1.0)
-        torch.float32
-    """
-    from .math2 import _scalar_dtype
-    if isinstance(tensor, Tensor) and isinstance(other, Tensor):
-        return _result_dt(tensor, other)
-    if isinstance(tensor, Tensor):
-        return _result_dt(tensor, _dtype_of(other).to(dtype=_scalar_dtype(other, tensor)))
-    if isinstance(other, Tensor):
-        return _result_dt(_dtype_of(tensor).to(dtype=_scalar_dtype(tensor, other)), other)
-    return _result_dt(_dtype_of(tensor), _dtype_of(other))
-
-
-def promote_types(type1, type2):
-    """The smallest dtype both dtypes convert to without losing their kind.
-
-    Example:
-        >>> torch.promote_types(torch.int32, torch.float32)
-        torch.float32
-    """
-    from ..tensor.factory import empty
-    return _result_dt(empty((1,), dtype=type1), empty((1,), dtype=type2))
-
-
-def _kind(d):
-    return 0 if d is _dt.bool else (2 if d.is_floating_point else 1)
-
-
-def can_cast(from_, to):
-    """Whether PyTorch's casting rules allow from_ → to implicitly (no lower kind: float to an integer, or a
-    number to bool, is refused).
-
-    Example:
-        >>> torch.can_cast(torch.float32, torch.int32)
-        False
-    """
-    return _kind(from_) <= _kind(to)
-
-
-def is_floating_point(input):  # noqa: A002
-    """Whether input's dtype is a floating-point dtype."""
-    return input.dtype.is_floating_point
-
-
-def is_nonzero(input):  # noqa: A002
-    """The truth of a one-element tensor (RuntimeError for any other size, as PyTorch)."""
-    n = input.numel()
-    if n == 0:
-        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
-    if n > 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input.item())
-
-
-def is_signed(input):  # noqa: A002
-    """Whether input's dtype can hold negative values (False for uint8 and bool)."""
-    return input.dtype.is_signed
-
-
-def isreal(input):  # noqa: A002
-    """True everywhere for rawdev's real dtypes (PyTorch: whether each element has a zero imaginary part)."""
-    return factory.ones(input.shape, dtype=_dt.bool, device=input.device)
-
-
 def angle(input):  # noqa: A002
     """The argument of each element as a complex number: π for negatives, 0 otherwise, nan for nan (float result;
     its gradient is zero, as PyTorch's for real input)."""
@@ -318,23 +242,112 @@ def angle(input):  # noqa: A002
     return _where(x.isnan(), x, (x < 0).to(dtype=x.dtype) * math.pi)
 
 
-declare("logit", logit, family="pointwise2", inplace=True)
-declare("xlogy", xlogy, family="pointwise2", inplace=True)
-declare("sinc", sinc, family="pointwise2", inplace=True)
-declare("deg2rad", deg2rad, family="pointwise2", inplace=True)
-declare("rad2deg", rad2deg, family="pointwise2", inplace=True)
-declare("heaviside", heaviside, family="pointwise2", inplace=True)
-declare("logaddexp", logaddexp, family="pointwise2")
-declare("logaddexp2", logaddexp2, family="pointwise2")
-declare("gcd", gcd, family="pointwise2", inplace=True)
-declare("lcm", lcm, family="pointwise2", inplace=True)
-declare("bitwise_left_shift", bitwise_left_shift, family="pointwise2", inplace=True)
-declare("bitwise_right_shift", bitwise_right_shift, family="pointwise2", inplace=True)
-declare("result_type", result_type, family="pointwise2", method=False)
-declare("promote_types", promote_types, family="pointwise2", method=False)
-declare("can_cast", can_cast, family="pointwise2", method=False)
-declare("is_floating_point", is_floating_point, family="pointwise2", method=False)
-declare("is_nonzero", is_nonzero, family="pointwise2")
-declare("is_signed", is_signed, family="pointwise2", torch=False)
-declare("isreal", isreal, family="pointwise2")
-declare("angle", angle, family="pointwise2")
+def positive(input):  # noqa: A002
+    """input itself (unary plus); refused for bool, as PyTorch."""
+    if input.dtype is _dt.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def sgn(input):  # noqa: A002
+    """sign(input) (the complex-aware sign; rawdev's tensors are real)."""
+    return input.sign()
+
+
+def _nan_ignoring(pick, input, other):  # noqa: A002
+    from .binary_math import _operands
+    a, b = _operands("fmax", input, other)
+    import numpy as np
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    a, b = a.expand(*shape), b.expand(*shape)
+    m = pick(a, b)
+    if not m.dtype.is_floating_point:
+        return m
+    return _where(a.isnan(), b, _where(b.isnan(), a, m))
+
+
+def fmax(input, other):  # noqa: A002
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN).
+
+    Example:
+        >>> torch.fmax(torch.tensor([1., float('nan')]), torch.tensor([float('nan'), 2.]))
+        tensor([1., 2.])
+    """
+    from .select import maximum
+    return _nan_ignoring(maximum, input, other)
+
+
+def fmin(input, other):  # noqa: A002
+    """Elementwise minimum that ignores NaN."""
+    from .select import minimum
+    return _nan_ignoring(minimum, input, other)
+
+
+def ldexp(input, other):  # noqa: A002
+    """input · 2^other.
+
+    Example:
+        >>> torch.ldexp(torch.tensor([1.]), torch.tensor([3]))
+        tensor([8.])
+    """
+    x = input if input.dtype.is_floating_point else input.to(dtype=_dt.get_default_dtype())
+    if isinstance(other, Tensor):
+        return x * other.to(dtype=x.dtype).exp2()
+    return x * (2.0 ** float(other))
+
+
+return_frexp = _rt("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input):  # noqa: A002
+    """(mantissa, exponent) with input = mantissa · 2^exponent and 0.5 ≤ |mantissa| < 1 (0 for 0).
+
+    Example:
+        >>> torch.frexp(torch.tensor([8., 0.75]))
+        torch.return_types.frexp(mantissa=tensor([0.5000, 0.7500]), exponent=tensor([4, 0], dtype=torch.int32))
+    """
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    x = input.detach()
+    a = x.abs()
+    nonzero = (a > 0) & a.isfinite()
+    e = _where(nonzero, a.log2().floor() + 1, 0.0)
+    m = _where(nonzero, x / e.exp2(), x)
+    # log2 can round across a power of two: bring |m| back into [0.5, 1)
+    hi = m.abs() >= 1
+    m, e = _where(hi, m / 2, m), _where(hi, e + 1, e)
+    lo = nonzero & (m.abs() < 0.5)
+    m, e = _where(lo, m * 2, m), _where(lo, e - 1, e)
+    return return_frexp(m, e.to(dtype=_dt.int32))
+
+
+def square(input):  # noqa: A002
+    """input * input.
+
+    Example:
+        >>> torch.square(torch.tensor([2., -3.]))
+        tensor([4., 9.])
+    """
+    return input * input
+
+
+declare("logit", logit, family="pointwise_composed", inplace=True)
+declare("xlogy", xlogy, family="pointwise_composed", inplace=True)
+declare("sinc", sinc, family="pointwise_composed", inplace=True)
+declare("deg2rad", deg2rad, family="pointwise_composed", inplace=True)
+declare("rad2deg", rad2deg, family="pointwise_composed", inplace=True)
+declare("heaviside", heaviside, family="pointwise_composed", inplace=True)
+declare("logaddexp", logaddexp, family="pointwise_composed")
+declare("logaddexp2", logaddexp2, family="pointwise_composed")
+declare("gcd", gcd, family="pointwise_composed", inplace=True)
+declare("lcm", lcm, family="pointwise_composed", inplace=True)
+declare("bitwise_left_shift", bitwise_left_shift, family="pointwise_composed", inplace=True)
+declare("bitwise_right_shift", bitwise_right_shift, family="pointwise_composed", inplace=True)
+declare("angle", angle, family="pointwise_composed")
+declare("positive", positive, family="pointwise_composed")
+declare("fmax", fmax, family="pointwise_composed")
+declare("fmin", fmin, family="pointwise_composed")
+declare("frexp", frexp, family="pointwise_composed")
+declare("sgn", sgn, family="pointwise_composed", inplace=True)
+declare("ldexp", ldexp, family="pointwise_composed", inplace=True)
+declare("square", square, family="pointwise_composed", inplace=True)

@@ -1,8 +1,8 @@
-"""More reductions: prod, var/std (+ var_mean/std_mean), norm, logsumexp, amax/amin, all/any, count_nonzero,
-nansum/nanmean, median/mode, and the axis= alias. Values against float64 numpy references written here, on
-random shapes with size-0/1 dims, dim tuples, negative dims, keepdim and non-contiguous (transposed) inputs;
-gradients by finite differences on the cpu in float64; the cuda path (simulator) against the cpu with poisoned
-outputs, values and gradients within 1e-4."""
+"""The reductions composed from declared ops (rawdev/ops/reduce_composed.py): prod, var/std (+ var_mean/std_mean),
+norm, logsumexp, amax/amin, all/any, count_nonzero, nansum/nanmean, median/mode, and the axis= alias. Values against
+float64 numpy references written here, on random shapes with size-0/1 dims, dim tuples, negative dims, keepdim and
+non-contiguous (transposed) inputs; gradients by finite differences on the cpu in float64; the cuda path (simulator)
+against the cpu with poisoned outputs, values and gradients within 1e-4."""
 import numpy as np
 import pytest
 import rawdev

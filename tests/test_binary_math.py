@@ -1,7 +1,7 @@
 """pow with tensor exponents and number bases, atan2, fmod, remainder, floor division, copysign, hypot, lerp,
-addcmul/addcdiv, logical and bitwise ops, isnan/isinf/..., nan_to_num, isclose, einsum and the small
-linear-algebra forms: numpy references (float64), broadcasting, non-contiguous inputs, poisoned outputs,
-finite-difference gradients on the cpu and the simulated GPU against the cpu."""
+addcmul/addcdiv, logical and bitwise ops, isnan/isinf/..., nan_to_num, isclose (rawdev/ops/binary_math.py), einsum
+and the small linear-algebra forms (rawdev/ops/products.py): numpy references (float64), broadcasting, non-contiguous
+inputs, poisoned outputs, finite-difference gradients on the cpu and the simulated GPU against the cpu."""
 import numpy as np
 import pytest
 import rawdev

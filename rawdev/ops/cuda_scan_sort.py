@@ -1,5 +1,6 @@
-"""The cuda path of the row scans (scan_sort.ptx): cumsum / cumprod along the last dim of a contiguous
-float32 tensor, one 256-thread block per row (rows longer than 256 are walked in chunks with a carry)."""
+"""The cuda path of the row scans and row sorts (scan_sort.ptx): cumsum / cumprod along the last dim of a
+contiguous float32 tensor, one 256-thread block per row (rows longer than 256 are walked in chunks with a carry);
+sort_rows sorts rows of up to SORT_MAX elements in shared memory (longer rows: cuda_sortlong.py)."""
 from .. import dtypes as _dt
 from .cuda_launch import _f32, _kernel, _rdev, empty
 

@@ -1,6 +1,7 @@
-"""RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam: update sequences written out as literal numbers (and re-derived
-here by float64 numpy loops of PyTorch's documented algorithms), cpu float64 and cuda (float32 kernels) against them,
-state_dict round trips mid-training, and one fused kernel launch per parameter arena per step on cuda."""
+"""The adaptive-step optimizers beyond SGD/Adam/AdamW (those: test_optim.py): RMSprop, Adagrad, Adadelta, Adamax,
+NAdam, RAdam: update sequences written out as literal numbers (and re-derived here by float64 numpy loops of
+PyTorch's documented algorithms), cpu float64 and cuda (float32 kernels) against them, state_dict round trips
+mid-training, and one fused kernel launch per parameter arena per step on cuda."""
 import math
 
 import numpy as np

@@ -1,6 +1,7 @@
-"""More reductions, composed from declared ops so that autograd and both devices (cpu, cuda) come with them:
+"""The reductions composed from declared ops (reduce.py holds the kernel-backed ones: sum, mean, max, min,
+argmax, argmin), so that autograd and both devices (cpu, cuda) come with them:
 prod, var/std (+ var_mean/std_mean), norm, logsumexp, amax/amin, all/any, count_nonzero, nansum/nanmean,
-median/mode.
+median/mode, and Tensor.sum_to_size.
 
 PyTorch's names and signatures: dim as an int or a tuple (None or () reduces everything), keepdim, `axis=` as an
 alias of dim. prod is a pairwise product tree (log2(n) multiply launches), so its gradient is exact with zeros.
@@ -526,19 +527,40 @@ def mode(input, dim=-1, keepdim=False):  # noqa: A002
     return return_mode(vals, ids)
 
 
-declare("prod", prod, family="reduce2")
-declare("var", var, family="reduce2")
-declare("std", std, family="reduce2")
-declare("var_mean", var_mean, family="reduce2", method=False)
-declare("std_mean", std_mean, family="reduce2", method=False)
-declare("amax", amax, family="reduce2")
-declare("amin", amin, family="reduce2")
-declare("logsumexp", logsumexp, family="reduce2")
-declare("norm", norm, family="reduce2")
-declare("all", all, family="reduce2")
-declare("any", any, family="reduce2")
-declare("count_nonzero", count_nonzero, family="reduce2")
-declare("nansum", nansum, family="reduce2")
-declare("nanmean", nanmean, family="reduce2")
-declare("median", median, family="reduce2")
-declare("mode", mode, family="reduce2")
+def sum_to_size(self, *size):
+    """self summed down to `size` (which self must broadcast to).
+
+    Example:
+        >>> torch.ones(2, 3).sum_to_size(1, 3)
+        tensor([[2., 2., 2.]])
+    """
+    from .shape import _sizes, sum_to
+    size = _sizes(size)
+    import numpy as np
+    try:
+        np.broadcast_shapes(tuple(size), tuple(self.shape))
+        ok = tuple(np.broadcast_shapes(tuple(size), tuple(self.shape))) == tuple(self.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.")
+    return sum_to(self, size)
+
+
+declare("prod", prod, family="reduce_composed")
+declare("var", var, family="reduce_composed")
+declare("std", std, family="reduce_composed")
+declare("var_mean", var_mean, family="reduce_composed", method=False)
+declare("std_mean", std_mean, family="reduce_composed", method=False)
+declare("amax", amax, family="reduce_composed")
+declare("amin", amin, family="reduce_composed")
+declare("logsumexp", logsumexp, family="reduce_composed")
+declare("norm", norm, family="reduce_composed")
+declare("all", all, family="reduce_composed")
+declare("any", any, family="reduce_composed")
+declare("count_nonzero", count_nonzero, family="reduce_composed")
+declare("nansum", nansum, family="reduce_composed")
+declare("nanmean", nanmean, family="reduce_composed")
+declare("median", median, family="reduce_composed")
+declare("mode", mode, family="reduce_composed")
+declare("sum_to_size", sum_to_size, family="reduce_composed", torch=False)

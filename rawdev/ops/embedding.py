@@ -107,4 +107,4 @@ def _renorm_rows_(weight, idx, max_norm, norm_type):
         weight.index_copy_(0, r, w * scale.unsqueeze(1))
 
 
-declare("embedding", embedding, family="norm", functional=True, method=False, torch=False)
+declare("embedding", embedding, family="embedding", functional=True, method=False, torch=False)

@@ -1,6 +1,9 @@
-"""Activations beyond the unary table (softmin, prelu, glu), every activation's module and F forms, the
-in-place forms, and the channel-wise and alpha dropouts: values against float64 numpy, gradients by finite
-differences (cpu), the cuda path (simulator, poisoned outputs) against the cpu on non-contiguous inputs."""
+"""The activation family (rawdev/ops/activation.py) and the activations beyond the unary table: softmin, prelu,
+glu, threshold/hardshrink/softshrink/rrelu, Softmax2d, gumbel_softmax, every activation's module and F forms, the
+in-place forms, and the channel-wise (dropout3d included) and alpha dropouts: values against float64 numpy,
+gradients by finite differences (cpu), the cuda path (simulator, poisoned outputs) against the cpu on
+non-contiguous inputs. (test_softmax2d_lrn_channel_shuffle also covers LocalResponseNorm and ChannelShuffle.)"""
+# ruff: noqa: B023  (each lambda is called inside the loop iteration that makes it)
 import math
 
 import numpy as np
@@ -9,6 +12,8 @@ import rawdev
 import rawdev.nn as nn
 import rawdev.nn.functional as F
 from rawdev.ops import cuda as cuda_ops
+
+from _refs import numeric_grad, rng
 
 RNG = np.random.default_rng(5)
 
@@ -284,3 +289,111 @@ def device_name(request):
     from rawdev.runtime import reset_for_tests
     reset_for_tests("sim")
     return "cuda"
+
+
+def on(a, dev, grad=False):
+    dt = rawdev.float64 if dev == "cpu" else rawdev.float32
+    t = rawdev.tensor(np.asarray(a), dtype=dt, device=dev)
+    return t.requires_grad_(True) if grad else t
+
+
+def num(t):
+    return t.detach().cpu().numpy().astype(np.float64)
+
+
+TOL = {"cpu": 1e-7, "cuda": 2e-4}
+
+
+DEVICES = ("cpu", "cuda")
+
+
+def check(dev, fn_ours, fn_ref, *arrays, grad_of=(0,)):
+    """fn_ours(tensors) against fn_ref(arrays) in value, and d/d arrays[i] of sum(out · G) for i in grad_of."""
+    ts = [on(a, dev, grad=i in grad_of) for i, a in enumerate(arrays)]
+    y = fn_ours(*ts)
+    ref = fn_ref(*arrays)
+    np.testing.assert_allclose(num(y), ref, rtol=TOL[dev], atol=TOL[dev])
+    g = rng().standard_normal(ref.shape)
+    (y * on(g, dev)).sum().backward()
+    for i in grad_of:
+        def f(a, i=i):
+            args = list(arrays)
+            args[i] = a
+            return fn_ref(*args)
+        np.testing.assert_allclose(num(ts[i].grad), numeric_grad(f, arrays[i], g), rtol=TOL[dev] * 10,
+                                   atol=TOL[dev] * 10)
+
+
+def test_shrink_threshold_rrelu(driver):
+    r = rng()
+    x = r.standard_normal((3, 7))
+    x[np.abs(np.abs(x) - 0.5) < 1e-3] = 0.9            # away from the kinks, for the central differences
+    x[np.abs(x - 0.1) < 1e-3] = 0.9
+    for dev in DEVICES:
+        check(dev, lambda t: F.threshold(t, 0.1, 20.0), lambda a: np.where(a > 0.1, a, 20.0), x)
+        check(dev, F.hardshrink, lambda a: np.where(np.abs(a) > 0.5, a, 0.0), x)
+        check(dev, F.softshrink, lambda a: np.where(a > 0.5, a - 0.5, np.where(a < -0.5, a + 0.5, 0.0)), x)
+        check(dev, F.rrelu, lambda a: np.where(a >= 0, a, a * (1 / 8 + 1 / 3) / 2), x)
+        m = nn.RReLU(0.1, 0.3).train()
+        t = on(x, dev)
+        y = num(m(t))
+        slope = y[x < 0] / x[x < 0]
+        assert (slope >= 0.1 - 1e-6).all() and (slope <= 0.3 + 1e-6).all() and slope.std() > 0.01
+        assert (y[x >= 0] == num(t)[x >= 0]).all()
+        y2 = nn.Threshold(0.1, 20.0, inplace=True)(t)
+        assert y2 is t and num(t).max() == 20.0
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(rawdev.zeros(2), -1.0)
+
+
+def test_softmax2d_lrn_channel_shuffle(driver):
+    r = rng()
+    x = r.standard_normal((2, 5, 3, 4))
+
+    def lrn_ref(a, size=3, alpha=1e-2, beta=0.75, k=2.0):
+        sq = np.pad(a * a, ((0, 0), (size // 2, (size - 1) // 2), (0, 0), (0, 0)))
+        div = sum(sq[:, j:j + a.shape[1]] for j in range(size)) / size
+        return a / (k + alpha * div) ** beta
+
+    for dev in DEVICES:
+        check(dev, nn.Softmax2d(), lambda a: np.exp(a - a.max(1, keepdims=True)) /
+              np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True), x)
+        check(dev, nn.LocalResponseNorm(3, 1e-2, 0.75, 2.0), lrn_ref, x)
+        check(dev, lambda t: F.local_response_norm(t, 4, 0.5), lambda a: lrn_ref(a, 4, 0.5, 0.75, 1.0), x)
+        perm = np.arange(6).reshape(3, 2).T.reshape(-1)
+        x6 = r.standard_normal((2, 6, 3))
+        check(dev, nn.ChannelShuffle(3), lambda a: a[:, perm], x6)
+    with pytest.raises(ValueError, match="divisible by groups"):
+        F.channel_shuffle(rawdev.zeros(1, 5, 2), 2)
+
+
+def test_gumbel_softmax(driver):
+    logits = np.log(np.array([0.1, 0.2, 0.7]))
+    for dev in ("cpu", "cuda"):
+        rawdev.manual_seed(3)
+        lg = rawdev.tensor(np.tile(logits, (20000, 1)), dtype=rawdev.float32, device=dev, requires_grad=True)
+        soft = F.gumbel_softmax(lg, tau=0.5)
+        np.testing.assert_allclose(soft.detach().cpu().numpy().sum(-1), 1.0, rtol=1e-5)
+        hard = F.gumbel_softmax(lg, hard=True)
+        h = hard.detach().cpu().numpy()
+        assert set(np.unique(h)) == {0.0, 1.0} and (h.sum(-1) == 1).all()
+        np.testing.assert_allclose(h.mean(0), [0.1, 0.2, 0.7], atol=0.015)     # argmax of logits + Gumbel noise
+        (hard * rawdev.tensor([1.0, 2.0, 3.0], device=dev)).sum().backward()
+        assert lg.grad is not None and float(lg.grad.abs().sum()) > 0           # the straight-through gradient
+
+
+def test_dropout3d_and_instancenorm3d(driver):
+    r = np.random.default_rng()
+    x = r.standard_normal((3, 4, 2, 3, 5))
+    for dev in ("cpu", "cuda"):
+        rawdev.manual_seed(0)
+        y = nn.Dropout3d(0.5)(rawdev.ones(8, 6, 2, 2, 2, device=dev)).cpu().numpy()
+        per_channel = y.reshape(8, 6, -1)
+        assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()
+        assert 0.3 < (per_channel[..., 0] == 0).mean() < 0.7
+        m = nn.Dropout3d(0.5).eval()
+        t = rawdev.tensor(x, device=dev)
+        assert m(t) is t
+        got = nn.InstanceNorm3d(4)(rawdev.tensor(x, dtype=rawdev.float32, device=dev)).cpu().numpy()
+        mu, var = x.mean((2, 3, 4), keepdims=True), x.var((2, 3, 4), keepdims=True)
+        np.testing.assert_allclose(got, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-4)

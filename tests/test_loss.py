@@ -1,6 +1,7 @@
-"""The losses beyond cross_entropy/mse: every reduction and weight option against an independent float64
-numpy reference, gradients by finite differences (cpu, float64), the cuda path (simulator, poisoned
-outputs) against the cpu on non-contiguous inputs of odd sizes, modules against F, and PyTorch's errors."""
+"""The losses of rawdev/ops/loss.py beyond cross_entropy/mse (those: test_kernels_loss.py): every reduction and weight
+option against an independent float64 numpy reference, gradients by finite differences (cpu, float64), the cuda path
+(simulator, poisoned outputs) against the cpu on non-contiguous inputs of odd sizes, modules against F, and
+PyTorch's errors."""
 import math
 import warnings
 
