@@ -686,12 +686,23 @@ def index_copy_(dst, outer, size, inner, idx, src):
     return dst
 
 
+_INDEX_ADD_SRC = {_dt.float16: "_f16", _dt.bfloat16: "_bf16"}
+
+
 def index_add_(dst, outer, size, inner, idx, src):
-    """In place: dst[o, idx[j], i] += src[o, j, i] with atomics (float32)."""
-    _f32("index_add_", dst, src)
-    _index_launch("index_add_f32", dst, dense(src), idx, outer, size, inner, "index_add_")
+    """In place: dst[o, idx[j], i] += src[o, j, i] with atomics into float32; src float32, or float16/bfloat16
+    read from its own storage and widened in the kernel (index_add_f32_{f16,bf16}: a 16-bit gradient summed into
+    a float32 accumulator, as embedding's backward does, with no widened copy of src)."""
+    sfx = _INDEX_ADD_SRC.get(src.dtype, "") if dst.dtype is _dt.float32 else ""
+    if not sfx:
+        _f32("index_add_", dst, src)
+    _index_launch("index_add_f32" + sfx, dst, dense(src), idx, outer, size, inner, "index_add_")
     dst._bump_version()
     return dst
+
+
+# opmath passes a 16-bit src unwidened when the destination is the float32 accumulator
+index_add_.native_low = lambda dst, *args: dst.dtype is _dt.float32 and args[-1].dtype in _INDEX_ADD_SRC  # type: ignore[attr-defined]  # noqa: E501
 
 
 # ------------------------------------------------------------------ dropout (dropout.ptx)
