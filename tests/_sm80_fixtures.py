@@ -1,6 +1,7 @@
 """A bare interpreter device for the sm_80 fixture kernels (tests/data/ptx/sm80_fixtures_sm80.ptx, built from
 tests/data/ptx/src/sm80_fixtures_sm80.cu): upload arrays, launch an entry with pointer and integer parameters,
-read results back. No driver, no runtime: the PTX interpreter alone."""
+read results back. No driver, no runtime: the PTX interpreter alone. Dev(path) loads another fixture module the
+same way (tests/data/ptx/sm75_fixtures.ptx)."""
 import struct
 from pathlib import Path
 
@@ -12,8 +13,8 @@ FIXTURES = Path(__file__).resolve().parent / "data" / "ptx" / "sm80_fixtures_sm8
 
 
 class Dev:
-    def __init__(self):
-        self.m = PtxModule(FIXTURES.read_text())
+    def __init__(self, path=FIXTURES):
+        self.m = PtxModule(Path(path).read_text())
         self.mem = DeviceMemory(1 << 28)
 
     def up(self, a):

@@ -48,8 +48,9 @@ def op_matrices(layout, a, b, M, N, K, lda, ldb):
     return opA, opB
 
 
-def run(kind, layout, M, N, K, draw, pad=0, off=0, alpha=1.0, beta=0.0, use_bias=True, act=0):
-    """Launches gemm_<layout>_<kind>_128x128 on operands drawn by draw(n) (float64, rounded to the kind here);
+def run(kind, layout, M, N, K, draw, pad=0, off=0, alpha=1.0, beta=0.0, use_bias=True, act=0, name=None):
+    """Launches gemm_<layout>_<kind>_128x128 (or the kernel `name` of the same parameters: the sm_75 float16
+    GEMM, tests/test_kernels_gemm_f16_sm75.py) on operands drawn by draw(n) (float64, rounded to the kind here);
     returns (Y as float64 [M, N], the exact float64 value before the final rounding, |terms| for error bounds).
     off shifts every base pointer by that many elements (off = 1: not 16-byte aligned); pad widens every leading
     dimension, and the padding columns of Y must come back untouched."""
@@ -61,7 +62,7 @@ def run(kind, layout, M, N, K, draw, pad=0, off=0, alpha=1.0, beta=0.0, use_bias
     bias = to_bits(kind, draw(N)) if use_bias else None
     Y0 = to_bits(kind, draw(M * ldy + off))
     bY = g.put(Y0)
-    g.run(f"gemm_{layout}_{kind}_128x128", (cdiv(N, 128), cdiv(M, 128)), 256,
+    g.run(name or f"gemm_{layout}_{kind}_128x128", (cdiv(N, 128), cdiv(M, 128)), 256,
           [bY.ptr + 2 * off, g.put(A).ptr + 2 * off, g.put(B).ptr + 2 * off, g.put(bias).ptr if use_bias else 0,
            M, N, K, lda, ldb, ldy, alpha, beta, act])
     out = g.get(bY, M * ldy + off, np.uint16)

@@ -6,6 +6,7 @@
 //   index_copy_bN(dst, src, idx, outer, nidx, size, inner):   dst[o, idx[j], i] = src[o, j, i]
 //   index_add_f32(dst, src, idx, outer, nidx, size, inner):   dst[o, idx[j], i] += src[o, j, i] (atomic: repeated
 //                                                             indices add up; the order of the adds is not fixed)
+//   index_add_f32_{f16,bf16}: the same into a float32 dst from a 16-bit src, widened (exactly) as it is read
 // Grid-stride loops over n = outer * nidx * inner in row-major order of [o, j, i]: consecutive threads take
 // consecutive i, so rows of the selected slices move coalesced.
 // assert() is NVRTC's built-in device-side assert (__assertfail): on a GPU it stops the kernel with
@@ -65,4 +66,26 @@ extern "C" __global__ void index_add_f32(float* __restrict__ dst, const float* _
                                          long long size, long long inner)
 {
     GRID_STRIDE(t, outer * nidx * inner) atomicAdd(&dst[indexed_offset(t, idx, nidx, size, inner)], src[t]);
+}
+
+// doc: dst[o, idx[j], i] += float(src[o, j, i]) over [outer, nidx, inner]: float32 dst, float16 src (widened exactly), atomically.
+extern "C" __global__ void index_add_f32_f16(float* __restrict__ dst, const unsigned short* __restrict__ src,
+                                             const long long* __restrict__ idx, long long outer, long long nidx,
+                                             long long size, long long inner)
+{
+    GRID_STRIDE(t, outer * nidx * inner)
+    {
+        float v;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(src[t]));
+        atomicAdd(&dst[indexed_offset(t, idx, nidx, size, inner)], v);
+    }
+}
+
+// doc: dst[o, idx[j], i] += float(src[o, j, i]) over [outer, nidx, inner]: float32 dst, bfloat16 src (widened exactly), atomically.
+extern "C" __global__ void index_add_f32_bf16(float* __restrict__ dst, const unsigned short* __restrict__ src,
+                                              const long long* __restrict__ idx, long long outer, long long nidx,
+                                              long long size, long long inner)
+{
+    GRID_STRIDE(t, outer * nidx * inner)
+        atomicAdd(&dst[indexed_offset(t, idx, nidx, size, inner)], __uint_as_float((unsigned)src[t] << 16));
 }

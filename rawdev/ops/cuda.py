@@ -7,7 +7,8 @@ What runs where:
 - GEMMs (linear forward/backward, matmul): gemm_{nt,nn,tn}_f32_{32x32,64x64,128x128}, the tile chosen by size;
   skinny outputs with a long K use split-K (gemm_*_32x32_splitk + gemm_splitk_reduce_f32, see _splitk).
   bfloat16/float16 operands of one dtype on sm_80+: gemm_{nt,nn,tn}_{bf16,f16}_128x128 on the 16-bit
-  storage (tensor cores, float32 accumulation; _gemm_native), every other 16-bit case widened by opmath.
+  storage (tensor cores, float32 accumulation; _gemm_native); float16 on sm_75: gemm_{nt,nn,tn}_f16_sm75 (the
+  same on mma m16n8k8); every other 16-bit case widened by opmath.
 - Operands arrive contiguous (rawdev.ops.dispatch makes strided views contiguous with one strided-copy
   launch); GEMM operands may also be transposed views (read through the nt/tn layouts and their strides).
 - Broadcasting is `expand` (stride 0) made contiguous by the strided copy: one launch, never a loop.
@@ -29,7 +30,7 @@ from ..runtime import memory
 from ..tensor.core import Tensor
 from .cuda_cast import _CAST_NAMES, _cast_kernel, _cast_path, can_cast, cast  # noqa: F401
 from .cuda_launch import (_GEMM_TILES, _bcast, _ew, _f32, _kernel, _rdev, _rows, _tile, clone,  # noqa: F401
-                          copy_into, dense, empty, full, has_kernel, set_poison)
+                          copy_into, dense, empty, full, gemm16_kernel, has_kernel, set_poison)
 
 NAME = "cuda"
 
@@ -82,11 +83,12 @@ def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0
               kind=None):
     """Y[M,N] = act(alpha·op(A)·op(B) + beta·Y + bias[N]): one launch of gemm_<layout>_f32_<tile>, or the
     split-K pair for skinny outputs with a long K (see _splitk; `splits` forces a count, tests use it).
-    kind "bf16"/"f16": Y, A, B and bias are 16-bit, one launch of gemm_<layout>_<kind>_128x128 (sm_80+)."""
+    kind "bf16"/"f16": Y, A, B and bias are 16-bit, one launch of gemm_<layout>_<kind>_128x128 (sm_80+) or
+    gemm_<layout>_f16_sm75 (float16 on sm_75; gemm16_kernel picks)."""
     if M == 0 or N == 0:
         return
     if kind is not None:
-        _kernel(rdev, f"gemm_{layout}_{kind}_128x128").launch(
+        _kernel(rdev, gemm16_kernel(rdev, layout, kind) or f"gemm_{layout}_{kind}_128x128").launch(
             ((N + 127) // 128, (M + 127) // 128), 256, [y, a, b, bias, M, N, K, lda, ldb, ldy, float(alpha),
                                                          float(beta), act])
         return
@@ -134,18 +136,20 @@ _NATIVE_KINDS = {_dt.bfloat16: "bf16", _dt.float16: "f16"}
 
 def _gemm_native(a, b, ta=False, tb=False, bias=None, *args, **kwargs):
     """The 16-bit kernel kind ("bf16"/"f16") when gemm can run on a's and b's own dtype: both (and the bias, if
-    any) bfloat16 or both float16, on a device that runs the sm_80 tensor-core kernels; else None, and
-    rawdev.ops.opmath widens the operands to float32 around the float32 kernels as before."""
+    any) bfloat16 or both float16, on a device that runs a 16-bit tensor-core kernel of that kind (sm_80+, or
+    sm_75 for float16: gemm16_kernel); else None, and rawdev.ops.opmath widens the operands to float32 around
+    the float32 kernels as before."""
     kind = _NATIVE_KINDS.get(a.dtype)
     if kind is None or b.dtype is not a.dtype or (bias is not None and bias.dtype is not a.dtype):
         return None
-    return kind if _kernels.runs_on(_rdev(a), f"gemm_nt_{kind}_128x128") else None
+    return kind if gemm16_kernel(_rdev(a), "nt", kind) is not None else None
 
 
 def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
     """op(a)[M,K]·op(b)[K,N] (·alpha, + bias[N], act 0/1 relu/2 gelu-tanh) on 2-D tensors of any strides: a
     transposed view is read through the tn/nt layouts, not copied. float32, or bfloat16/float16 operands (and
-    bias) of one dtype on sm_80+ (tensor cores, float32 accumulation, the result in that dtype: _gemm_native)."""
+    bias) of one dtype on sm_80+, float16 on sm_75 (tensor cores, float32 accumulation, the result in that dtype:
+    _gemm_native)."""
     for t in (a, b, bias):
         if t is not None and not t.dtype.is_floating_point:   # PyTorch has no integer GEMM on cuda either
             raise RuntimeError(f'"addmm_cuda" not implemented for \'{t.dtype._legacy[:-6]}\'')
@@ -682,12 +686,23 @@ def index_copy_(dst, outer, size, inner, idx, src):
     return dst
 
 
+_INDEX_ADD_SRC = {_dt.float16: "_f16", _dt.bfloat16: "_bf16"}
+
+
 def index_add_(dst, outer, size, inner, idx, src):
-    """In place: dst[o, idx[j], i] += src[o, j, i] with atomics (float32)."""
-    _f32("index_add_", dst, src)
-    _index_launch("index_add_f32", dst, dense(src), idx, outer, size, inner, "index_add_")
+    """In place: dst[o, idx[j], i] += src[o, j, i] with atomics into float32; src float32, or float16/bfloat16
+    read from its own storage and widened in the kernel (index_add_f32_{f16,bf16}: a 16-bit gradient summed into
+    a float32 accumulator, as embedding's backward does, with no widened copy of src)."""
+    sfx = _INDEX_ADD_SRC.get(src.dtype, "") if dst.dtype is _dt.float32 else ""
+    if not sfx:
+        _f32("index_add_", dst, src)
+    _index_launch("index_add_f32" + sfx, dst, dense(src), idx, outer, size, inner, "index_add_")
     dst._bump_version()
     return dst
+
+
+# opmath passes a 16-bit src unwidened when the destination is the float32 accumulator
+index_add_.native_low = lambda dst, *args: dst.dtype is _dt.float32 and args[-1].dtype in _INDEX_ADD_SRC  # type: ignore[attr-defined]  # noqa: E501
 
 
 # ------------------------------------------------------------------ dropout (dropout.ptx)

@@ -3,10 +3,10 @@ blockIdx.z = the batch index, a batch stride per operand) over contiguous [batch
 operands, transposes read through the GEMM's layouts. Batches beyond the grid's z limit (65,535) take one
 launch per 65,535 matrices. bfloat16 (or float16) operands of one dtype on sm_80+ run
 gemm_<layout>_{bf16,f16}_128x128_batched on their own storage (tensor cores, float32 accumulation, the result
-in their dtype); other 16-bit cases are widened to float32 by rawdev.ops.opmath."""
+in their dtype), float16 on sm_75 gemm_<layout>_f16_sm75_batched (the same on mma m16n8k8); other 16-bit cases
+are widened to float32 by rawdev.ops.opmath."""
 from .. import dtypes as _dt
-from ..runtime import kernels as _kernels
-from .cuda_launch import _f32, _kernel, _rdev, _tile, empty
+from .cuda_launch import _f32, _kernel, _rdev, _tile, empty, gemm16_kernel
 
 _Z_MAX = 65535
 
@@ -17,16 +17,17 @@ _NATIVE_KINDS = {_dt.bfloat16: "bf16", _dt.float16: "f16"}
 
 
 def _bmm_native(a, b, ta=False, tb=False):
-    """"bf16"/"f16" when both operands have that dtype and the device runs the sm_80 16-bit kernels, else None."""
+    """"bf16"/"f16" when both operands have that dtype and the device runs a batched 16-bit kernel of that kind
+    (sm_80+, or sm_75 for float16: gemm16_kernel), else None."""
     kind = _NATIVE_KINDS.get(a.dtype)
     if kind is None or b.dtype is not a.dtype:
         return None
-    return kind if _kernels.runs_on(_rdev(a), f"gemm_nn_{kind}_128x128_batched") else None
+    return kind if gemm16_kernel(_rdev(a), "nn", kind, batched=True) is not None else None
 
 
 def bmm(a, b, ta=False, tb=False):
     """[batch, M, K] x [batch, K, N] (or their transposes by ta/tb) -> [batch, M, N], contiguous inputs; float32,
-    or bfloat16/float16 of one dtype on sm_80+ (_bmm_native)."""
+    or bfloat16/float16 of one dtype on sm_80+, float16 on sm_75 (_bmm_native)."""
     kind = _bmm_native(a, b, ta, tb)
     if kind is None:
         _f32("matmul", a, b)
@@ -50,7 +51,8 @@ def bmm(a, b, ta=False, tb=False):
         return y
     if kind:
         tile, threads, esz = 128, 256, 2
-        k = _kernel(rdev, f"gemm_{layout}_{kind}_128x128_batched", "bmm")
+        k = _kernel(rdev, gemm16_kernel(rdev, layout, kind, batched=True) or f"gemm_{layout}_{kind}_128x128_batched",
+                    "bmm")
     else:
         tile, threads = _tile(M, N, rdev.multiprocessors)
         esz = 4

@@ -109,6 +109,18 @@ def _bcast(t, shape):
 _GEMM_TILES = ((128, 256), (64, 256), (32, 64))   # (tile, threads per block)
 
 
+def gemm16_kernel(rdev, layout, kind, batched=False):
+    """The 16-bit tensor-core GEMM for `kind` ("bf16"/"f16") and `layout` that rdev can run, or None: the sm_80
+    gemm_<layout>_<kind>_128x128 on compute capability 8.0+, else (float16 only: sm_75 has no bfloat16 mma)
+    gemm_<layout>_f16_sm75 on 7.5+. Both take the same parameters and launch shape (128x128 tiles, 256
+    threads), so the caller only swaps the name; None means the operands are widened to float32 instead."""
+    suffix = "_batched" if batched else ""
+    for name in (f"gemm_{layout}_{kind}_128x128{suffix}", f"gemm_{layout}_{kind}_sm75{suffix}"):
+        if _kernels.runs_on(rdev, name):
+            return name
+    return None
+
+
 def _tile(M, N, sms):
     """The largest tile whose grid still gives every SM a block (a 256x1024 layer output is 16 tiles of
     128x128 but 64 of 64x64 and 256 of 32x32: on a 132-SM H100/H200 only the 32x32 tile fills it)."""

@@ -1,7 +1,8 @@
 """Embedding lookups: embedding.
 
-embedding is a row gather (index_select on the weight) whose backward is a scatter-add of the gradient rows
-(atomics on cuda), skipping padding_idx. layer_norm and rms_norm live in the normalization family
+embedding is a row gather (index_select on the weight, any dtype: a float16/bfloat16 weight is gathered in its
+own storage) whose backward is a scatter-add of the gradient rows (atomics on cuda), skipping padding_idx; a
+16-bit gradient is summed in float32 and rounded once. layer_norm and rms_norm live in the normalization family
 (rawdev/ops/normalization/).
 """
 import math
@@ -37,9 +38,12 @@ class _Embedding(Function):
         if ctx.padding_idx is not None:   # the padding row gets no gradient, as PyTorch's embedding_backward
             pad = B.compare(idx, ctx.padding_idx, "eq")
             g = B.fill_where(g, pad.reshape(idx.numel(), 1), 0)
-        gw = B.full((ctx.V, ctx.D), 0, g.dtype, g.device)
+        # a 16-bit gradient is summed into float32 (repeated indices add up without a rounding per add) and the
+        # sum rounded once to the weight's dtype; the cuda kernel reads g in its own storage (no widened copy)
+        low = g.dtype in (_dt.float16, _dt.bfloat16)
+        gw = B.full((ctx.V, ctx.D), 0, _dt.float32 if low else g.dtype, g.device)
         B.index_add_(gw, 1, ctx.V, ctx.D, idx, g)
-        return gw, None, None
+        return (gw.to(dtype=g.dtype) if low else gw), None, None
 
     @staticmethod
     def backward_graph(ctx, g):   # the scatter-add recorded; its adjoint is the lookup again

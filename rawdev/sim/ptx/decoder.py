@@ -1637,34 +1637,38 @@ class Decoder:
         return ldmatrix
 
     def _mma(self, inst, mods, getter, setter, active, lane_slot):
-        """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32
-        (T = .bf16 or .f16, both operands the same): one warp's D = A·B + C, D and C float32 16x8.
+        """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32
+        (the sm_75 form) and mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 (T = .bf16 or .f16, both operands the
+        same): one warp's D = A·B + C, D and C float32 16x8.
         Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8" / "... for mma.m16n8k16 with floating point
         type"), lane = 4·g + t:
         m16n8k8 .tf32: A[g][t]=a0, A[g+8][t]=a1, A[g][t+4]=a2, A[g+8][t+4]=a3; B[t][g]=b0, B[t+4][g]=b1.
-        m16n8k16 .f16/.bf16, each .b32 register two elements, the lower index in the low half:
-        a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9];
-        b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g].
+        16-bit forms, each .b32 register two elements, the lower index in the low half:
+        m16n8k8 .f16: a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1]; b0 = B[2t, 2t+1][g] (the first half of the
+        m16n8k16 fragments below);
+        m16n8k16 .f16/.bf16: a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9],
+        a3 = A[g+8][2t+8, 2t+9]; b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g].
         C/D (both): [g][2t]=c0, [g][2t+1]=c1, [g+8][2t]=c2, [g+8][2t+1]=c3.
         Modelled: TF32 operands ignore the low 13 bits of their register; 16-bit operands are read exactly
         (their products are exact in float64); each D element is the float64 sum of its K products and C,
         rounded once to float32 (round to nearest even). Not modelled: a tensor core's internal accumulation
         order and the truncation of its intermediate sums, so D can differ from a GPU's in the last bits of
         float32."""
-        kinds = {("m16n8k8", "tf32"): 8, ("m16n8k16", "bf16"): 16, ("m16n8k16", "f16"): 16}
+        kinds = {("m16n8k8", "tf32"): 8, ("m16n8k8", "f16"): 8, ("m16n8k16", "bf16"): 16, ("m16n8k16", "f16"): 16}
         shape = next((m for m in mods if m in ("m16n8k8", "m16n8k16")), None)
         ab = mods[-3] if len(mods) >= 4 else None
         if mods[:2] != ["sync", "aligned"] or shape is None or "row" not in mods or "col" not in mods \
                 or len(mods) < 4 or mods[-4] != "f32" or mods[-1] != "f32" or mods[-2] != ab \
                 or (shape, ab) not in kinds:
-            _err(inst, "only mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and "
+            _err(inst, "only mma.sync.aligned.m16n8k8.row.col.f32.{tf32,f16}.{tf32,f16}.f32 and "
                        "mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 (same A and B type) are "
                        "supported")
         K = kinds[(shape, ab)]
+        na, nb = (2, 1) if (shape, ab) == ("m16n8k8", "f16") else (4, 2)   # .b32 registers of A and B
         ops_ = inst.operands
         if len(ops_) != 4 or not all(isinstance(o, Vec) for o in ops_) or \
-                [len(o.items) for o in ops_] != [4, 4, 2, 4]:
-            _err(inst, f"mma.sync {shape} {ab} takes {{4 f32}}, {{4 b32}}, {{2 b32}}, {{4 f32}} registers")
+                [len(o.items) for o in ops_] != [4, na, nb, 4]:
+            _err(inst, f"mma.sync {shape} {ab} takes {{4 f32}}, {{{na} b32}}, {{{nb} b32}}, {{4 f32}} registers")
         d, a, b, c = ops_
         ga = [getter(r, "b32") for r in a.items]
         gb = [getter(r, "b32") for r in b.items]
@@ -1693,17 +1697,18 @@ class Decoder:
             A = np.zeros((nw, 16, K))
             B = np.zeros((nw, K, 8))
             C = np.zeros((nw, 16, 8))
-            if K == 8:
+            if ab == "tf32":
                 av = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in ga]
                 bv = [ops.tf32_operand(f(R, lanes)).astype(np.float64).reshape(nw, 32) for f in gb]
                 A[:, lg, lt], A[:, lg + 8, lt], A[:, lg, lt + 4], A[:, lg + 8, lt + 4] = av
                 B[:, lt, lg], B[:, lt + 4, lg] = bv
             else:
+                # m16n8k8 .f16 reads the first na (nb) of these positions: its K is the first 8 of m16n8k16's
                 for i, (row, col) in enumerate(((lg, 2 * lt), (lg + 8, 2 * lt), (lg, 2 * lt + 8),
-                                                (lg + 8, 2 * lt + 8))):
+                                                (lg + 8, 2 * lt + 8))[:na]):
                     lo, hi = halves(ga[i](R, lanes))
                     A[:, row, col], A[:, row, col + 1] = lo.reshape(nw, 32), hi.reshape(nw, 32)
-                for i, row in enumerate((2 * lt, 2 * lt + 8)):
+                for i, row in enumerate((2 * lt, 2 * lt + 8)[:nb]):
                     lo, hi = halves(gb[i](R, lanes))
                     B[:, row, lg], B[:, row + 1, lg] = lo.reshape(nw, 32), hi.reshape(nw, 32)
             cv = [np.asarray(f(R, lanes), np.float32).astype(np.float64).reshape(nw, 32) for f in gc]
