@@ -1,4 +1,4 @@
-"""F.embedding on a float16/bfloat16 weight (rawdev/ops/norm.py): the forward gathers rows in the weight's own
+"""F.embedding on a float16/bfloat16 weight (rawdev/ops/embedding.py): the forward gathers rows in the weight's own
 2-byte storage (index_select_b2), the backward sums the 16-bit gradient rows into a float32 accumulator
 (index_add_f32_{f16,bf16}, which widen as they read) and rounds the sum once to the weight's dtype — no
 widening cast launches either way. Against float64 numpy on the cpu and the cuda (simulated) device, with
