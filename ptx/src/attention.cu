@@ -20,22 +20,8 @@
 // Philox4x32-10(counter = (lo(t/4), hi(t/4), lo(offset), hi(offset)), key = (lo(seed), hi(seed))) gives
 // u = (w >> 8) * 2^-24 >= p_drop (dropout.cu's scheme); kept probabilities are scaled by 1/(1-p_drop).
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
-
-struct U4 { unsigned int x, y, z, w; };
-
-DEVI U4 philox4x32_10(U4 c, unsigned int k0, unsigned int k1)
-{
-#pragma unroll
-    for (int r = 0; r < 10; ++r) {
-        const unsigned int lo0 = 0xD2511F53u * c.x, hi0 = __umulhi(0xD2511F53u, c.x);
-        const unsigned int lo1 = 0xCD9E8D57u * c.z, hi1 = __umulhi(0xCD9E8D57u, c.z);
-        c = U4{hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0};
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    return c;
-}
 
 DEVI bool keep_at(long long t, float p, unsigned long long seed, unsigned long long offset)
 {

@@ -4,10 +4,7 @@
 // gradient from dcols): each input element gathers the column entries its windows put it in, so it needs no
 // atomics and is deterministic. One thread per output element, grid-stride, 64-bit indices.
 
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
-
+#include "common.cuh"
 struct ConvGeom {
     long long N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
 };

@@ -7,23 +7,9 @@
 // grid-stride loop over ceil(n/4) groups. float16/bfloat16 tensors use the `_f16` / `_bf16` kernels on their own
 // storage (the same mask; x*scale in float32, rounded once).
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
 #include "storage.cuh"
-
-struct U4 { unsigned int x, y, z, w; };
-
-DEVI U4 philox4x32_10(U4 c, unsigned int k0, unsigned int k1)
-{
-#pragma unroll
-    for (int r = 0; r < 10; ++r) {
-        const unsigned int lo0 = 0xD2511F53u * c.x, hi0 = __umulhi(0xD2511F53u, c.x);
-        const unsigned int lo1 = 0xCD9E8D57u * c.z, hi1 = __umulhi(0xCD9E8D57u, c.z);
-        c = U4{hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0};
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    return c;
-}
 
 DEVI bool keep_word(unsigned int w, float p) { return (float)(w >> 8) * 5.9604644775390625e-08f >= p; }
 

@@ -4,10 +4,8 @@
 // Backward kernels write dx = dy * f'(.) and take the saved forward input x (relu, leaky_relu, gelu)
 // or the saved forward output y (tanh, sigmoid, sqrt, rsqrt), as named in each signature.
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
 
 // The storages (float32, float16, bfloat16) and their loads and stores: Io<S>, ELT(S) (storage.cuh). One kernel
 // body serves the three: a `<name>_f16` / `<name>_bf16` kernel gives, bit for bit, what cast_f16_f32 + `<name>` +

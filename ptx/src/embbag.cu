@@ -4,10 +4,8 @@
 // dimension; argmax saved for the backward). An empty bag gives 0 (max: argmax -1). An index outside [0, V)
 // trips a device-side assert. One thread per (bag, d): consecutive threads read consecutive d (coalesced).
 
+#include "common.cuh"
 #define DEVICE_ASSERT(cond) ((cond) ? (void)0 : __assertfail(#cond, __FILE__, __LINE__, __func__, 1))
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
 
 // doc: out[B, D] (and argmax[B, D] for max, cnt[B] the non-padding count) from weight[V, D], idx, bounds[B+1],
 // psw (null: 1), mode 0 sum / 1 mean / 2 max, pad (-1: none).

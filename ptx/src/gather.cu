@@ -12,10 +12,8 @@
 // Grid-stride loops over n = outer * nidx * inner in row-major order: consecutive threads take consecutive
 // i, so the index, the source and the output move coalesced; 64-bit offsets throughout.
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
-#define GRID_STRIDE(t, n)                                                                           \
-    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         t < (n); t += _stride)
 
 // the offset of [o, idx[t], i] in the [outer, size, inner] operand for the flat position t of [outer, nidx, inner]
 DEVI long long scattered_offset(long long t, const long long* __restrict__ idx, long long nidx, long long size,

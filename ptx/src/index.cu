@@ -12,12 +12,10 @@
 // assert() is NVRTC's built-in device-side assert (__assertfail): on a GPU it stops the kernel with
 // CUDA_ERROR_ASSERT ("device-side assert triggered") and prints the condition; the simulator does the same.
 
+#include "common.cuh"
 #define DEVICE_ASSERT(cond) ((cond) ? (void)0 : __assertfail(#cond, __FILE__, __LINE__, __func__, 1))
 
 #define DEVI __device__ __forceinline__
-#define GRID_STRIDE(t, n)                                                                           \
-    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         t < (n); t += _stride)
 
 // (offset of [o, idx[j], i] in the [outer, size, inner] tensor) for the flat position t of [outer, nidx, inner]
 DEVI long long indexed_offset(long long t, const long long* __restrict__ idx, long long nidx, long long size,

@@ -7,10 +7,7 @@
 // Forward: one thread per output element (grid-stride, coalesced writes). Backward: one thread per output
 // element adding its gradient into the input positions it read (atomicAdd; dx zeroed first).
 
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
-
+#include "common.cuh"
 __device__ __forceinline__ long long nearest_src(long long dst, float scale, long long in, int exact)
 {
     const float s = exact ? ((float)dst + 0.5f) * scale : (float)dst * scale;

@@ -3,10 +3,7 @@
 // on ties). The narrow integer dtypes compute through int64 (rawdev/ops/opmath.py), so int64 is the one
 // arithmetic type here; a conversion back truncates, which is the wrap-around PyTorch's integer math has.
 
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
-
+#include "common.cuh"
 #define I64_MAX 9223372036854775807LL
 #define I64_MIN (-I64_MAX - 1LL)
 

@@ -7,11 +7,9 @@
 // condition: NVRTC's built-in assert calls __assertfail, which prints it and stops the kernel with
 // CUDA_ERROR_ASSERT ("device-side assert triggered"), sticky for the context (the simulator does the same).
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
 #include "storage.cuh"
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
 
 DEVI float warp_max(float v)
 {
@@ -235,7 +233,6 @@ extern "C" __global__ void cross_entropy_ws_bwd(float* __restrict__ dlogits, con
         dlogits[r * C + c] = skip ? 0.0f : fmaf(p, ap, -k) * g;
     }
 }
-
 
 // ---------------------------------------------------------------- elementwise losses
 // Op codes (rawdev/ops/loss.py's _PW): 0 l1 |x - t|; 1 smooth_l1 (a = beta > 0); 2 huber (a = delta);

@@ -6,6 +6,7 @@
 // variance and per-channel sums) are always float32, as PyTorch's cuda kernels keep them. The math is the float32
 // kernel's on the widened values, so a 16-bit result is the widened path's bit for bit.
 
+#include "common.cuh"
 #include "storage.cuh"
 
 // ================================================================== layer_norm / rms_norm
@@ -209,7 +210,6 @@ extern "C" __global__ void row_norm_bwd_bf16_f32w(unsigned short* __restrict__ d
 {
     row_norm_bwd_body<S_BF16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
-
 
 // ================================================================== group_norm / instance_norm
 // Group normalization (and instance normalization, G = C) for x viewed as [N, C, S] (S = the spatial size),
@@ -466,7 +466,6 @@ extern "C" __global__ void gn_bwd_wb_bf16_f32w(float* __restrict__ dw, float* __
     gn_bwd_wb_body<S_BF16, S_F32>(dw, db, dy, x, mean, rstd, N, C, Cg, S);
 }
 
-
 // ================================================================== batch_norm
 // Batch normalization over (N, spatial) per channel for x viewed as [N, C, S] (S = H*W, or 1).
 // Statistics: one block per channel; each thread runs Welford over a strided share of the channel's N*S values,
@@ -474,10 +473,6 @@ extern "C" __global__ void gn_bwd_wb_bf16_f32w(float* __restrict__ dw, float* __
 // the data is read once and the variance does not suffer the cancellation of E[x^2] - E[x]^2.
 // Apply and the input gradient are elementwise (grid-stride); the backward's two per-channel sums are one
 // more block-per-channel pass.
-
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
 
 #define BN_THREADS 256
 

@@ -2,10 +2,7 @@
 // never interpreted), and float32 clamp, maximum/minimum with their backward. Grid-stride loops over a
 // 64-bit element count n; operands are contiguous and already broadcast to the output's shape.
 
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
-
+#include "common.cuh"
 #define SELECT_OPS(BITS, T)                                                                         \
     /* doc: y = c ? a : b elementwise (c bool, one byte), for any BITS-bit dtype. */                 \
     extern "C" __global__ void select_b##BITS(T* __restrict__ y, const unsigned char* __restrict__ c,  \

@@ -10,22 +10,8 @@
 // Box-Muller pairs, sort keys) take element i from group i/2 (words x,y for even i, z,w for odd i).
 // Every kernel is a grid-stride loop (any 1-D grid/block; rawdev launches block 256).
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
-
-struct U4 { unsigned int x, y, z, w; };
-
-DEVI U4 philox4x32_10(U4 c, unsigned int k0, unsigned int k1)
-{
-#pragma unroll
-    for (int r = 0; r < 10; ++r) {
-        const unsigned int lo0 = 0xD2511F53u * c.x, hi0 = __umulhi(0xD2511F53u, c.x);
-        const unsigned int lo1 = 0xCD9E8D57u * c.z, hi1 = __umulhi(0xCD9E8D57u, c.z);
-        c = U4{hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0};
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    return c;
-}
 
 DEVI U4 draw(long long g, unsigned long long seed, unsigned long long offset)
 {
@@ -45,10 +31,6 @@ DEVI double u01_f64(unsigned int a, unsigned int b)
     const unsigned long long v = (((unsigned long long)a << 32) | b) >> 11;
     return (double)v * 1.1102230246251565e-16;
 }
-
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
 
 // doc: y[i] = lo + (hi - lo) * u, u in [0, 1) from one Philox word (24 bits) per element (file header). float32.
 extern "C" __global__ void rand_uniform_f32(float* __restrict__ y, long long n, float lo, float hi, unsigned long long seed, unsigned long long offset)

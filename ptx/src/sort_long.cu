@@ -9,10 +9,7 @@
 //      first, which keeps the sort stable); ceil(log2(n / CHUNK)) passes, ping-ponging two buffers.
 // Indices are int64 positions within the row; the caller gathers the values through them.
 
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
-
+#include "common.cuh"
 #define CHUNK 2048
 #define CHUNK_THREADS 512
 

@@ -11,10 +11,8 @@
 // The geometry travels by value in the kernel's parameter space (.param .align 8 .b8 geom[192]); the loop
 // over dimensions is unrolled to MAX_RANK with constant indices, so it reads it with ld.param.
 
+#include "common.cuh"
 #define DEVI __device__ __forceinline__
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
 
 #define MAX_RANK 8
 

@@ -3,7 +3,7 @@ floor division, div's rounding modes, copysign, hypot, lerp, addcmul, addcdiv; l
 isnan/isinf/isfinite/…, nan_to_num, isclose/allclose/equal. The small linear-algebra forms (outer, dot, mv,
 bmm, addmm, baddbmm, einsum) live in products.py.
 
-The kernels (ptx/src/math2.cu, through cpu_math.py / cuda_math.py) compute values; gradients are written with
+The kernels (ptx/src/binary_math.cu, through cpu_math.py / cuda_math.py) compute values; gradients are written with
 differentiable ops, so they run on either device and support double backward. lerp/addcmul/addcdiv are
 compositions of declared ops.
 """

@@ -365,7 +365,7 @@ def scale_(x, s):
 
 
 def scale(x, s):
-    if _i64(x) and _int_scalar(s):     # int64 arithmetic (math2.ptx)
+    if _i64(x) and _int_scalar(s):     # int64 arithmetic (binary_math.ptx)
         from .cuda_math import scalar_i64
         return scalar_i64(dense(x), int(s), "mul")
     sfx = _storage("mul", x)

@@ -1,4 +1,4 @@
-"""The cuda path of math2.ptx: binary math (pow, atan2, fmod, remainder, floor division, copysign, hypot),
+"""The cuda path of binary_math.ptx: binary math (pow, atan2, fmod, remainder, floor division, copysign, hypot),
 logical/bitwise ops on bytes, float classification and nan_to_num."""
 import numpy as np
 

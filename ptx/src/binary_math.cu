@@ -3,11 +3,8 @@
 // nan_to_num. All elementwise over n contiguous elements (operands broadcast by the launcher), grid-stride,
 // 64-bit indices; an op code selects the function so one kernel serves a family.
 
-#define GRID_STRIDE(i, n)                                                                           \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, _stride = (long long)gridDim.x * blockDim.x; \
-         i < (n); i += _stride)
-
 // Python's floor division as PyTorch computes it (div_floor_floating): exact for representable quotients.
+#include "common.cuh"
 __device__ __forceinline__ float floor_div(float a, float b)
 {
     if (b == 0.0f) return a / b;
