@@ -160,8 +160,6 @@ def test_the_transfer_module_imports_only_the_runtime_and_never_names_a_tensor()
 # or a module joining one of these, fails the test below.
 KNOWN_CYCLES = [
     {"random", "tensor.core", "tensor.cuda_io", "tensor.dlpack", "tensor.factory", "tensor.legacy", "tensor.moves"},
-    {"ops.cpu", "ops.cpu_conv", "ops.cpu_embedding_bag", "ops.cpu_gather", "ops.cpu_math", "ops.cpu_resample",
-     "ops.cpu_select"},
     {"ops.binary", "ops.binary_math", "ops.dtype_queries", "ops.out_arg"},
     {"ops.linalg", "ops.sparse_coo"},
     {"autograd.function", "ops.cuda", "ops.dispatch", "ops.opmath", "ops.shape"},

@@ -10,14 +10,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import CPU
 from ..tensor.core import Tensor
-from .cpu_values import v, wrap  # noqa: F401  (the cpu_* files and the family folders take them from here too)
+from .cpu_values import _vdt, v, wrap  # noqa: F401  (the family folders take them from here too)
 
 NAME = "cpu"
-
-
-def _vdt(dt):
-    """numpy dtype the values of dt are computed in."""
-    return np.dtype(np.float32) if dt is _dt.bfloat16 else dt.storage
 
 
 # ------------------------------------------------------------------ creation / copies

@@ -2,7 +2,7 @@
 index arithmetic of embbag.cu)."""
 import numpy as np
 
-from .cpu import v, wrap
+from .cpu_values import v, wrap
 
 __all__ = ["embedding_bag_fwd", "embedding_bag_bwd"]
 

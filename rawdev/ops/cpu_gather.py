@@ -3,7 +3,7 @@ rawdev/ops/cuda_gather.py, with PyTorch's error for an index out of range."""
 import numpy as np
 
 from .. import dtypes as _dt
-from .cpu import v, wrap
+from .cpu_values import v, wrap
 
 __all__ = ["gather_dim", "scatter_dim_", "linear_index"]
 

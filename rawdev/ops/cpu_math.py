@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import dtypes as _dt
-from .cpu import v, wrap
+from .cpu_values import v, wrap
 
 __all__ = ["binary_math", "logical", "logical_not", "classify", "nan_to_num"]
 

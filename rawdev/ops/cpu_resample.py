@@ -2,7 +2,7 @@
 arithmetic of interp.cu)."""
 import numpy as np
 
-from .cpu import v, wrap
+from .cpu_values import v, wrap
 
 __all__ = ["interp_fwd", "interp_bwd"]
 

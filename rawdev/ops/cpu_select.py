@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import dtypes as _dt
-from .cpu import _vdt, v, wrap
+from .cpu_values import _vdt, v, wrap
 
 __all__ = ["where", "fill_where", "clamp", "clamp_bwd", "max_min", "max_min_bwd"]
 

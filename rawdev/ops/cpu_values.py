@@ -8,6 +8,11 @@ from ..tensor.core import Tensor
 __all__ = ["v", "wrap"]
 
 
+def _vdt(dt):
+    """numpy dtype the values of dt are computed in."""
+    return np.dtype(np.float32) if dt is _dt.bfloat16 else dt.storage
+
+
 def v(t):
     """numpy values of a cpu tensor (shared when the dtype allows)."""
     d = t._data
