@@ -169,3 +169,35 @@ def test_wire_refuses_what_it_cannot_send(driver):
         wire.encode({"o": object()})
     with pytest.raises(RuntimeError, match="TensorPipe RPC backend only supports CPU tensors by default"):
         wire.encode([rawdev.ones(2, device="cuda")])
+
+
+def test_a_worker_still_reading_the_worker_table_serves_requests_after_it(tmp_path):
+    # rank 1 reads the rendezvous slowly; rank 0, done first, at once asks it for a value through an RRef it owns
+    body = """
+    import time
+    from rawdev.distributed.rpc import agent as _agent
+    if RANK == 1:
+        _join = _agent.Agent.join
+        def slow_join(self):
+            get = self.store.get
+            def slow_get(key):
+                time.sleep(0.5)
+                return get(key)
+            self.store.get = slow_get
+            try:
+                _join(self)
+            finally:
+                del self.store.get
+        _agent.Agent.join = slow_join
+    def owned_sum(r):   # runs on w1: the argument is an RRef w1 owns, read back from the wire there
+        return float(r.local_value().sum())
+    rpc.init_rpc(f"w{RANK}", rank=RANK, world_size=WORLD)
+    if RANK == 0:
+        rref = rpc.remote("w1", rawdev.add, args=(rawdev.ones(2), 1))
+        report("value", rpc.rpc_sync("w1", owned_sum, args=(rref,)))
+    rpc.shutdown()
+    """
+    ranks = run_ranks(tmp_path, body, world=2, init=RPC_INIT)
+    for r in ranks:
+        assert r.rc == 0, r
+    assert ranks[0].results["value"] == 4.0

@@ -113,20 +113,26 @@ class Agent:
         self.server.listen(128)
         host = store._sock.getsockname()[0] if hasattr(store, "_sock") else "127.0.0.1"
         self.address = (host, self.server.getsockname()[1])
-        threading.Thread(target=self._accept, name=f"rpc-accept-{name}", daemon=True).start()
-        threading.Thread(target=self._reap, name=f"rpc-deadlines-{name}", daemon=True).start()
         self.workers: dict[int, WorkerInfo] = {}
         self.addrs: dict[int, tuple[str, int]] = {}
+        # A peer that finished its rendezvous first may call this worker before it knows every worker (a request
+        # naming an RRef owned by a rank not yet read back would fail): requests are served once join is done.
+        self.joined = threading.Event()
+        threading.Thread(target=self._accept, name=f"rpc-accept-{name}", daemon=True).start()
+        threading.Thread(target=self._reap, name=f"rpc-deadlines-{name}", daemon=True).start()
 
     # ------------------------------------------------------------------ rendezvous
     def join(self) -> None:
         """Publish this worker's name and address; learn every other worker's (names must be unique)."""
         self.store.set(f"rpc/worker/{self.info.id}", json.dumps([self.info.name, *self.address]))
         keys = [f"rpc/worker/{r}" for r in range(self.world_size)]
-        self.store.wait(keys, self.timeout)
-        for r in range(self.world_size):
-            name, host, port = json.loads(self.store.get(f"rpc/worker/{r}").decode())
-            self.workers[r], self.addrs[r] = WorkerInfo(r, name), (host, int(port))
+        try:
+            self.store.wait(keys, self.timeout)
+            for r in range(self.world_size):
+                name, host, port = json.loads(self.store.get(f"rpc/worker/{r}").decode())
+                self.workers[r], self.addrs[r] = WorkerInfo(r, name), (host, int(port))
+        finally:
+            self.joined.set()
         names = [w.name for w in self.workers.values()]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -274,6 +280,7 @@ class Agent:
 
     def _serve(self, conn: socket.socket) -> None:
         lock = threading.Lock()
+        self.joined.wait(self.timeout)
         try:
             while True:
                 header, blobs = _read_frame(conn)
