@@ -8,18 +8,9 @@ import rawdev.nn.functional as F
 from rawdev import nn
 from rawdev.ops import cuda as cuda_ops
 
+from _refs import numeric_grad
+
 RNG = np.random.default_rng(2026)
-
-
-def _fd(f, x, gout, eps=1e-6):
-    """d sum(f(x) * gout) / dx by central differences (float64)."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = ((f(xp) * gout).sum() - (f(xm) * gout).sum()) / (2 * eps)
-    return g
 
 
 def _t(a, dev="cpu", grad=False):
@@ -82,11 +73,11 @@ def test_embedding_bag_offsets_against_numpy_cuda_vs_cpu(mode, pad, driver, pois
     tp = _t(psw.astype(np.float64), grad=True) if psw is not None else None
     (F.embedding_bag(_t(idx), tw, _t(offsets), mode=mode, per_sample_weights=tp, padding_idx=pad)
      * _t(g64)).sum().backward()
-    np.testing.assert_allclose(tw.grad.numpy(), _fd(lambda z: ref_embedding_bag(z, idx, bounds, mode, psw, pad),
-                                                    w64, g64), rtol=1e-6, atol=1e-7)
+    want_w = numeric_grad(lambda z: ref_embedding_bag(z, idx, bounds, mode, psw, pad), w64, g64)
+    np.testing.assert_allclose(tw.grad.numpy(), want_w, rtol=1e-6, atol=1e-7)
     if psw is not None:
-        np.testing.assert_allclose(tp.grad.numpy(), _fd(lambda z: ref_embedding_bag(w64, idx, bounds, mode, z, pad),
-                                                        psw.astype(np.float64), g64), rtol=1e-6, atol=1e-7)
+        want_p = numeric_grad(lambda z: ref_embedding_bag(w64, idx, bounds, mode, z, pad), psw.astype(np.float64), g64)
+        np.testing.assert_allclose(tp.grad.numpy(), want_p, rtol=1e-6, atol=1e-7)
 
 
 def test_embedding_bag_2d_last_offset_module_and_errors(driver):

@@ -8,18 +8,9 @@ import rawdev.nn.functional as F
 from rawdev import nn
 from rawdev.ops import cuda as cuda_ops
 
+from _refs import numeric_grad
+
 RNG = np.random.default_rng(2026)
-
-
-def _fd(f, x, gout, eps=1e-6):
-    """d sum(f(x) * gout) / dx by central differences (float64)."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = ((f(xp) * gout).sum() - (f(xm) * gout).sum()) / (2 * eps)
-    return g
 
 
 def _t(a, dev="cpu", grad=False):
@@ -79,9 +70,9 @@ def test_group_norm_gradients_finite_differences():
     y = F.group_norm(tx, 3, tw, tb)
     assert y.grad_fn.name() == "NativeGroupNormBackward0"
     (y * _t(gout)).sum().backward()
-    np.testing.assert_allclose(tx.grad.numpy(), _fd(lambda z: ref_group_norm(z, 3, w, b), x, gout),
+    np.testing.assert_allclose(tx.grad.numpy(), numeric_grad(lambda z: ref_group_norm(z, 3, w, b), x, gout),
                                rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(tw.grad.numpy(), _fd(lambda z: ref_group_norm(x, 3, z, b), w, gout),
+    np.testing.assert_allclose(tw.grad.numpy(), numeric_grad(lambda z: ref_group_norm(x, 3, z, b), w, gout),
                                rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tb.grad.numpy(), gout.sum(axis=(0, 2)), rtol=1e-12)
 
@@ -186,7 +177,7 @@ def test_instance_norm_errors_and_gradient():
     x, gout = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 3, 4))
     tx = _t(x, grad=True)
     (F.instance_norm(tx) * _t(gout)).sum().backward()
-    np.testing.assert_allclose(tx.grad.numpy(), _fd(ref_instance_norm, x, gout), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tx.grad.numpy(), numeric_grad(ref_instance_norm, x, gout), rtol=1e-6, atol=1e-7)
 
 
 def test_instance_norm_refuses_running_stats_it_does_not_track():

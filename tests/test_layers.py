@@ -9,7 +9,8 @@ import rawdev.nn.functional as F
 from rawdev import nn
 from rawdev.nn import init
 
-from _refs import numeric_grad, rng
+from _composed_checks import DEVICES, check
+from _refs import rng
 
 
 def test_linear_default_init_and_forward():
@@ -127,39 +128,6 @@ def test_init_functions():
     p = nn.Parameter(rawdev.empty(3, 3))
     init.normal_(p)           # works on a leaf that requires grad (no graph recorded)
     assert p.grad_fn is None and p.requires_grad
-
-
-def on(a, dev, grad=False):
-    dt = rawdev.float64 if dev == "cpu" else rawdev.float32
-    t = rawdev.tensor(np.asarray(a), dtype=dt, device=dev)
-    return t.requires_grad_(True) if grad else t
-
-
-def num(t):
-    return t.detach().cpu().numpy().astype(np.float64)
-
-
-TOL = {"cpu": 1e-7, "cuda": 2e-4}
-
-
-DEVICES = ("cpu", "cuda")
-
-
-def check(dev, fn_ours, fn_ref, *arrays, grad_of=(0,)):
-    """fn_ours(tensors) against fn_ref(arrays) in value, and d/d arrays[i] of sum(out · G) for i in grad_of."""
-    ts = [on(a, dev, grad=i in grad_of) for i, a in enumerate(arrays)]
-    y = fn_ours(*ts)
-    ref = fn_ref(*arrays)
-    np.testing.assert_allclose(num(y), ref, rtol=TOL[dev], atol=TOL[dev])
-    g = rng().standard_normal(ref.shape)
-    (y * on(g, dev)).sum().backward()
-    for i in grad_of:
-        def f(a, i=i):
-            args = list(arrays)
-            args[i] = a
-            return fn_ref(*args)
-        np.testing.assert_allclose(num(ts[i].grad), numeric_grad(f, arrays[i], g), rtol=TOL[dev] * 10,
-                                   atol=TOL[dev] * 10)
 
 
 def test_lazy_linear_becomes_linear(driver):

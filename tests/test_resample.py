@@ -8,18 +8,9 @@ import rawdev.nn.functional as F
 from rawdev import nn
 from rawdev.ops import cuda as cuda_ops
 
+from _refs import numeric_grad
+
 RNG = np.random.default_rng(2026)
-
-
-def _fd(f, x, gout, eps=1e-6):
-    """d sum(f(x) * gout) / dx by central differences (float64)."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = ((f(xp) * gout).sum() - (f(xm) * gout).sum()) / (2 * eps)
-    return g
 
 
 def _t(a, dev="cpu", grad=False):
@@ -114,9 +105,8 @@ def test_interpolate_gradients_finite_differences_and_1d():
         tx = _t(x, grad=True)
         y = F.interpolate(tx, **kw)
         (y * _t(gout)).sum().backward()
-        np.testing.assert_allclose(tx.grad.numpy(),
-                                   _fd(lambda z, kw=kw: F.interpolate(_t(z), **kw).numpy(), x, gout), rtol=1e-6,
-                                       atol=1e-7)
+        want = numeric_grad(lambda z, kw=kw: F.interpolate(_t(z), **kw).numpy(), x, gout)
+        np.testing.assert_allclose(tx.grad.numpy(), want, rtol=1e-6, atol=1e-7)
     x = RNG.standard_normal((2, 3, 5))
     y = F.interpolate(_t(x, grad=True), size=8, mode="linear")
     assert y.grad_fn.name() == "UpsampleLinear1DBackward0"
@@ -166,7 +156,7 @@ def test_pad_modes_against_numpy(mode, np_mode, driver, poison):
     g64 = RNG.standard_normal((1, 1) + ref.shape[2:])
     tx = _t(x64, grad=True)
     (F.pad(tx, pads, mode=mode) * _t(g64)).sum().backward()
-    want = _fd(lambda z: np.pad(z, ((0, 0), (0, 0), (3, 0), (2, 1)), mode=np_mode), x64, g64)
+    want = numeric_grad(lambda z: np.pad(z, ((0, 0), (0, 0), (3, 0), (2, 1)), mode=np_mode), x64, g64)
     np.testing.assert_allclose(tx.grad.numpy(), want, rtol=1e-6, atol=1e-7)
 
 
