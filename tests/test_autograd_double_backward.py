@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 import rawdev
 import rawdev.nn.functional as F
-import rawdev.ops.cuda as cuda_ops
 from rawdev.autograd import Function
 from rawdev.tensor.factory import from_numpy
+
+import _poisoned_device
+
+device = _poisoned_device.device   # the fixture its tests take
 
 RNG = np.random.default_rng()
 
@@ -152,31 +155,6 @@ CASES.update({
                         [(4, 2), (2,)], False),
     "cat_stack": (lambda a, b: rawdev.cat([a * a, rawdev.stack([b, b * a[0]])], 0) ** 2, [(3, 4), (4,)], False),
 })
-
-
-@pytest.fixture(params=["cpu", "sim", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request):
-    """'cpu', or 'cuda' on the simulator (outputs poisoned before kernels run), or on a real GPU when present."""
-    if request.param == "cpu":
-        yield "cpu"
-        return
-    import os
-
-    from rawdev.runtime import reset_for_tests
-
-    from conftest import real_gpu
-    name = request.param
-    if name == "gpu":
-        if os.environ.get("RAWDEV_GPU_TESTS_ON") == "sim":
-            name = "sim"
-        elif real_gpu():
-            pytest.skip(f"needs a real GPU: {real_gpu().split(': install')[0]}")
-        else:
-            name = "cuda"
-    reset_for_tests(name)
-    cuda_ops.set_poison(True)
-    yield "cuda"
-    cuda_ops.set_poison(False)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

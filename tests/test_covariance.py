@@ -2,24 +2,8 @@
 import numpy as np
 import rawdev
 
+from _device_arrays import FLOAT, TOL, num, on
 from _refs import rng
-
-
-def on(a, dev, dt=None, grad=False):
-    t = rawdev.tensor(np.asarray(a), device=dev)
-    if dt is not None:
-        t = t.to(dtype=dt)
-    return t.requires_grad_(True) if grad else t
-
-
-def num(t):
-    return t.detach().cpu().numpy()
-
-
-FLOAT = {"cpu": rawdev.float64, "cuda": rawdev.float32}
-
-
-TOL = {"cpu": 1e-12, "cuda": 2e-6}
 
 
 def test_statistics(driver):

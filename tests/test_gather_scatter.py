@@ -10,6 +10,7 @@ import rawdev
 import rawdev.nn.functional as F
 from rawdev.ops import cuda as cuda_ops
 
+from _device_arrays import FLOAT, TOL, num, on
 from _refs import rng
 from test_autograd import gradcheck
 
@@ -693,23 +694,6 @@ def test_recorded_setitem_on_the_simulator_matches_cpu():
     sim = _grads("cuda", lambda p, q: fn(p, q, "cuda"), a, v)
     for g_sim, g_cpu in zip(sim, cpu):
         assert rel(g_sim, g_cpu) < 1e-5
-
-
-def on(a, dev, dt=None, grad=False):
-    t = rawdev.tensor(np.asarray(a), device=dev)
-    if dt is not None:
-        t = t.to(dtype=dt)
-    return t.requires_grad_(True) if grad else t
-
-
-def num(t):
-    return t.detach().cpu().numpy()
-
-
-FLOAT = {"cpu": rawdev.float64, "cuda": rawdev.float32}
-
-
-TOL = {"cpu": 1e-12, "cuda": 2e-6}
 
 
 def _set(b, idx, s):

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 import rawdev
 import rawdev as torch
-import rawdev.ops.cuda as cuda_ops
+
+import _poisoned_device
+
+device = _poisoned_device.device   # the fixture its tests take
 
 
 def test_accelerator_follows_cuda(driver):
@@ -102,31 +105,6 @@ def test_grad_mode_context_managers_are_decorators_too():
 
 
 RNG = np.random.default_rng()
-
-
-@pytest.fixture(params=["cpu", "sim", pytest.param("gpu", marks=pytest.mark.gpu)])
-def device(request):
-    """'cpu', or 'cuda' on the simulator (outputs poisoned before kernels run), or on a real GPU when present."""
-    if request.param == "cpu":
-        yield "cpu"
-        return
-    import os
-
-    from rawdev.runtime import reset_for_tests
-
-    from conftest import real_gpu
-    name = request.param
-    if name == "gpu":
-        if os.environ.get("RAWDEV_GPU_TESTS_ON") == "sim":
-            name = "sim"
-        elif real_gpu():
-            pytest.skip(f"needs a real GPU: {real_gpu().split(': install')[0]}")
-        else:
-            name = "cuda"
-    reset_for_tests(name)
-    cuda_ops.set_poison(True)
-    yield "cuda"
-    cuda_ops.set_poison(False)
 
 
 # ------------------------------------------------------------------ Size

@@ -9,6 +9,7 @@ import pytest
 import rawdev
 from rawdev.ops import cuda as cuda_ops
 
+from _device_arrays import num, on
 from _refs import rng
 
 RNG = np.random.default_rng(2024)
@@ -245,17 +246,6 @@ def test_errors_use_pytorch_wording():
         rawdev.maximum(x, 1.0)
     with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
         x.masked_fill(x > 0, rawdev.ones(2))
-
-
-def on(a, dev, dt=None, grad=False):
-    t = rawdev.tensor(np.asarray(a), device=dev)
-    if dt is not None:
-        t = t.to(dtype=dt)
-    return t.requires_grad_(True) if grad else t
-
-
-def num(t):
-    return t.detach().cpu().numpy()
 
 
 def test_indices_and_splits(driver):
