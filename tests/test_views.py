@@ -11,6 +11,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from rawdev.ops import cuda as cuda_ops
 from rawdev.tensor import layout
 
+import _device_arrays
 from _refs import rng
 
 RNG = np.random.default_rng(20261203)
@@ -260,38 +261,22 @@ def test_modules_whose_tensors_are_views_move_and_save(device, tmp_path):
     np.testing.assert_array_equal(host(m.w), w0)
 
 
-
-def on_dt(a, dev, dt=None, grad=False):
-    t = rawdev.tensor(np.asarray(a), device=dev)
-    if dt is not None:
-        t = t.to(dtype=dt)
-    return t.requires_grad_(True) if grad else t
-
-def num(t):
-    return t.detach().cpu().numpy()
-
-
-FLOAT = {"cpu": rawdev.float64, "cuda": rawdev.float32}
-
-
-TOL = {"cpu": 1e-12, "cuda": 2e-6}
-
-
 @pytest.mark.parametrize("size,step", [(2, 1), (3, 2), (4, 4), (1, 3)])
 def test_unfold_windows_and_gradient(size, step, driver):
     r = rng()
     x = r.standard_normal((3, 9, 2))
     ref = sliding_window_view(x, size, axis=1)[:, ::step]
     for dev in ("cpu", "cuda"):
-        t = on_dt(x, dev, FLOAT[dev], grad=True)
+        t = _device_arrays.on(x, dev, _device_arrays.FLOAT[dev], grad=True)
         u = t.unfold(1, size, step)
         assert u.data_ptr() == t.data_ptr() and tuple(u.shape) == ref.shape      # a view
-        np.testing.assert_array_equal(num(u), ref.astype(num(u).dtype))
+        np.testing.assert_array_equal(_device_arrays.num(u), ref.astype(_device_arrays.num(u).dtype))
         g = r.standard_normal(ref.shape)
-        (u * on_dt(g, dev, FLOAT[dev])).sum().backward()
+        (u * _device_arrays.on(g, dev, _device_arrays.FLOAT[dev])).sum().backward()
         want = np.zeros_like(x)
         for w, j in itertools.product(range(ref.shape[1]), range(size)):
             want[:, w * step + j] += g[:, w, :, j]
-        np.testing.assert_allclose(num(t.grad), want, rtol=TOL[dev] * 10, atol=TOL[dev] * 10)
+        tol = _device_arrays.TOL[dev] * 10
+        np.testing.assert_allclose(_device_arrays.num(t.grad), want, rtol=tol, atol=tol)
     with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 3 but size is 4"):
         rawdev.zeros(3).unfold(0, 4, 1)
