@@ -44,6 +44,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     base = config.getoption("--rawdev-seed")
+    if base is None and hasattr(config, "workerinput"):   # a pytest-xdist worker: the controller's seed
+        base = config.workerinput.get("rawdev_seed")
     if base is None and os.environ.get("RAWDEV_TEST_SEED"):
         base = int(os.environ["RAWDEV_TEST_SEED"])
     if base is None:
@@ -54,6 +56,12 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     np.random.default_rng = _unseeded_rng
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist: every worker draws from the base seed the run printed, so its replay line holds for them all."""
+    node.workerinput["rawdev_seed"] = _seed["base"]
 
 
 def pytest_report_header(config):
