@@ -10,6 +10,7 @@ class Adam(Optimizer):
     p -= lr/(1-β1^t) · m / (√v(or v̂)/√(1-β2^t) + eps)
     """
     _step_count_on_host = True
+    _half_storage = True   # float16/bfloat16 parameters step on their own storage
 
     _decoupled = False
 

@@ -7,6 +7,8 @@ class SGD(Optimizer):
     """PyTorch's SGD: weight decay, momentum (buf = momentum*buf + (1-dampening)*g; first step buf = g),
     nesterov, maximize. On cuda a group whose parameters share one arena is one kernel launch."""
 
+    _half_storage = True   # float16/bfloat16 parameters step on their own storage
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
         if lr is not required and lr < 0.0:
