@@ -1,7 +1,6 @@
 // Optimizer steps over one flat float32 buffer of n parameters (one launch per buffer).
 // Any 1-D grid/block (grid-stride loop), e.g. block 256, grid min(ceil(n/256), 65535). SGD and Adam/AdamW also
 // come on float16/bfloat16 storage (`_f16`, `_bf16`).
-#include "common.cuh"
 #include "storage.cuh"
 
 // SGD and Adam/AdamW: one body per rule, a template over the element storage (storage.cuh). The float32 kernels
@@ -11,7 +10,8 @@
 template <int S>
 __device__ __forceinline__ void sgd_body(ELT(S)* __restrict__ p, const ELT(S)* __restrict__ grad, ELT(S)* __restrict__ buf, long long n, float lr, float weight_decay, float momentum, float dampening, int nesterov, int maximize, int first_step)
 {
-    GRID_STRIDE(i, n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         float pv = Io<S>::ld(p, i);
         const float gi = Io<S>::ld(grad, i);
         float g = maximize ? -gi : gi;
@@ -46,7 +46,8 @@ extern "C" __global__ void sgd_step_bf16(unsigned short* __restrict__ p, const u
 template <int S>
 __device__ __forceinline__ void adam_body(ELT(S)* __restrict__ p, const ELT(S)* __restrict__ grad, ELT(S)* __restrict__ m, ELT(S)* __restrict__ v, ELT(S)* __restrict__ vmax, long long n, float one_minus_beta1, float beta2, float one_minus_beta2, float eps, float weight_decay, float decay, float step_size, float bias_correction2_sqrt, int amsgrad, int maximize, int adamw)
 {
-    GRID_STRIDE(i, n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         float pv = Io<S>::ld(p, i);
         const float gi = Io<S>::ld(grad, i);
         float g = maximize ? -gi : gi;
