@@ -226,3 +226,24 @@ def test_optimizers_without_half_kernels_refuse_bfloat16(driver, device):
     p.grad = rawdev.ones(3, device=device).to(rawdev.bfloat16)
     with pytest.raises(TypeError, match="float32"):
         optim.RMSprop([p], lr=0.1).step()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_loaded_state_dict_keeps_the_16_bit_state_and_steps_alike(driver, dtype):
+    dt = getattr(rawdev, dtype)
+    vals, grad = _vals(40), _vals(40)
+    ps = [nn.Parameter(rawdev.tensor(vals, device="cuda").to(dt)) for _ in range(2)]
+    opts = [optim.AdamW([p], lr=0.01, amsgrad=True) for p in ps]
+    for p, opt in zip(ps, opts):
+        p.grad = rawdev.tensor(grad, device="cuda").to(dt)
+        opt.step()
+    fresh = nn.Parameter(ps[0].detach().clone())
+    loaded = optim.AdamW([fresh], lr=0.01, amsgrad=True)
+    loaded.load_state_dict(opts[0].state_dict())
+    assert all(s.dtype is dt for k, s in loaded.state[fresh].items() if k != "step")
+    fresh.grad = ps[1].grad
+    loaded.step()
+    opts[1].step()
+    _same(fresh.detach(), ps[1].detach(), "parameter after a step from the loaded state")
+    for k in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        _same(loaded.state[fresh][k], opts[1].state[ps[1]][k], k)
