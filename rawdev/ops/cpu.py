@@ -398,17 +398,32 @@ def alloc_states(params, key):
     return [zeros_state(p, key) for p in params]
 
 
+def _half_step(step, p, g, states, *args):
+    """step(p, g, *states, *args) for a float16/bfloat16 parameter as the cuda `_f16`/`_bf16` kernels compute it:
+    the float32 step on float32 copies of p, g and the states (of p's dtype), each updated value rounded once back
+    into its 16-bit storage. A float32 or float64 parameter steps in its own dtype."""
+    if p.dtype not in (_dt.float16, _dt.bfloat16):
+        return step(p, g, *states, *args)
+    wide = [None if t is None else Tensor._make_cpu(np.array(v(t), dtype=np.float32), _dt.float32)
+            for t in (p, *states)]
+    step(wide[0], Tensor._make_cpu(np.array(v(g), dtype=np.float32), _dt.float32), *wide[1:], *args)
+    for t, w in zip((p, *states), wide):
+        if t is not None:
+            t._host_storage()[...] = _dt.to_storage(w._host_storage(), t.dtype)
+            t._bump_version()
+
+
 def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, weight_decay, maximize):
     for i, (p, g) in enumerate(zip(params, grads)):
-        sgd_step(p, g, bufs[i] if bufs else None, lr, momentum, dampening, nesterov, weight_decay, maximize,
-                 first[i])
+        _half_step(sgd_step, p, g, [bufs[i] if bufs else None], lr, momentum, dampening, nesterov, weight_decay,
+                   maximize, first[i])
 
 
 def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
                maximize):
     for i, (p, g) in enumerate(zip(params, grads)):
-        adam_step(p, g, ms[i], vs[i], vmaxs[i] if vmaxs else None, lr, beta1, beta2, eps, weight_decay, decoupled,
-                  amsgrad, maximize, steps[i])
+        _half_step(adam_step, p, g, [ms[i], vs[i], vmaxs[i] if vmaxs else None], lr, beta1, beta2, eps,
+                   weight_decay, decoupled, amsgrad, maximize, steps[i])
 
 
 def _opt_grad(p, g, weight_decay, maximize, decoupled=False, lr=0.0):

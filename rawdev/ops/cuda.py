@@ -841,7 +841,9 @@ def _group_span(params, *lists):
 def one_launch(params, grads, states):
     """Whether an optimizer step of params is one launch: params, grads and each state list laid out alike in
     one arena each (what _groups fuses). The optimizer steps parameters one by one otherwise, so that a failed
-    launch leaves each parameter either updated or untouched."""
+    launch leaves each parameter either updated or untouched. Parameters of different dtypes step apart."""
+    if len({t.dtype for ts in (params, grads, *states) for t in ts}) > 1:
+        return False
     return _group_span(params, grads, *states) is not None
 
 
@@ -851,22 +853,35 @@ def _groups(params, *lists):
     span = _group_span(params, *lists)
     if span is not None:
         start, end = span
-        yield [None if ts is None else ts[0]._buf.ptr + start for ts in (params,) + lists], (end - start) // 4
+        yield ([None if ts is None else ts[0]._buf.ptr + start for ts in (params,) + lists],
+               (end - start) // params[0].element_size())
         return
     for i, p in enumerate(params):
         yield [None if ts is None else ts[i].data_ptr() for ts in (params,) + lists], p.numel()
 
 
+def _step_storage(op, params, *lists):
+    """The optimizer kernel's suffix for a group: '_f16' / '_bf16' when every parameter, gradient and state is of
+    that one 16-bit dtype (the kernel reads and writes them in place, no float32 copies), '' for float32; None
+    when the group mixes dtypes (it steps one parameter at a time). Any other mix is the float32 TypeError."""
+    ts = [t for ts in (params, *lists) if ts is not None for t in ts]
+    if _low(*ts) is not None:
+        return _SUFFIX[ts[0].dtype]
+    if len(params) > 1 and len({t.dtype for t in ts}) > 1:
+        return None
+    _f32(op, *ts)
+    return ""
+
+
 def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, weight_decay, maximize):
-    _f32("SGD", *params, *grads)
-    rdev = _rdev(params[0])
-    k = _kernel(rdev, "sgd_step", "SGD.step")
-    # one fused launch needs every param at the same stage (all first steps, or none)
-    if momentum and len(set(first)) > 1:
+    suffix = _step_storage("SGD", params, grads, bufs if momentum else None)
+    # one fused launch needs every param at the same stage (all first steps, or none) and of one dtype
+    if suffix is None or (momentum and len(set(first)) > 1):
         for i in range(len(params)):
-            sgd_group([params[i]], [grads[i]], [bufs[i]], [first[i]], lr, momentum, dampening, nesterov,
-                      weight_decay, maximize)
+            sgd_group([params[i]], [grads[i]], [bufs[i]] if bufs else None, [first[i]], lr, momentum, dampening,
+                      nesterov, weight_decay, maximize)
         return
+    k = _kernel(_rdev(params[0]), "sgd_step" + suffix, "SGD.step")
     for (pp, gp, bp), n in _groups(params, grads, bufs if momentum else None):
         if n:
             k.launch(min((n + 255) // 256, 65535), 256,
@@ -878,14 +893,13 @@ def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, wei
 
 def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
                maximize):
-    _f32("Adam", *params, *grads)
-    rdev = _rdev(params[0])
-    k = _kernel(rdev, "adam_step", "Adam.step")
-    if len(set(steps)) > 1:      # parameters at different step counts: one launch each
+    suffix = _step_storage("Adam", params, grads, ms, vs, vmaxs if amsgrad else None)
+    if suffix is None or len(set(steps)) > 1:      # mixed dtypes or different step counts: one launch each
         for i in range(len(params)):
             adam_group([params[i]], [grads[i]], [ms[i]], [vs[i]], [vmaxs[i]] if vmaxs else None, [steps[i]], lr,
                        beta1, beta2, eps, weight_decay, decoupled, amsgrad, maximize)
         return
+    k = _kernel(_rdev(params[0]), "adam_step" + suffix, "Adam.step")
     step = steps[0]
     step_size = lr / (1 - beta1 ** step)
     bc2_sqrt = math.sqrt(1 - beta2 ** step)

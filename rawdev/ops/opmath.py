@@ -26,8 +26,9 @@ native_low(*args, **kwargs) is true for the call, its operands pass unchanged, w
 - the normalization kernels (layer/rms/group/batch norm forward and backward, ops/normalization/cuda.py): 16-bit
   input and gradients, weight and bias of the input's dtype or float32, float32 statistics.
 Those kernels load 2 bytes, compute the float32 kernel's math and round once at the store, so their results
-equal the widened ones bit for bit (tests/test_native_half_*.py). Everything else (losses, the optimizers'
-reads of 16-bit gradients, comparisons, ...) is still widened here.
+equal the widened ones bit for bit (tests/test_native_half_*.py). The optimizer steps pass through (below): SGD
+and Adam/AdamW have `_f16`/`_bf16` kernels on the parameter's, gradient's and state's own storage, the others
+take float32 only. Everything else (losses, comparisons, ...) is still widened here.
 
 This module is the one place that decides it; rawdev.ops.dispatch applies `adapt` to every cuda backend
 function the ops call.

@@ -8,8 +8,12 @@ class Adam(Optimizer):
 
     m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  (amsgrad: v̂ = max(v̂, v))
     p -= lr/(1-β1^t) · m / (√v(or v̂)/√(1-β2^t) + eps)
+
+    A float16/bfloat16 parameter keeps exp_avg, exp_avg_sq (and max_exp_avg_sq) of its dtype and steps on its own
+    storage (float32 math, each stored value rounded once, as PyTorch's fused kernels).
     """
     _step_count_on_host = True
+    _half_storage = True
 
     _decoupled = False
 

@@ -271,10 +271,17 @@ class Optimizer:
             for k, v in scalars.items():
                 entries[k].fill_(v)
 
+    # Optimizers whose kernels also update float16/bfloat16 parameters in place (state of the parameter's dtype,
+    # float32 math, each stored value rounded once; the cpu computes the same way)
+    _half_storage = False
+
     def _check_dtypes(self, params):
-        """The fused update kernels are float32 (float16 and float64 also step on the cpu, in numpy)."""
+        """The fused update kernels are float32 (float16 and float64 also step on the cpu, in numpy); SGD and
+        Adam/AdamW also have float16/bfloat16 kernels."""
         from .. import dtypes as _dt
         for p in params:
+            if self._half_storage and p.dtype in (_dt.float16, _dt.bfloat16):
+                continue
             if p.dtype is _dt.bfloat16 or (p.is_cuda and p.dtype is not _dt.float32):
                 raise TypeError(f"{type(self).__name__}: rawdev's optimizer kernels update float32 parameters, got "
                                 f"a {p.dtype} parameter of shape {list(p.shape)} on {p.device}; keep float32 "

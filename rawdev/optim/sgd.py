@@ -5,7 +5,11 @@ __all__ = ["SGD"]
 
 class SGD(Optimizer):
     """PyTorch's SGD: weight decay, momentum (buf = momentum*buf + (1-dampening)*g; first step buf = g),
-    nesterov, maximize. On cuda a group whose parameters share one arena is one kernel launch."""
+    nesterov, maximize. On cuda a group whose parameters share one arena is one kernel launch. A float16/bfloat16
+    parameter keeps a momentum buffer of its dtype and steps on its own storage (float32 math, each stored value
+    rounded once, as PyTorch's fused kernels)."""
+
+    _half_storage = True
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
