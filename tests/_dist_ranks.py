@@ -28,6 +28,38 @@ def report(name, value):
 """
 
 
+# The model both FSDP test files shard (text for a rank script, after PREAMBLE): an input Linear, two pre-norm
+# residual blocks and an output Linear; make(seed) builds it, batch(step, r) is rank r's inputs and targets
+SHARDED_NET = """
+from rawdev import nn
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 2 * d)
+        self.fc2 = nn.Linear(2 * d, d)
+    def forward(self, x):
+        return x + self.fc2(rawdev.tanh(self.fc1(self.ln(x))))
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(4, 6)
+        self.blocks = nn.ModuleList([Block(6), Block(6)])
+        self.head = nn.Linear(6, 3)      # 3 rows over 2 ranks: uneven chunks (2, 1); emb + head: 51 elements
+    def forward(self, x):
+        h = self.emb(x)
+        for b in self.blocks:
+            h = b(h)
+        return self.head(h)
+def make(seed):
+    rawdev.manual_seed(seed)
+    return Net()
+def batch(step, r):
+    return inp(10 * step + r, (5, 4)), inp(10 * step + r + 5, (5, 3))
+"""
+
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -3,45 +3,19 @@ GPUs): a transformer-ish model wrapped with an auto-wrap policy trains like one 
 batch (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD = DDP, mixed precision, no_sync, clip_grad_norm_); state dicts
 (FULL with the original names, rank0_only, LOCAL, SHARDED) and optimizer state dicts round-trip; misuse raises."""
 import json
-import os
 
 import numpy as np
 import pytest
 import rawdev
 from rawdev import nn
 
-from _dist_ranks import run_ranks
+from _dist_ranks import SHARDED_NET, run_ranks
 
-SEED = int(os.environ.get("RAWDEV_TEST_SEED", np.random.SeedSequence().entropy % 10000))
+# the inputs' seed, from the run's base seed (tests/conftest.py): `--rawdev-seed` replays it
+SEED = int(np.random.default_rng().integers(10000))
 STEPS, LR = 3, 0.01
 
-MODEL = """
-from rawdev import nn
-class Block(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, 2 * d)
-        self.fc2 = nn.Linear(2 * d, d)
-    def forward(self, x):
-        return x + self.fc2(rawdev.tanh(self.fc1(self.ln(x))))
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb = nn.Linear(4, 6)
-        self.blocks = nn.ModuleList([Block(6), Block(6)])
-        self.head = nn.Linear(6, 3)      # the root unit keeps emb + head: 51 elements, padded to 52
-    def forward(self, x):
-        h = self.emb(x)
-        for b in self.blocks:
-            h = b(h)
-        return self.head(h)
-def make(seed):
-    rawdev.manual_seed(seed)
-    return Net()
-def batch(step, r):
-    return inp(10 * step + r, (5, 4)), inp(10 * step + r + 5, (5, 3))
-"""
+MODEL = SHARDED_NET
 
 TRAIN = MODEL + """
 from rawdev import optim

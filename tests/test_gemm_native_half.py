@@ -2,7 +2,7 @@
 float16 operands of one dtype on a device of compute capability 8.0+ go to gemm_<layout>_{bf16,f16}_128x128
 without float32 temporaries (no cast launches around it); mixed dtypes, or an older device, keep the float32
 kernels with the operands widened and the result rounded back (except float16 on sm_75, which has its own
-tensor-core kernel: tests/test_gemm_f16_sm75.py). Values against float64 numpy of the 16-bit inputs."""
+tensor-core kernel: tests/test_matmul_f16_kernel_choice.py). Values against float64 numpy of the 16-bit inputs."""
 import numpy as np
 import pytest
 import rawdev

@@ -50,7 +50,7 @@ def op_matrices(layout, a, b, M, N, K, lda, ldb):
 
 def run(kind, layout, M, N, K, draw, pad=0, off=0, alpha=1.0, beta=0.0, use_bias=True, act=0, name=None):
     """Launches gemm_<layout>_<kind>_128x128 (or the kernel `name` of the same parameters: the sm_75 float16
-    GEMM, tests/test_kernels_gemm_f16_sm75.py) on operands drawn by draw(n) (float64, rounded to the kind here);
+    GEMM, tests/test_kernels_gemm_f16_mma_k8.py) on operands drawn by draw(n) (float64, rounded to the kind here);
     returns (Y as float64 [M, N], the exact float64 value before the final rounding, |terms| for error bounds).
     off shifts every base pointer by that many elements (off = 1: not 16-byte aligned); pad widens every leading
     dimension, and the padding columns of Y must come back untouched."""

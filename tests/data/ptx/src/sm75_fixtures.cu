@@ -1,4 +1,4 @@
-// sm_75 instructions for the PTX interpreter's tests (tests/test_sim_mma_sm75.py): the Turing tensor-core form
+// sm_75 instructions for the PTX interpreter's tests (tests/test_sim_mma_f16_k8.py): the Turing tensor-core form
 // mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32. Built for compute_75 by tests/data/ptx/build_fixtures.py.
 
 // One warp: D[16][8] = A[16][8] . B[8][8] + C[16][8] (row-major; A and B as fp16 bit patterns) through one
