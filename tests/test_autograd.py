@@ -371,3 +371,29 @@ def test_indexing_a_tensor_that_requires_grad_stays_in_the_graph(driver):
         assert p.grad.tolist() == [[0.0, 0.0], [8.0, 10.0], [10.0, 12.0]]
     with no_grad():
         assert not p[0].requires_grad
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_gradient_arrives_in_its_inputs_dtype(driver, device):
+    """As PyTorch's engine does: the gradient a node receives is cast to the dtype of the tensor it is the gradient
+    of, so a bfloat16 intermediate of a float32 sum sees a bfloat16 gradient in its hook and its own backward (and a
+    float64 one, on the cpu, a float64 gradient), not the wider dtype of the op that consumed it."""
+    xv = np.random.default_rng(9).standard_normal(6).astype(np.float32)
+    b = tensor(xv, device=device).to(rawdev.bfloat16).requires_grad_()
+    a = tensor(xv, device=device)
+    cb = b * 2.0
+    seen = {}
+    cb.register_hook(lambda g: seen.__setitem__("bf16", g.dtype))
+    loss = (a + cb).sum()        # float32
+    if device == "cpu":          # float32 + float64 is float64: the float32 operand's gradient comes back float32
+        d = tensor(xv).requires_grad_()
+        cd = d * 3.0
+        cd.register_hook(lambda g: seen.__setitem__("f32", g.dtype))
+        loss = loss + (cd + a.double()).sum().float()
+    loss.backward()
+    assert seen == ({"bf16": rawdev.bfloat16} if device == "cuda" else {"bf16": rawdev.bfloat16, "f32": rawdev.float32})
+    assert b.grad.dtype is rawdev.bfloat16
+    np.testing.assert_array_equal(b.grad.float().cpu().numpy(), np.full(6, 2.0, np.float32))
+    if device == "cpu":
+        assert d.grad.dtype is rawdev.float32
+        np.testing.assert_allclose(d.grad.numpy(), np.full(6, 3.0), rtol=1e-7)

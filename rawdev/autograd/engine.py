@@ -166,6 +166,10 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
                 if nxt is None:
                     continue
                 if g is not None:
+                    want = _input_dtype(nxt, idx)
+                    if want is not None and g._dtype is not want and g._dtype.is_floating_point \
+                            and want.is_floating_point:
+                        g = g.to(want)     # a gradient arrives in its input's dtype, as PyTorch's engine casts it
                     add_grad(nxt, idx, g)
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
@@ -174,6 +178,19 @@ def run_backward(outputs, grad_outputs, retain_graph=False, inputs=None, capture
             del gin, out_grads
             g = None
     return captured
+
+
+def _input_dtype(node, idx):
+    """The dtype of the tensor whose gradient enters node at idx (the forward output it made, or the leaf), or
+    None where the node does not record it."""
+    meta = getattr(node, "out_meta", None)
+    if meta is not None:
+        m = meta[idx] if idx < len(meta) else None
+        return m[1] if m is not None else None
+    if isinstance(node, AccumulateGrad):
+        v = node.variable
+        return v._dtype if v is not None else None
+    return None
 
 
 def _check_nan(node, out_grads):
