@@ -1,4 +1,4 @@
-// Fused scaled-dot-product attention, float32, flash-attention style.
+// Fused scaled-dot-product attention, flash-attention style, on float32, float16 or bfloat16 storage.
 //
 // Layout: Q [N, L, E], K [N, S, E], V [N, S, Ev], O [N, L, Ev] (contiguous; N = the flattened batch), LSE [N, L].
 // D (the head size the kernel is built for) is 16, 32, 64 or 128 with E, Ev <= D (zero padded).
@@ -21,6 +21,7 @@
 // u = (w >> 8) * 2^-24 >= p_drop (dropout.cu's scheme); kept probabilities are scaled by 1/(1-p_drop).
 
 #include "common.cuh"
+#include "storage.cuh"
 #define DEVI __device__ __forceinline__
 
 DEVI bool keep_at(long long t, float p, unsigned long long seed, unsigned long long offset)
@@ -78,18 +79,18 @@ constexpr int TPR = 4, BR = 32, BT = 32, NTH = BR * TPR;
     int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, \
     unsigned long long offset
 
-template <int D>
-DEVI void load_tile(float (*A)[D], const float* __restrict__ src, int row0, int rows, int width)
+template <int D, int SG>
+DEVI void load_tile(float (*A)[D], const ELT(SG)* __restrict__ src, int row0, int rows, int width)
 {
     for (int idx = threadIdx.x; idx < BT * D; idx += NTH) {
         const int jj = idx / D, d = idx % D, j = row0 + jj;
-        A[jj][d] = (j < rows && d < width) ? src[(long long)j * width + d] : 0.0f;
+        A[jj][d] = (j < rows && d < width) ? Io<SG>::ld(src, (long long)j * width + d) : 0.0f;
     }
 }
 
-template <int D>
-DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* __restrict__ Q,
-                   const float* __restrict__ K, const float* __restrict__ V, float* __restrict__ P, SDPA_ARGS)
+template <int D, int SG>
+DEVI void sdpa_fwd(ELT(SG)* __restrict__ O, float* __restrict__ LSE, const ELT(SG)* __restrict__ Q,
+                   const ELT(SG)* __restrict__ K, const ELT(SG)* __restrict__ V, float* __restrict__ P, SDPA_ARGS)
 {
     constexpr int DC = D / TPR;
     __shared__ float Ks[BT][D], Vs[BT][D];
@@ -98,24 +99,24 @@ DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* 
     const long long n = blockIdx.x / tiles;
     const int q0 = (int)(blockIdx.x % tiles) * BR, i = q0 + (tid >> 2);
     const bool row = i < L;
-    const float* q = Q + ((long long)n * L + i) * E;
+    const ELT(SG)* q = Q + ((long long)n * L + i) * E;
     float qr[DC], o[DC];
 #pragma unroll
     for (int k = 0; k < DC; ++k) {
         const int d = k * TPR + c;
-        qr[k] = (row && d < E) ? q[d] : 0.0f;
+        qr[k] = (row && d < E) ? Io<SG>::ld(q, d) : 0.0f;
         o[k] = 0.0f;
     }
     const float lse_row = (P && row) ? LSE[(long long)n * L + i] : 0.0f;   // probs mode: lse is an input
     const float dscale = p_drop > 0.0f ? 1.0f / (1.0f - p_drop) : 1.0f;
     float m = NEG_INF, l = 0.0f;
-    const float* Kb = K + (long long)n * S * E;
-    const float* Vb = V + (long long)n * S * Ev;
+    const ELT(SG)* Kb = K + (long long)n * S * E;
+    const ELT(SG)* Vb = V + (long long)n * S * Ev;
     const int kend = causal ? min(S, q0 + BR) : S;
     for (int key0 = 0; key0 < kend; key0 += BT) {
         __syncthreads();
-        load_tile<D>(Ks, Kb, key0, S, E);
-        if (!P) load_tile<D>(Vs, Vb, key0, S, Ev);
+        load_tile<D, SG>(Ks, Kb, key0, S, E);
+        if (!P) load_tile<D, SG>(Vs, Vb, key0, S, Ev);
         __syncthreads();
         const unsigned int kb = (p_drop > 0.0f && row) ? keep_bits(((long long)n * L + i) * S + key0, p_drop, seed, offset)
                                                         : 0xffffffffu;
@@ -170,19 +171,20 @@ DEVI void sdpa_fwd(float* __restrict__ O, float* __restrict__ LSE, const float* 
     }
     if (!row) return;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    float* out = O + ((long long)n * L + i) * Ev;
+    ELT(SG)* out = O + ((long long)n * L + i) * Ev;
 #pragma unroll
     for (int k = 0; k < DC; ++k) {
         const int d = k * TPR + c;
-        if (d < Ev) out[d] = o[k] * inv;
+        if (d < Ev) Io<SG>::st(out, d, o[k] * inv);
     }
     if (c == 0) LSE[(long long)n * L + i] = l > 0.0f ? m + logf(l) : POS_INF;
 }
 
-template <int D>
-DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, float* __restrict__ dB, const float* __restrict__ dO,
-                      const float* __restrict__ O, const float* __restrict__ LSE, const float* __restrict__ Q,
-                      const float* __restrict__ K, const float* __restrict__ V, SDPA_ARGS)
+template <int D, int SG>
+DEVI void sdpa_bwd_dq(ELT(SG)* __restrict__ dQ, float* __restrict__ Dv, float* __restrict__ dB,
+                      const ELT(SG)* __restrict__ dO, const ELT(SG)* __restrict__ O, const float* __restrict__ LSE,
+                      const ELT(SG)* __restrict__ Q, const ELT(SG)* __restrict__ K, const ELT(SG)* __restrict__ V,
+                      SDPA_ARGS)
 {
     constexpr int DC = D / TPR;
     __shared__ float Ks[BT][D], Vs[BT][D];
@@ -197,21 +199,21 @@ DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, float* __r
 #pragma unroll
     for (int k = 0; k < DC; ++k) {
         const int d = k * TPR + c;
-        qr[k] = (row && d < E) ? Q[ri * E + d] : 0.0f;
-        dor[k] = (row && d < Ev) ? dO[ri * Ev + d] : 0.0f;
-        di = fmaf(dor[k], (row && d < Ev) ? O[ri * Ev + d] : 0.0f, di);
+        qr[k] = (row && d < E) ? Io<SG>::ld(Q, ri * E + d) : 0.0f;
+        dor[k] = (row && d < Ev) ? Io<SG>::ld(dO, ri * Ev + d) : 0.0f;
+        di = fmaf(dor[k], (row && d < Ev) ? Io<SG>::ld(O, ri * Ev + d) : 0.0f, di);
         dq[k] = 0.0f;
     }
     di = quad_sum(di);
     const float lse = row ? LSE[ri] : POS_INF;
     const float dscale = p_drop > 0.0f ? 1.0f / (1.0f - p_drop) : 1.0f;
-    const float* Kb = K + (long long)n * S * E;
-    const float* Vb = V + (long long)n * S * Ev;
+    const ELT(SG)* Kb = K + (long long)n * S * E;
+    const ELT(SG)* Vb = V + (long long)n * S * Ev;
     const int kend = causal ? min(S, q0 + BR) : S;
     for (int key0 = 0; key0 < kend; key0 += BT) {
         __syncthreads();
-        load_tile<D>(Ks, Kb, key0, S, E);
-        load_tile<D>(Vs, Vb, key0, S, Ev);
+        load_tile<D, SG>(Ks, Kb, key0, S, E);
+        load_tile<D, SG>(Vs, Vb, key0, S, Ev);
         __syncthreads();
         const unsigned int kb = (p_drop > 0.0f && row) ? keep_bits(ri * S + key0, p_drop, seed, offset) : 0xffffffffu;
         for (int jj = 0; jj < BT; ++jj) {
@@ -237,15 +239,15 @@ DEVI void sdpa_bwd_dq(float* __restrict__ dQ, float* __restrict__ Dv, float* __r
 #pragma unroll
     for (int k = 0; k < DC; ++k) {
         const int d = k * TPR + c;
-        if (d < E) dQ[ri * E + d] = dq[k] * scale;
+        if (d < E) Io<SG>::st(dQ, ri * E + d, dq[k] * scale);
     }
     if (c == 0) Dv[ri] = di;
 }
 
-template <int D>
-DEVI void sdpa_bwd_dkv(float* __restrict__ dK, float* __restrict__ dV, const float* __restrict__ dO,
-                       const float* __restrict__ Dv, const float* __restrict__ LSE, const float* __restrict__ Q,
-                       const float* __restrict__ K, const float* __restrict__ V, SDPA_ARGS)
+template <int D, int SG>
+DEVI void sdpa_bwd_dkv(ELT(SG)* __restrict__ dK, ELT(SG)* __restrict__ dV, const ELT(SG)* __restrict__ dO,
+                       const float* __restrict__ Dv, const float* __restrict__ LSE, const ELT(SG)* __restrict__ Q,
+                       const ELT(SG)* __restrict__ K, const ELT(SG)* __restrict__ V, SDPA_ARGS)
 {
     constexpr int DC = D / TPR;
     __shared__ float Qs[BT][D], dOs[BT][D], ls[BT], ds_[BT];
@@ -259,18 +261,18 @@ DEVI void sdpa_bwd_dkv(float* __restrict__ dK, float* __restrict__ dV, const flo
 #pragma unroll
     for (int k = 0; k < DC; ++k) {
         const int d = k * TPR + c;
-        kr[k] = (col && d < E) ? K[rj * E + d] : 0.0f;
-        vr[k] = (col && d < Ev) ? V[rj * Ev + d] : 0.0f;
+        kr[k] = (col && d < E) ? Io<SG>::ld(K, rj * E + d) : 0.0f;
+        vr[k] = (col && d < Ev) ? Io<SG>::ld(V, rj * Ev + d) : 0.0f;
         dk[k] = 0.0f;
         dv[k] = 0.0f;
     }
     const float dscale = p_drop > 0.0f ? 1.0f / (1.0f - p_drop) : 1.0f;
-    const float* Qb = Q + (long long)n * L * E;
-    const float* dOb = dO + (long long)n * L * Ev;
+    const ELT(SG)* Qb = Q + (long long)n * L * E;
+    const ELT(SG)* dOb = dO + (long long)n * L * Ev;
     for (int q0 = causal ? (k0 / BT) * BT : 0; q0 < L; q0 += BT) {
         __syncthreads();
-        load_tile<D>(Qs, Qb, q0, L, E);
-        load_tile<D>(dOs, dOb, q0, L, Ev);
+        load_tile<D, SG>(Qs, Qb, q0, L, E);
+        load_tile<D, SG>(dOs, dOb, q0, L, Ev);
         if (tid < BT) {
             const int i = q0 + tid;
             ls[tid] = i < L ? LSE[(long long)n * L + i] : POS_INF;
@@ -307,8 +309,8 @@ DEVI void sdpa_bwd_dkv(float* __restrict__ dK, float* __restrict__ dV, const flo
 #pragma unroll
     for (int k = 0; k < DC; ++k) {
         const int d = k * TPR + c;
-        if (d < E) dK[rj * E + d] = dk[k] * scale;
-        if (d < Ev) dV[rj * Ev + d] = dv[k];
+        if (d < E) Io<SG>::st(dK, rj * E + d, dk[k] * scale);
+        if (d < Ev) Io<SG>::st(dV, rj * Ev + d, dv[k]);
     }
 }
 
@@ -317,18 +319,41 @@ DEVI void sdpa_bwd_dkv(float* __restrict__ dK, float* __restrict__ dV, const flo
 #define SDPA_KERNELS(D) \
 /* doc: fused attention forward (online softmax), head size <= D: O[N,L,Ev], LSE[N,L] from Q[N,L,E], K[N,S,E], V[N,S,Ev]; mask mode 0/1 float/2 bool with strides; causal; Philox dropout. Block 128, grid N*ceil(L/32). */ \
 extern "C" __global__ void sdpa_fwd_f32_d##D(float* __restrict__ O, float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
-{ sdpa_fwd<D>(O, LSE, Q, K, V, nullptr, SDPA_PARAMS); } \
+{ sdpa_fwd<D, S_F32>(O, LSE, Q, K, V, nullptr, SDPA_PARAMS); } \
 /* doc: attention probabilities P[N,L,S] = exp(score - LSE) (dropped and rescaled when p_drop > 0) from the forward's LSE, head size <= D. Block 128, grid N*ceil(L/32). */ \
 extern "C" __global__ void sdpa_probs_f32_d##D(float* __restrict__ P, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
-{ sdpa_fwd<D>(nullptr, (float*)LSE, Q, K, K, P, SDPA_PARAMS); } \
+{ sdpa_fwd<D, S_F32>(nullptr, (float*)LSE, Q, K, K, P, SDPA_PARAMS); } \
 /* doc: attention backward, query side: dQ[N,L,E], Dv[N,L] = rowsum(dO*O) and (dB != 0) the score gradient dB[N,L,S] (a float mask's gradient), recomputing P from LSE, head size <= D. Block 128, grid N*ceil(L/32). */ \
 extern "C" __global__ void sdpa_bwd_dq_f32_d##D(float* __restrict__ dQ, float* __restrict__ Dv, float* __restrict__ dB, const float* __restrict__ dO, const float* __restrict__ O, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
-{ sdpa_bwd_dq<D>(dQ, Dv, dB, dO, O, LSE, Q, K, V, SDPA_PARAMS); } \
+{ sdpa_bwd_dq<D, S_F32>(dQ, Dv, dB, dO, O, LSE, Q, K, V, SDPA_PARAMS); } \
 /* doc: attention backward, key side: dK[N,S,E], dV[N,S,Ev] from dO, Dv and LSE (run after sdpa_bwd_dq), head size <= D. Block 128, grid N*ceil(S/32). */ \
 extern "C" __global__ void sdpa_bwd_dkv_f32_d##D(float* __restrict__ dK, float* __restrict__ dV, const float* __restrict__ dO, const float* __restrict__ Dv, const float* __restrict__ LSE, const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
-{ sdpa_bwd_dkv<D>(dK, dV, dO, Dv, LSE, Q, K, V, SDPA_PARAMS); }
+{ sdpa_bwd_dkv<D, S_F32>(dK, dV, dO, Dv, LSE, Q, K, V, SDPA_PARAMS); }
+
+// The 16-bit forms: q, k, v, out and their gradients on float16 or bfloat16 storage (loaded and widened exactly,
+// float32 math and shared tiles, one rounding at each store); LSE, Dv and a float mask stay float32. Their results
+// are the float32 kernels' on the widened operands, rounded once: bit for bit what widening around the float32
+// kernel gives, without its float32 copies.
+#define SDPA_HALF_KERNELS(D, SFX, SG) \
+/* doc: sdpa_fwd_f32 on 16-bit storage (Q, K, V, O; float32 LSE, math and mask), head size <= D. Block 128, grid N*ceil(L/32). */ \
+extern "C" __global__ void sdpa_fwd_##SFX##_d##D(unsigned short* __restrict__ O, float* __restrict__ LSE, const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K, const unsigned short* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
+{ sdpa_fwd<D, SG>(O, LSE, Q, K, V, nullptr, SDPA_PARAMS); } \
+/* doc: sdpa_bwd_dq_f32 on 16-bit storage (dQ, dO, O, Q, K, V; float32 Dv, LSE and score gradient), head size <= D. Block 128, grid N*ceil(L/32). */ \
+extern "C" __global__ void sdpa_bwd_dq_##SFX##_d##D(unsigned short* __restrict__ dQ, float* __restrict__ Dv, float* __restrict__ dB, const unsigned short* __restrict__ dO, const unsigned short* __restrict__ O, const float* __restrict__ LSE, const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K, const unsigned short* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
+{ sdpa_bwd_dq<D, SG>(dQ, Dv, dB, dO, O, LSE, Q, K, V, SDPA_PARAMS); } \
+/* doc: sdpa_bwd_dkv_f32 on 16-bit storage (dK, dV, dO, Q, K, V; float32 Dv and LSE), head size <= D. Block 128, grid N*ceil(S/32). */ \
+extern "C" __global__ void sdpa_bwd_dkv_##SFX##_d##D(unsigned short* __restrict__ dK, unsigned short* __restrict__ dV, const unsigned short* __restrict__ dO, const float* __restrict__ Dv, const float* __restrict__ LSE, const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K, const unsigned short* __restrict__ V, const void* __restrict__ mask, long long msb, long long msl, long long mss, int mmode, int N, int L, int S, int E, int Ev, float scale, int causal, float p_drop, unsigned long long seed, unsigned long long offset) \
+{ sdpa_bwd_dkv<D, SG>(dK, dV, dO, Dv, LSE, Q, K, V, SDPA_PARAMS); }
 
 SDPA_KERNELS(16)
 SDPA_KERNELS(32)
 SDPA_KERNELS(64)
 SDPA_KERNELS(128)
+SDPA_HALF_KERNELS(16, f16, S_F16)
+SDPA_HALF_KERNELS(32, f16, S_F16)
+SDPA_HALF_KERNELS(64, f16, S_F16)
+SDPA_HALF_KERNELS(128, f16, S_F16)
+SDPA_HALF_KERNELS(16, bf16, S_BF16)
+SDPA_HALF_KERNELS(32, bf16, S_BF16)
+SDPA_HALF_KERNELS(64, bf16, S_BF16)
+SDPA_HALF_KERNELS(128, bf16, S_BF16)

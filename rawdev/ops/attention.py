@@ -30,6 +30,8 @@ class _Mask:
         if mask is None:
             return
         self.mode = 2 if mask.dtype is _dt.bool else 1
+        if self.mode == 1 and mask.device.type != "cpu" and mask.dtype is not _dt.float32:
+            mask = mask.to(_dt.float32)   # every kernel form reads a float mask as float32 (exact for 16-bit masks)
         m = expand(mask, tuple(batch) + (L, S))
         if m.device.type == "cpu":
             self.values = np.reshape(np.asarray(m._values()), (N, L, S))
@@ -138,8 +140,8 @@ class _SDPA(Function):
             dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
         else:
             from .dispatch import cuda_backend as cuda_attn
-            # two calls, not sdpa_bwd's one: for 16-bit tensors (widened to float32 around each call) the float32
-            # copy of the output and dq's float32 result are gone before the key-row half's dk, dv are made
+            # two calls, not sdpa_bwd's one: where 16-bit tensors are widened to float32 around each call (a mixed
+            # mask gradient), the float32 copy of the output and dq's float32 result are gone before dk, dv are made
             dq, rowdot, ds = cuda_attn.sdpa_bwd_q(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
                                                   ctx.seed, want_bias)
             dk, dv = cuda_attn.sdpa_bwd_kv(g, q, k, v, rowdot, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.seed)
@@ -278,7 +280,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  enable_gqa=False):
     """softmax(q·kᵀ·scale + mask)·v over the last two dims (q [..., L, E], k [..., S, E], v [..., S, Ev]); a
     bool mask marks what may be attended (True), a float mask is added; is_causal attends key j from query i
-    iff j <= i. On cuda: fused float32 kernels (head sizes up to 128), no L×S matrix in memory."""
+    iff j <= i. On cuda: fused kernels on float32, float16 or bfloat16 storage with float32 math (head sizes up to
+    128), no L×S matrix in memory."""
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:

@@ -1,11 +1,30 @@
 """cuda launchers of the fused attention kernels (ptx/attention.ptx): forward (online softmax, saves the
-row logsumexp), the probabilities for need_weights, and the two recompute backward kernels."""
+row logsumexp), the probabilities for need_weights, and the two recompute backward kernels.
+
+The forward and the backward kernels come in float32 and in float16/bfloat16 storage forms: q, k, v, the
+output and the gradients of one 16-bit dtype are read and written as 2 bytes (float32 math, shared tiles,
+logsumexp and a float mask), so under autocast they pass rawdev.ops.opmath unwidened (`native_low`) with no
+float32 copies; their results are the float32 kernels' on the widened operands, rounded once."""
 from .. import dtypes as _dt
 from .cuda_launch import _f32, _kernel, _rdev, dense, empty
 
 __all__ = ["sdpa_fwd", "sdpa_bwd", "sdpa_bwd_q", "sdpa_bwd_kv", "sdpa_probs"]
 
 _ROWS = 32       # rows per block (4 threads per row, 128 threads)
+_SUFFIX = {_dt.float32: "f32", _dt.float16: "f16", _dt.bfloat16: "bf16"}
+
+
+def _storage(op, *ts):
+    """The kernels' storage suffix: every tensor float32, or every one the same 16-bit dtype."""
+    dt = ts[0].dtype
+    if dt in _SUFFIX and all(t.dtype is dt for t in ts):
+        return _SUFFIX[dt]
+    _f32(op, *ts)     # a mix: the float32 kernels' TypeError
+    return "f32"
+
+
+def _native(*ts):
+    return ts[0].dtype in (_dt.float16, _dt.bfloat16) and all(t.dtype is ts[0].dtype for t in ts)
 
 
 def _head(E, Ev):
@@ -26,23 +45,23 @@ def _tail(mask, N, L, S, E, Ev, scale, causal, p, seed):
     return [mp, sb, sl, ss, mask.mode, N, L, S, E, Ev, float(scale), int(causal), float(p), int(seed), 0]
 
 
-def _launch(q, name, rows, args, N, d):
+def _launch(q, name, rows, args, N, d, sfx="f32"):
     blocks = N * -(-rows // _ROWS)
     if blocks:
-        _kernel(_rdev(q), f"{name}_f32_d{d}", "scaled_dot_product_attention").launch(blocks, 128, args)
+        _kernel(_rdev(q), f"{name}_{sfx}_d{d}", "scaled_dot_product_attention").launch(blocks, 128, args)
 
 
 def sdpa_fwd(q, k, v, mask, causal, scale, p, seed):
-    """out [N, L, Ev], lse [N, L] (float32) for q [N, L, E], k [N, S, E], v [N, S, Ev]."""
-    _f32("scaled_dot_product_attention", q, k, v)
+    """out [N, L, Ev] (q's dtype), lse [N, L] (float32) for q [N, L, E], k [N, S, E], v [N, S, Ev]."""
+    sfx = _storage("scaled_dot_product_attention", q, k, v)
     q, k, v = dense(q), dense(k), dense(v)
     N, L, E = q.shape
     S, Ev = k.shape[1], v.shape[2]
     d = _head(E, Ev)
-    out = empty((N, L, Ev), _dt.float32, q.device, "attention output")
+    out = empty((N, L, Ev), q.dtype, q.device, "attention output")
     lse = empty((N, L), _dt.float32, q.device, "attention logsumexp")
     _launch(q, "sdpa_fwd", L, [out.data_ptr(), lse.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr()]
-            + _tail(mask, N, L, S, E, Ev, scale, causal, p, seed), N, d)
+            + _tail(mask, N, L, S, E, Ev, scale, causal, p, seed), N, d, sfx)
     return out, lse
 
 
@@ -69,24 +88,26 @@ def sdpa_bwd(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=Fal
 def sdpa_bwd_q(g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False):
     """The query-row half of sdpa_bwd: (dq, rowsum(dO*O) [N, L] float32, dS or None). The forward output is read
     here only, so a caller that runs the halves as two calls lets its widened copy go before the key-row half."""
-    _f32("scaled_dot_product_attention backward", g)
+    sfx = _storage("scaled_dot_product_attention backward", g, q, k, v, out)
+    if want_scores:   # the score gradient is a float32 kernel output: only the float32 form writes it
+        _f32("scaled_dot_product_attention backward", g)
     g, q, k, v, out = dense(g), dense(q), dense(k), dense(v), dense(out)
     N, L, E = q.shape
     S, Ev = k.shape[1], v.shape[2]
     d = _head(E, Ev)
     tail = _tail(mask, N, L, S, E, Ev, scale, causal, p, seed)
-    dq = empty((N, L, E), _dt.float32, q.device, "attention grad q")
+    dq = empty((N, L, E), q.dtype, q.device, "attention grad q")
     rowdot = empty((N, L), _dt.float32, q.device, "attention rowsum(dO*O)")
     ds = empty((N, L, S), _dt.float32, q.device, "attention mask grad") if want_scores else None
     dsp = ds.data_ptr() if ds is not None else 0
     _launch(q, "sdpa_bwd_dq", L, [dq.data_ptr(), rowdot.data_ptr(), dsp, g.data_ptr(), out.data_ptr(), lse.data_ptr(),
-                                  q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
+                                  q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d, sfx)
     return dq, rowdot, ds
 
 
 def sdpa_bwd_kv(g, q, k, v, rowdot, lse, mask, causal, scale, p, seed):
     """The key-row half of sdpa_bwd: (dk, dv) from rowsum(dO*O) of sdpa_bwd_q."""
-    _f32("scaled_dot_product_attention backward", g)
+    sfx = _storage("scaled_dot_product_attention backward", g, q, k, v)
     g, q, k, v = dense(g), dense(q), dense(k), dense(v)
     N, L, E = q.shape
     S, Ev = k.shape[1], v.shape[2]
@@ -94,9 +115,17 @@ def sdpa_bwd_kv(g, q, k, v, rowdot, lse, mask, causal, scale, p, seed):
     tail = _tail(mask, N, L, S, E, Ev, scale, causal, p, seed)
     if L == 0:   # no query rows: the key side still owes zeros
         from .cuda_launch import full
-        return full((N, S, E), 0.0, _dt.float32, q.device), full((N, S, Ev), 0.0, _dt.float32, q.device)
-    dk = empty((N, S, E), _dt.float32, q.device, "attention grad k")
-    dv = empty((N, S, Ev), _dt.float32, q.device, "attention grad v")
+        return full((N, S, E), 0.0, q.dtype, q.device), full((N, S, Ev), 0.0, q.dtype, q.device)
+    dk = empty((N, S, E), q.dtype, q.device, "attention grad k")
+    dv = empty((N, S, Ev), q.dtype, q.device, "attention grad v")
     _launch(q, "sdpa_bwd_dkv", S, [dk.data_ptr(), dv.data_ptr(), g.data_ptr(), rowdot.data_ptr(), lse.data_ptr(),
-                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d)
+                                   q.data_ptr(), k.data_ptr(), v.data_ptr()] + tail, N, d, sfx)
     return dk, dv
+
+
+# opmath passes 16-bit q, k, v (and gradient, output) unwidened where the 16-bit kernels take them
+sdpa_fwd.native_low = lambda q, k, v, *args: _native(q, k, v)  # type: ignore[attr-defined]
+sdpa_bwd_q.native_low = (  # type: ignore[attr-defined]
+    lambda g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False: _native(g, q, k, v, out)
+    and not want_scores)
+sdpa_bwd_kv.native_low = lambda g, q, k, v, *args: _native(g, q, k, v)  # type: ignore[attr-defined]
