@@ -17,24 +17,12 @@ from rawdev.ops.dispatch import cuda_backend
 from _refs import rng
 from test_attention import ref_sdpa
 from test_native_half_elementwise import DTYPES, _same
+from test_native_half_norm import _t, _traced
 
 # (N, L, S, E, Ev): one tile, past the 32-row tiles with odd sizes, head sizes of the d32 and d64 kernels
 SIZES = [(2, 5, 7, 16, 16), (1, 37, 33, 24, 20), (1, 9, 40, 64, 48)]
 MASKS = ["none", "bool", "float", "causal", "dropout"]
 TOL = {"bfloat16": 3e-2, "float16": 4e-3}
-
-
-def _t(shape, dtype, scale=1.0):
-    vals = (rng().standard_normal(shape) * scale).astype(np.float32)
-    t = rawdev.tensor(vals, device="cuda")
-    return t.to(getattr(rawdev, dtype)) if dtype != "float32" else t
-
-
-def _traced(fn):
-    with rawdev.trace() as t:
-        out = fn()
-        rawdev.cuda.synchronize()
-    return out, str(t)
 
 
 def _mask(kind, N, L, S):
