@@ -29,8 +29,8 @@ from ..runtime import kernels as _kernels
 from ..runtime import memory
 from ..tensor.core import Tensor
 from .cuda_cast import _CAST_NAMES, _cast_kernel, _cast_path, can_cast, cast  # noqa: F401
-from .cuda_launch import (_GEMM_TILES, _bcast, _ew, _f32, _kernel, _rdev, _rows, _tile, clone,  # noqa: F401
-                          copy_into, dense, empty, full, gemm16_kernel, has_kernel, set_poison)
+from .cuda_launch import (_GEMM_TILES, _SUFFIX, _bcast, _ew, _f32, _kernel, _low, _rdev, _rows,  # noqa: F401
+                          _storage, _tile, clone, copy_into, dense, empty, full, gemm16_kernel, has_kernel, set_poison)
 
 NAME = "cuda"
 
@@ -295,30 +295,8 @@ def expand(x, shape):
 
 
 # ------------------------------------------------------------------ elementwise (elementwise.ptx)
-# The elementwise kernels come in three storages: `<name>` (float32), `<name>_f16`, `<name>_bf16` (2-byte loads
-# widened to float32, the float32 kernel's math, one rounding at the store). Operands all of one 16-bit dtype run
+# The elementwise kernels come in three storages (cuda_launch._storage). Operands all of one 16-bit dtype run
 # the 16-bit kernel on their own storage; the functions below say so to rawdev.ops.opmath with `native_low`.
-_SUFFIX = {_dt.float32: "", _dt.float16: "_f16", _dt.bfloat16: "_bf16"}
-
-
-def _low(*ts):
-    """The 16-bit float dtype all of ts share (None when they are not all float16 or all bfloat16)."""
-    dt = ts[0].dtype
-    if dt in (_dt.float16, _dt.bfloat16) and all(t.dtype is dt for t in ts):
-        return dt
-    return None
-
-
-def _storage(op, *ts):
-    """The kernel-name suffix for the operands' storage: '' for float32, '_f16'/'_bf16' for operands all of that
-    16-bit dtype; any other mix is the float32 check's TypeError."""
-    low = _low(*ts)
-    if low is not None:
-        return _SUFFIX[low]
-    _f32(op, *ts)
-    return ""
-
-
 def _native_unary(x, *args, **kwargs):
     return _low(x) is not None
 

@@ -6,25 +6,11 @@ output and the gradients of one 16-bit dtype are read and written as 2 bytes (fl
 logsumexp and a float mask), so under autocast they pass rawdev.ops.opmath unwidened (`native_low`) with no
 float32 copies; their results are the float32 kernels' on the widened operands, rounded once."""
 from .. import dtypes as _dt
-from .cuda_launch import _f32, _kernel, _rdev, dense, empty
+from .cuda_launch import _f32, _kernel, _low, _rdev, _storage, dense, empty
 
 __all__ = ["sdpa_fwd", "sdpa_bwd", "sdpa_bwd_q", "sdpa_bwd_kv", "sdpa_probs"]
 
 _ROWS = 32       # rows per block (4 threads per row, 128 threads)
-_SUFFIX = {_dt.float32: "f32", _dt.float16: "f16", _dt.bfloat16: "bf16"}
-
-
-def _storage(op, *ts):
-    """The kernels' storage suffix: every tensor float32, or every one the same 16-bit dtype."""
-    dt = ts[0].dtype
-    if dt in _SUFFIX and all(t.dtype is dt for t in ts):
-        return _SUFFIX[dt]
-    _f32(op, *ts)     # a mix: the float32 kernels' TypeError
-    return "f32"
-
-
-def _native(*ts):
-    return ts[0].dtype in (_dt.float16, _dt.bfloat16) and all(t.dtype is ts[0].dtype for t in ts)
 
 
 def _head(E, Ev):
@@ -45,10 +31,10 @@ def _tail(mask, N, L, S, E, Ev, scale, causal, p, seed):
     return [mp, sb, sl, ss, mask.mode, N, L, S, E, Ev, float(scale), int(causal), float(p), int(seed), 0]
 
 
-def _launch(q, name, rows, args, N, d, sfx="f32"):
+def _launch(q, name, rows, args, N, d, sfx=""):
     blocks = N * -(-rows // _ROWS)
     if blocks:
-        _kernel(_rdev(q), f"{name}_{sfx}_d{d}", "scaled_dot_product_attention").launch(blocks, 128, args)
+        _kernel(_rdev(q), f"{name}{sfx or '_f32'}_d{d}", "scaled_dot_product_attention").launch(blocks, 128, args)
 
 
 def sdpa_fwd(q, k, v, mask, causal, scale, p, seed):
@@ -124,8 +110,8 @@ def sdpa_bwd_kv(g, q, k, v, rowdot, lse, mask, causal, scale, p, seed):
 
 
 # opmath passes 16-bit q, k, v (and gradient, output) unwidened where the 16-bit kernels take them
-sdpa_fwd.native_low = lambda q, k, v, *args: _native(q, k, v)  # type: ignore[attr-defined]
+sdpa_fwd.native_low = lambda q, k, v, *args: _low(q, k, v) is not None  # type: ignore[attr-defined]
 sdpa_bwd_q.native_low = (  # type: ignore[attr-defined]
-    lambda g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False: _native(g, q, k, v, out)
+    lambda g, q, k, v, out, lse, mask, causal, scale, p, seed, want_scores=False: _low(g, q, k, v, out) is not None
     and not want_scores)
-sdpa_bwd_kv.native_low = lambda g, q, k, v, *args: _native(g, q, k, v)  # type: ignore[attr-defined]
+sdpa_bwd_kv.native_low = lambda g, q, k, v, *args: _low(g, q, k, v) is not None  # type: ignore[attr-defined]

@@ -40,6 +40,29 @@ def _f32(op, *ts):
             raise TypeError(f"{op} on cuda supports float32 tensors (the shipped kernels are f32), got {t.dtype}")
 
 
+# Kernels with 16-bit forms come in three storages: `<name>` (float32), `<name>_f16`, `<name>_bf16` (2-byte loads
+# widened to float32, the float32 kernel's math, one rounding at the store).
+_SUFFIX = {_dt.float32: "", _dt.float16: "_f16", _dt.bfloat16: "_bf16"}
+
+
+def _low(*ts):
+    """The 16-bit float dtype all of ts share (None when they are not all float16 or all bfloat16)."""
+    dt = ts[0].dtype
+    if dt in (_dt.float16, _dt.bfloat16) and all(t.dtype is dt for t in ts):
+        return dt
+    return None
+
+
+def _storage(op, *ts):
+    """The kernel-name suffix for the operands' storage: '' for float32, '_f16'/'_bf16' for operands all of that
+    16-bit dtype; any other mix is the float32 check's TypeError."""
+    low = _low(*ts)
+    if low is not None:
+        return _SUFFIX[low]
+    _f32(op, *ts)
+    return ""
+
+
 _poison = False
 
 
