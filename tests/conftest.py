@@ -9,6 +9,7 @@ import zlib
 
 import numpy as np
 import pytest
+from rawdev.random import manual_seed
 from rawdev.runtime import reset_for_tests
 
 pytest_plugins = ["rawdev.pytest_plugin"]
@@ -75,6 +76,9 @@ def _replayable_inputs(request):
     for v in list(vars(request.module).values()) if request.module is not None else ():
         if isinstance(v, np.random.Generator):
             v.bit_generator.state = type(v.bit_generator)([_seed["base"], key]).state
+    # rawdev's own generators too (a parameter's init, dropout, spectral_norm's start vector): seeded from
+    # (base, test id), so a test draws the same whichever tests ran before it in this process
+    manual_seed(int(np.random.SeedSequence([_seed["base"], key]).generate_state(1, np.uint64)[0] >> 1))
     yield
     _seed["key"] = 0
 
