@@ -62,7 +62,7 @@ def _check_same(name, native, widened):
 
 # ------------------------------------------------------------------ backend: bit for bit against widened
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,D", [(9, 77), (3, 300), (4, 1)], ids=["odd", "long", "one"])
+@pytest.mark.parametrize("rows,D", [(9, 77), (3, 300), (4, 1), (300, 33)], ids=["odd", "long", "one", "chunks"])
 @pytest.mark.parametrize("rms", [False, True], ids=["layer", "rms"])
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 def test_row_norm_equals_widened_bit_for_bit(driver, dtype, rows, D, rms, affine):
@@ -73,9 +73,12 @@ def test_row_norm_equals_widened_bit_for_bit(driver, dtype, rows, D, rms, affine
     assert y.dtype is x.dtype and mean.dtype is rawdev.float32 and rstd.dtype is rawdev.float32
     _check_same("row_norm", (y, mean, rstd), _widened("row_norm", x, w, b, 1e-5, rms))
     g = _t((rows, D), dtype)
-    dx, gxhat = _native("row_norm_bwd", g, x, mean, rstd, w, rms)
-    assert dx.dtype is x.dtype and gxhat.dtype is x.dtype
-    _check_same("row_norm_bwd", (dx, gxhat), _widened("row_norm_bwd", g, x, mean, rstd, w, rms))
+    need = (True, affine, affine and not rms)
+    dx, dw, db = out = _native("row_norm_bwd", g, x, mean, rstd, w, rms, *need)
+    # the weight's and bias's gradients: float32 column sums, unrounded (the op rounds them to the parameter's dtype)
+    assert dx.dtype is x.dtype and all(o is None or o.dtype is rawdev.float32 for o in (dw, db))
+    assert (dw is not None, db is not None) == need[1:]
+    _check_same("row_norm_bwd", out, _widened("row_norm_bwd", g, x, mean, rstd, w, rms, *need, keep=(1, 2)))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -278,8 +281,8 @@ def test_float32_weight_of_a_half_input_runs_natively_backend(driver, dtype):
     w, b = _t((77,), "float32"), _t((77,), "float32")
     y, mean, rstd = _native("row_norm", x, w, b, 1e-5, False)
     _check_same("row_norm", (y, mean, rstd), _widened("row_norm", x, w, b, 1e-5, False))
-    _check_same("row_norm_bwd", _native("row_norm_bwd", g, x, mean, rstd, w, False),
-                _widened("row_norm_bwd", g, x, mean, rstd, w, False))
+    _check_same("row_norm_bwd", _native("row_norm_bwd", g, x, mean, rstd, w, False, True, True, True),
+                _widened("row_norm_bwd", g, x, mean, rstd, w, False, True, True, True, keep=(1, 2)))
     x3, g3 = _t((2, 6, 35), dtype, 1.5, 1.0), _t((2, 6, 35), dtype)
     w6, b6 = _t((6,), "float32"), _t((6,), "float32")
     (y, mean, rstd), text = _traced(lambda: cuda_backend.group_norm_fwd(x3, w6, b6, 3, 1e-5))

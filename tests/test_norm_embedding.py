@@ -157,3 +157,62 @@ def test_embedding_errors():
         F.embedding(rawdev.ones(3), w)
     with pytest.raises(IndexError):
         F.embedding(rawdev.tensor([4]), w)
+
+
+@pytest.mark.parametrize("rms", [False, True], ids=["layer", "rms"])
+@pytest.mark.parametrize("frozen", [None, "weight", "bias"])
+def test_weight_and_bias_gradients_over_many_row_chunks(driver, poison, rms, frozen):
+    """773 rows: three whole 256-row chunks of the cuda column reduction and a partial one (float32 partials, then
+    their column sums); 45 columns: a whole 32-column tile and an edge tile. A transposed (non-contiguous) input,
+    float64 references, and a frozen parameter's gradient not computed."""
+    rows, D = 773, 45
+    xt = RNG.standard_normal((D, rows)) * 2 + 5
+    x = xt.T
+    g = RNG.standard_normal((rows, D))
+    w, b = RNG.standard_normal(D), RNG.standard_normal(D)
+    mean = 0.0 if rms else x.mean(1, keepdims=True)
+    xhat = (x - mean) / np.sqrt(((x - mean) ** 2).mean(1, keepdims=True) + 1e-5)
+    want = {"weight": (g * xhat).sum(0), "bias": g.sum(0)}
+    norm = nn.RMSNorm(D, eps=1e-5) if rms else nn.LayerNorm(D)
+    norm = norm.cuda()
+    with rawdev.no_grad():
+        norm.weight.copy_(rawdev.tensor(w, dtype=rawdev.float32).cuda())
+        if not rms:
+            norm.bias.copy_(rawdev.tensor(b, dtype=rawdev.float32).cuda())
+    params = dict(norm.named_parameters())
+    if frozen in params:
+        params[frozen].requires_grad_(False)
+    xt_dev = rawdev.tensor(xt, dtype=rawdev.float32).cuda().requires_grad_()
+    t = xt_dev.t()
+    assert not t.is_contiguous()
+    (norm(t) * rawdev.tensor(g, dtype=rawdev.float32).cuda()).sum().backward()
+    assert xt_dev.grad is not None and np.isfinite(xt_dev.grad.cpu().numpy()).all()
+    for name, p in params.items():
+        if name == frozen:
+            assert p.grad is None
+            continue
+        assert p.grad.dtype is rawdev.float32 and p.grad.shape == (D,)
+        got = p.grad.cpu().numpy().astype(np.float64)
+        assert np.linalg.norm(got - want[name]) / np.linalg.norm(want[name]) < 1e-5, name
+
+
+def test_layer_norm_weight_gradient_holds_no_rows_by_columns_buffer(driver):
+    """The weight's and bias's gradients come from a column reduction: computing them alone allocates the
+    per-chunk float32 partials and the two [D] results, not a [rows, D] buffer of products."""
+    from rawdev.ops.dispatch import cuda_backend
+    rows, D = 1000, 96
+    x = rawdev.tensor(RNG.standard_normal((rows, D)), dtype=rawdev.float32).cuda()
+    g = rawdev.tensor(RNG.standard_normal((rows, D)), dtype=rawdev.float32).cuda()
+    w = rawdev.ones(D).cuda()
+    _, mean, rstd = cuda_backend.row_norm(x, w, None, 1e-5, False)
+    rawdev.cuda.synchronize()
+    rawdev.cuda.reset_peak_memory_stats()
+    before = rawdev.cuda.memory_allocated()
+    dx, dw, db = cuda_backend.row_norm_bwd(g, x, mean, rstd, w, False, False, True, True)
+    peak = rawdev.cuda.max_memory_allocated() - before
+    assert dx is None and dw.shape == (D,) and db.shape == (D,)
+    assert peak <= 2 * 4 * D * 4 + 2 * D * 4 + 4 * 512, peak    # 4 partial rows each, two results, rounding
+    xv, gv = x.cpu().numpy().astype(np.float64), g.cpu().numpy().astype(np.float64)
+    xhat = (xv - xv.mean(1, keepdims=True)) / np.sqrt(xv.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(dw.cpu().numpy(), (gv * xhat).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db.cpu().numpy(), gv.sum(0), rtol=1e-4, atol=1e-4)

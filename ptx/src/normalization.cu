@@ -134,7 +134,7 @@ extern "C" __global__ void row_norm_fwd_bf16_f32w(unsigned short* __restrict__ y
 }
 
 template <int S, int W = S>
-DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, ELT(S)* __restrict__ gxhat, const ELT(S)* __restrict__ dy,
+DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, const ELT(S)* __restrict__ dy,
                             const ELT(S)* __restrict__ x, const float* __restrict__ mean_in,
                             const float* __restrict__ rstd_in, const ELT(W)* __restrict__ w, int rows, int D, int rms)
 {
@@ -156,59 +156,126 @@ DEVI void row_norm_bwd_body(ELT(S)* __restrict__ dx, ELT(S)* __restrict__ gxhat,
     sg = warp_sum(sg) / (float)D;
     sgx = warp_sum(sgx) / (float)D;
     ELT(S)* dr = dx + r * D;
-    ELT(S)* hr = gxhat + r * D;
     for (int c = lane; c < D; c += 32) {
         const float gv = io::ld(gr, c);
         const float g = w ? gv * Io<W>::ld(w, c) : gv;
         const float xh = (io::ld(xr, c) - mean) * rstd;
         io::st(dr, c, rms ? rstd * (g - xh * sgx) : rstd * (g - sg - xh * sgx));
-        io::st(hr, c, gv * xh);
     }
 }
 
-// doc: the backward of row_norm_fwd: dx per row, and gxhat = dy*xhat (its column sums are the weight's
-// gradient; dy's column sums the bias's). w optional (0 = absent). One warp per row.
-extern "C" __global__ void row_norm_bwd(float* __restrict__ dx, float* __restrict__ gxhat, const float* __restrict__ dy,
+// doc: the input's gradient of row_norm_fwd, dx per row (the weight's and bias's: row_norm_bwd_wb). w optional
+// (0 = absent). One warp per row.
+extern "C" __global__ void row_norm_bwd(float* __restrict__ dx, const float* __restrict__ dy,
                                         const float* __restrict__ x, const float* __restrict__ mean_in,
                                         const float* __restrict__ rstd_in, const float* __restrict__ w,
                                         int rows, int D, int rms)
 {
-    row_norm_bwd_body<S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+    row_norm_bwd_body<S_F32>(dx, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
 
-// doc: row_norm_bwd on float16 storage (dx, gxhat, dy, x, w; float32 mean, rstd and math, one rounding each).
-extern "C" __global__ void row_norm_bwd_f16(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+// doc: row_norm_bwd on float16 storage (dx, dy, x, w; float32 mean, rstd and math, one rounding each).
+extern "C" __global__ void row_norm_bwd_f16(unsigned short* __restrict__ dx,
                                             const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
                                             const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
                                             const unsigned short* __restrict__ w, int rows, int D, int rms)
 {
-    row_norm_bwd_body<S_F16>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+    row_norm_bwd_body<S_F16>(dx, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
 
-// doc: row_norm_bwd on bfloat16 storage (dx, gxhat, dy, x, w; float32 mean, rstd and math, one rounding each).
-extern "C" __global__ void row_norm_bwd_bf16(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+// doc: row_norm_bwd on bfloat16 storage (dx, dy, x, w; float32 mean, rstd and math, one rounding each).
+extern "C" __global__ void row_norm_bwd_bf16(unsigned short* __restrict__ dx,
                                              const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
                                              const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
                                              const unsigned short* __restrict__ w, int rows, int D, int rms)
 {
-    row_norm_bwd_body<S_BF16>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+    row_norm_bwd_body<S_BF16>(dx, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
 
 // doc: row_norm_bwd on float16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
-extern "C" __global__ void row_norm_bwd_f16_f32w(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+extern "C" __global__ void row_norm_bwd_f16_f32w(unsigned short* __restrict__ dx,
                                              const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
                                              const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
                                              const float* __restrict__ w, int rows, int D, int rms)
 {
-    row_norm_bwd_body<S_F16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+    row_norm_bwd_body<S_F16, S_F32>(dx, dy, x, mean_in, rstd_in, w, rows, D, rms);
 }
 // doc: row_norm_bwd on bfloat16 storage with float32 weight and bias (and their gradients): PyTorch's mixed case.
-extern "C" __global__ void row_norm_bwd_bf16_f32w(unsigned short* __restrict__ dx, unsigned short* __restrict__ gxhat,
+extern "C" __global__ void row_norm_bwd_bf16_f32w(unsigned short* __restrict__ dx,
                                              const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
                                              const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
                                              const float* __restrict__ w, int rows, int D, int rms)
 {
-    row_norm_bwd_body<S_BF16, S_F32>(dx, gxhat, dy, x, mean_in, rstd_in, w, rows, D, rms);
+    row_norm_bwd_body<S_BF16, S_F32>(dx, dy, x, mean_in, rstd_in, w, rows, D, rms);
+}
+
+// The weight's and bias's gradients are column sums over the rows: dw[c] = sum_r dy[r, c] * xhat[r, c] and
+// db[c] = sum_r dy[r, c]. A block of 256 threads is 8 warps over one tile of 32 columns: a warp reads 32
+// consecutive columns of one row (coalesced), the 8 warps take every 8th row of the block's row chunk, and the
+// 8 partial sums per column meet in shared memory. grid.y splits the rows into chunks of `chunk` rows, so a few
+// columns still fill the GPU; each (chunk, column) writes a float32 partial, and the caller sums the grid.y
+// partials ([grid.y, D], ~1/chunk of the [rows, D] products a product-then-sum backward would hold).
+#define RN_WB_ROWS 8
+template <int S>
+DEVI void row_norm_bwd_wb_body(float* __restrict__ pw, float* __restrict__ pb, const ELT(S)* __restrict__ dy,
+                               const ELT(S)* __restrict__ x, const float* __restrict__ mean_in,
+                               const float* __restrict__ rstd_in, long long rows, long long D, long long chunk)
+{
+    typedef Io<S> io;
+    __shared__ float s_w[RN_WB_ROWS][33], s_b[RN_WB_ROWS][33];
+    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    const long long c = (long long)blockIdx.x * 32 + tx;
+    const long long r0 = (long long)blockIdx.y * chunk;
+    const long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
+    float a = 0.0f, b = 0.0f;
+    if (c < D) {
+        for (long long r = r0 + ty; r < r1; r += RN_WB_ROWS) {
+            const float g = io::ld(dy, r * D + c);
+            a += g * ((io::ld(x, r * D + c) - mean_in[r]) * rstd_in[r]);
+            b += g;
+        }
+    }
+    s_w[ty][tx] = a;
+    s_b[ty][tx] = b;
+    __syncthreads();
+    if (ty == 0 && c < D) {
+        for (int k = 1; k < RN_WB_ROWS; ++k) {
+            a += s_w[k][tx];
+            b += s_b[k][tx];
+        }
+        const long long o = (long long)blockIdx.y * D + c;
+        if (pw) pw[o] = a;
+        if (pb) pb[o] = b;
+    }
+}
+
+// doc: the weight's and bias's gradients of row_norm_fwd as float32 partial column sums: pw[j, c] = sum of
+// dy * xhat and pb[j, c] = sum of dy over rows [j * chunk, (j + 1) * chunk) (pw or pb may be null). Block 256,
+// grid (ceil(D / 32), ceil(rows / chunk)).
+extern "C" __global__ void row_norm_bwd_wb(float* __restrict__ pw, float* __restrict__ pb, const float* __restrict__ dy,
+                                           const float* __restrict__ x, const float* __restrict__ mean_in,
+                                           const float* __restrict__ rstd_in, long long rows, long long D,
+                                           long long chunk)
+{
+    row_norm_bwd_wb_body<S_F32>(pw, pb, dy, x, mean_in, rstd_in, rows, D, chunk);
+}
+
+// doc: row_norm_bwd_wb on float16 dy and x (float32 mean, rstd, math and partial sums).
+extern "C" __global__ void row_norm_bwd_wb_f16(float* __restrict__ pw, float* __restrict__ pb,
+                                               const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                               const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                               long long rows, long long D, long long chunk)
+{
+    row_norm_bwd_wb_body<S_F16>(pw, pb, dy, x, mean_in, rstd_in, rows, D, chunk);
+}
+
+// doc: row_norm_bwd_wb on bfloat16 dy and x (float32 mean, rstd, math and partial sums).
+extern "C" __global__ void row_norm_bwd_wb_bf16(float* __restrict__ pw, float* __restrict__ pb,
+                                                const unsigned short* __restrict__ dy, const unsigned short* __restrict__ x,
+                                                const float* __restrict__ mean_in, const float* __restrict__ rstd_in,
+                                                long long rows, long long D, long long chunk)
+{
+    row_norm_bwd_wb_body<S_BF16>(pw, pb, dy, x, mean_in, rstd_in, rows, D, chunk);
 }
 
 // ================================================================== group_norm / instance_norm

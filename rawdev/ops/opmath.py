@@ -59,9 +59,10 @@ _PASSTHROUGH = frozenset({
 _IN_PLACE = frozenset({"add_", "scale_", "index_add_", "scatter_dim_"})
 
 # Results that stay float32 for 16-bit operands: the statistics a backward reads (PyTorch keeps them in
-# float32 too: a log-sum-exp or a count in bfloat16 would lose the gradient's precision).
-_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "sdpa_bwd_q": (1,), "row_norm": (1, 2), "group_norm_fwd": (1, 2),
-             "bn_stats": (0, 1), "nll_fwd": ()}
+# float32 too: a log-sum-exp or a count in bfloat16 would lose the gradient's precision), and column sums the
+# caller rounds once to the parameters' dtype (row_norm_bwd's weight and bias gradients).
+_KEEP_F32 = {"cross_entropy": (1,), "sdpa_fwd": (1,), "sdpa_bwd_q": (1,), "row_norm": (1, 2),
+             "row_norm_bwd": (1, 2), "group_norm_fwd": (1, 2), "bn_stats": (0, 1), "nll_fwd": ()}
 
 # Narrow-integer handling: function -> which results are values of the operands' dtype. None: the single
 # result is; a tuple: those positions of a tuple result; (): no result is (it stays int64 / bool).

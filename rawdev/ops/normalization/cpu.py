@@ -31,17 +31,24 @@ def row_norm(x, w, b, eps, rms):
     return wrap(y, x.dtype), wrap(mean, stat), wrap(rstd, stat)
 
 
-def row_norm_bwd(g, x, mean, rstd, w, rms):
+def row_norm_bwd(g, x, mean, rstd, w, rms, need_dx=True, need_dw=False, need_db=False):
     xv, gv, m, r = _opmath(v(x)), _opmath(v(g)), v(mean), v(rstd)
     xh = (xv - m[:, None]) * r[:, None]
-    gw = gv * v(w) if w is not None else gv
-    D = xv.shape[1]
-    sgx = (gw * xh).sum(axis=1, keepdims=True) / D
-    if rms:
-        dx = r[:, None] * (gw - xh * sgx)
-    else:
-        dx = r[:, None] * (gw - gw.sum(axis=1, keepdims=True) / D - xh * sgx)
-    return wrap(dx, g.dtype), wrap(gv * xh, g.dtype)
+    dx = dw = db = None
+    if need_dx:
+        gw = gv * v(w) if w is not None else gv
+        D = xv.shape[1]
+        sgx = (gw * xh).sum(axis=1, keepdims=True) / D
+        if rms:
+            dx = wrap(r[:, None] * (gw - xh * sgx), g.dtype)
+        else:
+            dx = wrap(r[:, None] * (gw - gw.sum(axis=1, keepdims=True) / D - xh * sgx), g.dtype)
+    acc = _dt.float32 if g.dtype in (_dt.float16, _dt.bfloat16) else g.dtype   # the sums unrounded, as cuda's
+    if need_dw:
+        dw = wrap((gv * xh).sum(axis=0), acc)
+    if need_db:
+        db = wrap(gv.sum(axis=0), acc)
+    return dx, dw, db
 
 
 # ------------------------------------------------------------------ group_norm / instance_norm

@@ -17,6 +17,7 @@ from ..cuda_launch import _ew, _f32, _kernel, _rdev, _rows, empty
 __all__ = ["row_norm", "row_norm_bwd", "group_norm_fwd", "group_norm_bwd", "bn_stats", "bn_apply", "bn_bwd"]
 
 _MAX_GRID = 65535
+_WB_CHUNK = 256   # rows per partial of the layer_norm weight/bias gradient: partials hold rows * D * 4 / 256 bytes
 
 
 _LOW = {_dt.float16: "_f16", _dt.bfloat16: "_bf16"}
@@ -83,17 +84,50 @@ def row_norm(x, w, b, eps, rms):
     return y, mean, rstd
 
 
-def row_norm_bwd(g, x, mean, rstd, w, rms):
-    """(dx, dy*xhat): the input's gradient and the products whose column sums are the weight's gradient, in
-    g's dtype (float32, or g, x, w all of one 16-bit dtype; mean and rstd float32)."""
+def row_norm_bwd(g, x, mean, rstd, w, rms, need_dx=True, need_dw=False, need_db=False):
+    """(dx | None, dw | None, db | None): the input's gradient in g's dtype (float32, or g, x, w all of one 16-bit
+    dtype; mean and rstd float32), and the weight's and bias's gradients as float32 column sums of dy*xhat and dy
+    (unrounded: the caller rounds them to the parameters' dtype)."""
     sfx, dt = _storage("layer_norm backward", (g, x), (w,))
     rows, D = x.shape
-    dx = empty((rows, D), dt, x.device, "layer_norm grad")
-    gxhat = empty((rows, D), dt, x.device, "layer_norm weight grad rows")
-    _rows(_rdev(x), "row_norm_bwd" + sfx, [dx.data_ptr(), gxhat.data_ptr(), g.data_ptr(), x.data_ptr(),
-                                           mean.data_ptr(), rstd.data_ptr(), _ptr(w), rows, D, int(rms)],
-          rows, "layer_norm backward")
-    return dx, gxhat
+    rdev = _rdev(x)
+    dx = dw = db = None
+    if need_dx:
+        dx = empty((rows, D), dt, x.device, "layer_norm grad")
+        _rows(rdev, "row_norm_bwd" + sfx, [dx.data_ptr(), g.data_ptr(), x.data_ptr(), mean.data_ptr(),
+                                           rstd.data_ptr(), _ptr(w), rows, D, int(rms)], rows, "layer_norm backward")
+    if need_dw or need_db:
+        dw, db = _row_norm_wb(rdev, g, x, mean, rstd, need_dw, need_db, _LOW.get(dt, ""))
+    return dx, dw, db
+
+
+def _row_norm_wb(rdev, g, x, mean, rstd, need_dw, need_db, sfx):
+    """The column sums of dy*xhat and dy over the rows, float32 [D] each: row_norm_bwd_wb writes one partial per
+    chunk of rows (a few columns still fill the GPU), summed here when there is more than one chunk."""
+    rows, D = x.shape
+    chunk = max(_WB_CHUNK, (-(-rows // _MAX_GRID) + 7) & ~7)   # grid.y at most 65535; whole warps of rows
+    nb = max(1, -(-rows // chunk))
+    shape = (D,) if nb == 1 else (nb, D)
+    part = "" if nb == 1 else " partials"
+    pw = empty(shape, _dt.float32, x.device, "layer_norm weight grad" + part) if need_dw else None
+    pb = empty(shape, _dt.float32, x.device, "layer_norm bias grad" + part) if need_db else None
+    if D:
+        _kernel(rdev, "row_norm_bwd_wb" + sfx, "layer_norm backward").launch(
+            ((D + 31) // 32, nb), 256, [_ptr(pw), _ptr(pb), g.data_ptr(), x.data_ptr(), mean.data_ptr(),
+                                        rstd.data_ptr(), rows, D, chunk])
+    if nb == 1:
+        return pw, pb
+    return tuple(_col_sums(rdev, p, owner) if p is not None else None
+                 for p, owner in ((pw, "layer_norm weight grad"), (pb, "layer_norm bias grad")))
+
+
+def _col_sums(rdev, p, owner):
+    """float32 [D]: the column sums of the partials p [nb, D] (the sum family's sum_axis0)."""
+    nb, D = p.shape
+    out = empty((D,), _dt.float32, p.device, owner)
+    _kernel(rdev, "sum_axis0", "layer_norm backward").launch((D + 31) // 32, (32, 8),
+                                                             [out.data_ptr(), p.data_ptr(), nb, D, 0.0])
+    return out
 
 
 # ------------------------------------------------------------------ group_norm / instance_norm

@@ -5,8 +5,9 @@ numpy, cuda.py kernel launches beside this file, reached through dispatch's back
 nothing here depends on the device.
 
 layer_norm / rms_norm flatten the normalized dimensions into D and run one fused kernel per direction (cuda: one
-warp per row with Welford statistics); the weight's and bias's gradients are column sums of what the backward
-kernel writes (backend row_norm / row_norm_bwd).
+warp per row with Welford statistics); the weight's and bias's gradients are column sums of dy*xhat and dy that
+the backend computes without materializing the [rows, D] products (cuda: a column-tiled reduction over chunks of
+rows; backend row_norm / row_norm_bwd).
 
 group_norm views x [N, C, *] as [N, C, S] (contiguous) and normalizes each (n, group) row of (C/G)*S values
 (cuda: one block per row, Welford statistics and the per-channel affine fused; backend group_norm_fwd /
@@ -28,12 +29,6 @@ from ..registry import declare
 
 
 # ------------------------------------------------------------------ layer_norm / rms_norm
-def _wide(param_dt, grad_dt):
-    """The dtype argument for a parameter's gradient sum: float32 for a float32 parameter of a 16-bit input's op,
-    else None (the sum in the gradient's own dtype)."""
-    return _dt.float32 if param_dt is _dt.float32 and grad_dt is not _dt.float32 else None
-
-
 class _RowNorm(Function):
     node_name = "NativeLayerNormBackward0"
 
@@ -52,12 +47,15 @@ class _RowNorm(Function):
         x2, mean, rstd, w = ctx.saved_tensors
         B = backend_of(g)
         g2 = g.reshape(x2.shape).contiguous()
-        dx, gxhat = B.row_norm_bwd(g2, x2, mean, rstd, w, ctx.rms)
-        # a float32 weight or bias of a 16-bit input (the mixed case) gets its float32 column sum, unrounded
-        dw = (B.sum_dims(gxhat, (0,), dt=_wide(w.dtype, gxhat.dtype))
-              if w is not None and ctx.needs_input_grad[1] else None)
-        db = B.sum_dims(g2, (0,), dt=_wide(ctx.bias_dtype, g2.dtype)) if ctx.needs_input_grad[2] else None
-        return dx.reshape(ctx.xshape) if ctx.needs_input_grad[0] else None, dw, db, None, None, None
+        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
+        dx, dw, db = B.row_norm_bwd(g2, x2, mean, rstd, w, ctx.rms, need_dx, need_dw and w is not None, need_db)
+        # the column sums come unrounded (float32 for a 16-bit input): rounded once to the parameter's dtype, so a
+        # float32 weight or bias of a 16-bit input (the mixed case) keeps its float32 sum
+        if dw is not None and dw.dtype is not w.dtype:
+            dw = B.cast(dw, w.dtype)
+        if db is not None and db.dtype is not ctx.bias_dtype:
+            db = B.cast(db, ctx.bias_dtype)
+        return dx.reshape(ctx.xshape) if need_dx else None, dw, db, None, None, None
 
     @staticmethod
     def backward_graph(ctx, g):
