@@ -15,11 +15,25 @@ from rawdev.ops import registry
 
 OPS = Path(rawdev.__file__).parent / "ops"
 FAMILIES = sorted(p.name for p in OPS.iterdir() if (p / "__init__.py").is_file())
-DECLARED = {"normalization": {"layer_norm", "rms_norm", "group_norm", "instance_norm", "batch_norm"}}
+DECLARED = {
+    "normalization": {"layer_norm", "rms_norm", "group_norm", "instance_norm", "batch_norm"},
+    "conv": {"conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
+             "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+             "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+             "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+             "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"},
+}
 
 
-def test_the_normalization_family_is_a_folder():
-    assert "normalization" in FAMILIES
+def _declaring_files(family):
+    """The family's files other than its __init__ and its two backends: functions.py and any it splits into."""
+    return sorted(p for p in (OPS / family).glob("*.py") if p.name not in ("__init__.py", "cpu.py", "cuda.py"))
+
+
+def test_the_families_are_folders():
+    assert {"normalization", "conv"} <= set(FAMILIES)
+    for family in ("normalization", "conv"):
+        assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -43,23 +57,27 @@ def test_the_cpu_and_cuda_files_export_the_same_functions_and_the_backends_hold_
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_declarations_name_no_device(family):
-    """functions.py reaches the arithmetic through the dispatcher only: it imports neither backend and never
-    branches on a device type."""
-    src = (OPS / family / "functions.py").read_text()
-    tree = ast.parse(src)
-    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert not imported & {"cpu", "cuda", "cuda_launch", "cuda_cast"}, imported
-    for attr in ("is_cuda", "is_cpu"):
-        assert not any(isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(tree)), attr
-    assert '"cuda"' not in src and '"cpu"' not in src
+    """functions.py (and any declaring file beside it) reaches the arithmetic through the dispatcher only: it imports
+    neither backend and never branches on a device type."""
+    files = _declaring_files(family)
+    assert OPS / family / "functions.py" in files
+    for path in files:
+        src = path.read_text()
+        tree = ast.parse(src)
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not imported & {"cpu", "cuda", "cuda_launch", "cuda_cast"}, (path.name, imported)
+        for attr in ("is_cuda", "is_cpu"):
+            assert not any(isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(tree)), (path.name, attr)
+        assert '"cuda"' not in src and '"cpu"' not in src, path.name
 
 
 @pytest.mark.parametrize("family", sorted(DECLARED))
 def test_the_family_declares_its_ops(family):
     decls = {d.name for d in registry._DECLS.values() if d.family == family}
     assert decls == DECLARED[family]
+    modules = {f"rawdev.ops.{family}.{p.stem}" for p in _declaring_files(family)}
     for name in DECLARED[family]:
-        assert getattr(rawdev.nn.functional, name).__module__ == f"rawdev.ops.{family}.functions"
+        assert getattr(rawdev.nn.functional, name).__module__ in modules, name
 
 
 @pytest.mark.parametrize("family", FAMILIES)

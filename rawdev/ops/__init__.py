@@ -2,8 +2,9 @@
 
 Each family file declares its ops with registry.declare; `methods.install()` puts them on rawdev.Tensor, and
 `rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
-dispatch.py; both star-import the per-family backend files beside them (cpu_resample.py / cuda_resample.py for
-resample.py, cpu_gather.py / cuda_gather.py for gather_scatter.py, cpu_math.py / cuda_math.py for binary_math.py,
+dispatch.py; both star-import the per-family backend files: a family folder's own cpu.py and cuda.py
+(normalization/, conv/), or the files beside them (cpu_resample.py / cuda_resample.py for resample.py,
+cpu_gather.py / cuda_gather.py for gather_scatter.py, cpu_math.py / cuda_math.py for binary_math.py,
 cuda_scan_sort.py and cuda_sortlong.py for scan_sort.py, ...).
 
 Families (the family name is the file's; "composed" files hold ops built from declared ops, with no kernels of
@@ -29,20 +30,23 @@ their own, so both devices and autograd come with them):
   loss.py (cross_entropy, nll, mse, the elementwise losses, margin_ranking, cosine_embedding, triplet_margin),
   loss_margin.py (hinge_embedding, soft_margin, multi(label)_margin, triplet_margin_with_distance),
   loss_likelihood.py (poisson_nll, gaussian_nll, ctc), distance.py (normalize, cosine_similarity, cdist, pdist),
-  conv.py (convolution and pooling), conv3d.py, pooling_composed.py (lp_pool, max_unpool, local_response_norm),
+  conv/ (convolution, pooling, unfold/fold and the 3-d forms), pooling_composed.py (lp_pool, max_unpool,
+  local_response_norm),
   normalization/ (layer, rms, group, instance and batch norm), embedding.py, embedding_bag.py, resample.py
   (interpolate, pad, pixel/channel shuffle), grid.py (affine_grid, grid_sample), attention.py, rnn.py.
 """
 from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
-from . import binary_math, conv, creation, distance, embedding, join, random_ops, select  # noqa: F401,E402  (they declare)
+from . import binary_math, creation, distance, embedding, join, random_ops, select  # noqa: F401,E402  (they declare)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
+from .conv import functions as _conv, pooling as _pooling  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
 from . import embedding_bag, resample  # noqa: F401,E402  (they declare)
 from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
-from . import conv3d, covariance, decomp, dtype_queries, gamma, grid, host_callbacks  # noqa: F401,E402  (they declare)
+from .conv import conv3d as _conv3d  # noqa: F401,E402  (it declares)
+from . import covariance, decomp, dtype_queries, gamma, grid, host_callbacks  # noqa: F401,E402  (they declare)
 from . import loss_likelihood, loss_margin, order_stats, pointwise_composed, pooling_composed  # noqa: F401,E402,E501
 from . import view_copies  # noqa: F401,E402  (it declares)
 from . import spectral, structure  # noqa: F401,E402  (they declare)

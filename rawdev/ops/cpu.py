@@ -552,7 +552,7 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 
 from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
-from .cpu_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
+from .conv.cpu import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cpu_gather import *  # noqa: F401,F403,E402  (gather, scatter)
 from .cpu_resample import *  # noqa: F401,F403,E402  (interpolate)
 from .cpu_embedding_bag import *  # noqa: F401,F403,E402  (embedding_bag)

@@ -967,7 +967,7 @@ from .normalization.cuda import *  # noqa: F401,F403,E402  (layer_norm, rms_norm
 from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
-from .cuda_conv import *  # noqa: F401,F403,E402  (convolution, pooling)
+from .conv.cuda import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cuda_gather import *  # noqa: F401,F403,E402  (gather, scatter)
 from .cuda_resample import *  # noqa: F401,F403,E402  (interpolate)
 from .cuda_embedding_bag import *  # noqa: F401,F403,E402  (embedding_bag)

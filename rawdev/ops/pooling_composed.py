@@ -1,4 +1,4 @@
-"""Pooling forms composed from declared ops (conv.py holds the kernel-backed pools): lp_pool1d/2d (through the
+"""Pooling forms composed from declared ops (conv/pooling.py holds the kernel-backed pools): lp_pool1d/2d (through the
 average pool), max_unpool1d/2d (a scatter of the pooled values to their saved indices), and local_response_norm
 (a mean of squares over neighbouring channels, as PyTorch's average pool computes it). Formulas and defaults are
 PyTorch's."""
@@ -86,7 +86,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
     """(Σ x^p over each window)^(1/p), PyTorch's formula through the average pool."""
-    from .conv import avg_pool1d
+    from .conv.pooling import avg_pool1d
     from .unary import relu
     out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
     return (out.sign() * relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
@@ -99,7 +99,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # n
         >>> F.lp_pool2d(torch.ones(1, 1, 2, 2), 2, 2)
         tensor([[[[2.]]]])
     """
-    from .conv import avg_pool2d
+    from .conv.pooling import avg_pool2d
     from .unary import relu
     kh, kw = _tuple(kernel_size, 2)
     out = avg_pool2d(input ** norm_type, kernel_size, stride, 0, ceil_mode)

@@ -145,7 +145,7 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):  # noqa: A002
         with owner_scope(getattr(self, "_rawdev_tag", None) or "ConvTranspose2d"):
-            from ...ops.conv import _conv_transposend
+            from ...ops.conv.functions import _conv_transposend
             return _conv_transposend(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                      self.groups, self.dilation, 2, "conv_transpose2d", output_size)
 
@@ -156,7 +156,7 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):  # noqa: A002
         with owner_scope(getattr(self, "_rawdev_tag", None) or "ConvTranspose1d"):
-            from ...ops.conv import _conv_transposend
+            from ...ops.conv.functions import _conv_transposend
             return _conv_transposend(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                      self.groups, self.dilation, 1, "conv_transpose1d", output_size)
 
@@ -194,7 +194,7 @@ class Fold(Module):
 
 class Conv3d(_ConvNd):
     """3-d convolution over input [N, C_in, D, H, W] -> [N, C_out, OD, OH, OW] (kd 2-D convolutions per call:
-    rawdev.ops.conv3d).
+    rawdev.ops.conv.conv3d).
 
     Example:
         >>> nn.Conv3d(2, 4, 3, padding=1)(torch.randn(1, 2, 5, 6, 6)).shape
@@ -209,7 +209,7 @@ class Conv3d(_ConvNd):
 
 class ConvTranspose3d(_ConvTransposeNd):
     """3-d transposed convolution, the adjoint of Conv3d: [N, C_in, D, H, W] -> [N, C_out, OD, OH, OW] (kd 2-D
-    transposed convolutions per call: rawdev.ops.conv3d).
+    transposed convolutions per call: rawdev.ops.conv.conv3d).
 
     Example:
         >>> nn.ConvTranspose3d(4, 2, 2, stride=2)(torch.randn(1, 4, 3, 3, 3)).shape

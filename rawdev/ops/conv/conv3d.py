@@ -3,7 +3,7 @@ average) or a max over its kd depth taps of 2-D windows, so each tap is one 2-D 
 tap reads (all output depths at once, folded into the batch or channel dimension). kd 2-D launches per layer
 instead of a 3-D kernel; autograd comes from the 2-D ops. Adaptive pooling is separable (the window is a box):
 depth first, then the 2-D pool."""
-from .registry import declare
+from ..registry import declare
 
 
 def _t3(v):
@@ -11,7 +11,7 @@ def _t3(v):
 
 
 def _pad_depth(x, before, after, value=0.0):
-    from .join import cat
+    from ..join import cat
     if not before and not after:
         return x
     n, c, _, h, w = x.shape
@@ -45,7 +45,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         >>> F.conv3d(torch.ones(1, 2, 4, 5, 5), torch.ones(3, 2, 3, 3, 3)).shape
         torch.Size([1, 3, 2, 3, 3])
     """
-    from .conv import conv2d
+    from .functions import conv2d
     x, unbatched = _batched(input, "conv3d")
     kd, kh, kw = weight.shape[2:]
     sd, sh, sw = _t3(stride)
@@ -94,8 +94,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         >>> F.conv_transpose3d(torch.ones(1, 2, 3, 4, 4), torch.ones(2, 3, 2, 2, 2), stride=2).shape
         torch.Size([1, 3, 6, 8, 8])
     """
-    from .conv import conv_transpose2d
-    from .join import stack
+    from ..join import stack
+    from .functions import conv_transpose2d
     x, unbatched = _batched(input, "conv_transpose3d")
     kd = weight.shape[2]
     sd, sh, sw = _t3(stride)
@@ -137,8 +137,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         >>> F.max_pool3d(torch.randn(1, 2, 4, 4, 4), 2).shape
         torch.Size([1, 2, 2, 2, 2])
     """
-    from .conv import max_pool2d
-    from .select import maximum
+    from ..select import maximum
+    from .pooling import max_pool2d
     if return_indices:
         raise NotImplementedError("max_pool3d(return_indices=True) is not supported by rawdev")
     x, unbatched = _batched(input, "max_pool3d")
@@ -168,7 +168,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         >>> F.avg_pool3d(torch.ones(1, 1, 4, 4, 4), 2).shape
         torch.Size([1, 1, 2, 2, 2])
     """
-    from .conv import avg_pool2d
+    from .pooling import avg_pool2d
     if ceil_mode:
         raise NotImplementedError("avg_pool3d(ceil_mode=True) is not supported by rawdev")
     x, unbatched = _batched(input, "avg_pool3d")
@@ -200,7 +200,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def _adaptive_depth(x, out_d, reduce):
     """[N, C, D, H, W] -> [N, C, out_d, H, W], each output depth reducing its adaptive window."""
-    from .join import stack
+    from ..join import stack
     d = x.shape[2]
     slabs = []
     for i in range(out_d):
@@ -211,7 +211,7 @@ def _adaptive_depth(x, out_d, reduce):
 
 
 def _adaptive3d(input, output_size, reduce, name):  # noqa: A002
-    from .conv import adaptive_avg_pool2d, adaptive_max_pool2d
+    from .pooling import adaptive_avg_pool2d, adaptive_max_pool2d
     x, unbatched = _batched(input, name)
     sizes = _t3(output_size)
     od, oh, ow = (x.shape[2 + i] if s is None else s for i, s in enumerate(sizes))
@@ -241,5 +241,5 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
 
 
 for _fn in (conv3d, conv_transpose3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d):
-    declare(_fn.__name__, _fn, family="conv3d", functional=True, torch=_fn in (conv3d, conv_transpose3d, max_pool3d),
+    declare(_fn.__name__, _fn, family="conv", functional=True, torch=_fn in (conv3d, conv_transpose3d, max_pool3d),
             method=False)

@@ -1,7 +1,7 @@
-"""The cpu path of convolution and pooling (numpy, in the tensor's dtype): the signatures of cuda_conv.py."""
+"""The cpu path of the convolution family (numpy, in the tensor's dtype): the signatures of cuda.py beside it."""
 import numpy as np
 
-from .cpu_values import v, wrap
+from ..cpu_values import v, wrap
 
 __all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd"]
 

@@ -1,10 +1,10 @@
-"""The cuda path of convolution and pooling (conv.ptx): im2col / col2im around the GEMM, max / average /
+"""The cuda path of the convolution family (conv.ptx): im2col / col2im around the GEMM, max / average /
 adaptive-average pooling with their backward. Geometry travels as one struct argument (14 int64)."""
 import numpy as np
 
-from .. import dtypes as _dt
-from ..runtime import memory
-from .cuda_launch import _ew, _f32, _rdev, empty
+from ... import dtypes as _dt
+from ...runtime import memory
+from ..cuda_launch import _ew, _f32, _rdev, empty
 
 __all__ = ["im2col", "col2im", "max_pool2d", "max_pool2d_bwd", "avg_pool2d", "avg_pool2d_bwd"]
 
