@@ -22,6 +22,8 @@ DECLARED = {
              "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
              "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
              "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"},
+    "resample": {"interpolate", "upsample", "upsample_bilinear", "upsample_nearest", "pad", "pixel_shuffle",
+                 "pixel_unshuffle", "channel_shuffle"},
 }
 
 
@@ -31,8 +33,8 @@ def _declaring_files(family):
 
 
 def test_the_families_are_folders():
-    assert {"normalization", "conv"} <= set(FAMILIES)
-    for family in ("normalization", "conv"):
+    assert {"normalization", "conv", "resample"} <= set(FAMILIES)
+    for family in ("normalization", "conv", "resample"):
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"
 
 

@@ -969,7 +969,7 @@ from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
 from .conv.cuda import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cuda_gather import *  # noqa: F401,F403,E402  (gather, scatter)
-from .cuda_resample import *  # noqa: F401,F403,E402  (interpolate)
+from .resample.cuda import *  # noqa: F401,F403,E402  (interpolate)
 from .cuda_embedding_bag import *  # noqa: F401,F403,E402  (embedding_bag)
 from .cuda_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)
 from .cuda_scan_sort import *  # noqa: F401,F403,E402  (row scans and sorts)

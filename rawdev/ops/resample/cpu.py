@@ -1,13 +1,13 @@
-"""The cpu path (numpy, in the tensor's dtype) of interpolate: the signatures of cuda_resample.py (the index
-arithmetic of interp.cu)."""
+"""The cpu path (numpy, in the tensor's dtype) of interpolate: the signatures of cuda.py beside it (the index
+arithmetic of resample.cu)."""
 import numpy as np
 
-from .cpu_values import v, wrap
+from ..cpu_values import v, wrap
 
 __all__ = ["interp_fwd", "interp_bwd"]
 
 
-# ------------------------------------------------------------------ interpolate (interp.cu's index rules)
+# ------------------------------------------------------------------ interpolate (resample.cu's index rules)
 def _nearest_src(out, inp, scale, exact, ft=np.float32):
     d = np.arange(out, dtype=ft)
     s = (d + ft(0.5)) * ft(scale) if exact else d * ft(scale)

@@ -2,7 +2,7 @@
 replicate, circular), pixel_shuffle / pixel_unshuffle and channel_shuffle.
 
 interpolate views x [N, C, *spatial] as [N*C, H, W] planes (1-d: H = 1) and runs one kernel per direction
-(interp.ptx on cuda, numpy on the cpu, the same float32 index arithmetic as PyTorch's UpSample.h); the backward
+(resample.ptx on cuda, numpy on the cpu, the same float32 index arithmetic as PyTorch's UpSample.h); the backward
 adds each output gradient into the input positions it read. pad: constant is a new tensor with the input
 written into its interior (backward: that slice of the gradient); reflect / replicate / circular are an
 index_select per padded dim (backward: its scatter-add). pixel_shuffle / pixel_unshuffle are views + one copy.
@@ -12,11 +12,11 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
-from .dispatch import backend, backend_of
-from .registry import declare
+from ... import dtypes as _dt
+from ...autograd.function import Function
+from ...autograd.grad_mode import no_grad
+from ..dispatch import backend, backend_of
+from ..registry import declare
 
 _NODE = {("nearest", 1): "UpsampleNearest1DBackward0", ("nearest", 2): "UpsampleNearest2DBackward0",
          ("nearest-exact", 1): "UpsampleNearestExact1DBackward0",
@@ -226,7 +226,7 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
     if k > 3 or input.ndim not in (k + 1, k + 2):
         raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
                                   f"(padding {k} dim(s) needs a {k + 1}D or {k + 2}D input, got {input.ndim}D)")
-    from ..tensor.factory import tensor
+    from ...tensor.factory import tensor
     x = input
     for j in range(k):
         d = x.ndim - 1 - j

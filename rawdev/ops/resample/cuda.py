@@ -1,7 +1,7 @@
-"""The cuda path of interpolate (interp.ptx): one thread per output element; the backward adds into a zeroed
+"""The cuda path of interpolate (resample.ptx): one thread per output element; the backward adds into a zeroed
 gradient with atomics (scatter-add on the device)."""
-from .. import dtypes as _dt
-from .cuda_launch import _ew, _f32, _rdev, empty, full
+from ... import dtypes as _dt
+from ..cuda_launch import _ew, _f32, _rdev, empty, full
 
 __all__ = ["interp_fwd", "interp_bwd"]
 
