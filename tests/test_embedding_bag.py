@@ -1,4 +1,4 @@
-"""EmbeddingBag (rawdev/ops/embedding_bag.py): sum/mean/max bags from offsets or 2-D inputs against a float64 numpy
+"""EmbeddingBag (rawdev/ops/embedding_bag/): sum/mean/max bags from offsets or 2-D inputs against a float64 numpy
 reference written here, the cuda path (simulator, poisoned outputs) against the cpu, the module, PyTorch's errors,
 and an index out of range as a device-side assert."""
 import numpy as np

@@ -24,6 +24,7 @@ DECLARED = {
              "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"},
     "resample": {"interpolate", "upsample", "upsample_bilinear", "upsample_nearest", "pad", "pixel_shuffle",
                  "pixel_unshuffle", "channel_shuffle"},
+    "embedding_bag": {"embedding_bag"},
 }
 
 
@@ -33,8 +34,8 @@ def _declaring_files(family):
 
 
 def test_the_families_are_folders():
-    assert {"normalization", "conv", "resample"} <= set(FAMILIES)
-    for family in ("normalization", "conv", "resample"):
+    assert {"normalization", "conv", "resample", "embedding_bag"} <= set(FAMILIES)
+    for family in ("normalization", "conv", "resample", "embedding_bag"):
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"
 
 

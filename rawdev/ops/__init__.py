@@ -3,7 +3,7 @@
 Each family file declares its ops with registry.declare; `methods.install()` puts them on rawdev.Tensor, and
 `rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
 dispatch.py; both star-import the per-family backend files: a family folder's own cpu.py and cuda.py
-(normalization/, conv/, resample/), or the files beside them (cpu_gather.py / cuda_gather.py for
+(normalization/, conv/, resample/, embedding_bag/), or the files beside them (cpu_gather.py / cuda_gather.py for
 gather_scatter.py, cpu_math.py / cuda_math.py for binary_math.py, cuda_scan_sort.py and cuda_sortlong.py for
 scan_sort.py, ...).
 
@@ -32,7 +32,7 @@ no kernels of their own, so both devices and autograd come with them):
   loss_likelihood.py (poisson_nll, gaussian_nll, ctc), distance.py (normalize, cosine_similarity, cdist, pdist),
   conv/ (convolution, pooling, unfold/fold and the 3-d forms), pooling_composed.py (lp_pool, max_unpool,
   local_response_norm),
-  normalization/ (layer, rms, group, instance and batch norm), embedding.py, embedding_bag.py, resample/
+  normalization/ (layer, rms, group, instance and batch norm), embedding.py, embedding_bag/, resample/
   (interpolate, pad, pixel/channel shuffle), grid.py (affine_grid, grid_sample), attention.py, rnn.py.
 """
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from .normalization import functions as _normalization  # noqa: F401,E402  (it d
 from .conv import functions as _conv, pooling as _pooling  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)
 from . import gather_scatter  # noqa: F401,E402  (it declares)
-from . import embedding_bag  # noqa: F401,E402  (it declares)
+from .embedding_bag import functions as _embedding_bag  # noqa: F401,E402  (it declares)
 from .resample import functions as _resample  # noqa: F401,E402  (it declares)
 from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
 from .conv import conv3d as _conv3d  # noqa: F401,E402  (it declares)

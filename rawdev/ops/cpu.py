@@ -555,5 +555,5 @@ from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm,
 from .conv.cpu import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .cpu_gather import *  # noqa: F401,F403,E402  (gather, scatter)
 from .resample.cpu import *  # noqa: F401,F403,E402  (interpolate)
-from .cpu_embedding_bag import *  # noqa: F401,F403,E402  (embedding_bag)
+from .embedding_bag.cpu import *  # noqa: F401,F403,E402  (embedding_bag)
 from .cpu_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)

@@ -1,16 +1,16 @@
-"""The cpu path (numpy, in the tensor's dtype) of embedding_bag: the signatures of cuda_embedding_bag.py (the
-index arithmetic of embbag.cu)."""
+"""The cpu path (numpy, in the tensor's dtype) of embedding_bag: the signatures of cuda.py beside it (the
+index arithmetic of embedding_bag.cu)."""
 import numpy as np
 
-from .cpu_values import v, wrap
+from ..cpu_values import v, wrap
 
 __all__ = ["embedding_bag_fwd", "embedding_bag_bwd"]
 
 
-# ------------------------------------------------------------------ embedding_bag (embbag.cu's rules)
+# ------------------------------------------------------------------ embedding_bag (embedding_bag.cu's rules)
 def embedding_bag_fwd(w, idx, bounds, psw, mode, pad):
-    """(out [B, D], argmax [B, D] int64 | None, cnt [B]); bounds: host int64 array [B + 1]."""
-    wv, iv = v(w), v(idx)
+    """(out [B, D], argmax [B, D] int64 | None, cnt [B]); bounds: an int64 [B + 1] tensor."""
+    wv, iv, bounds = v(w), v(idx), v(bounds)
     V, D = wv.shape
     if iv.size and (iv.min() < 0 or iv.max() >= V):
         bad = int(iv[(iv < 0) | (iv >= V)][0])
@@ -39,7 +39,7 @@ def embedding_bag_fwd(w, idx, bounds, psw, mode, pad):
 
 def embedding_bag_bwd(g, w, idx, bounds, bag_of, psw, argmax, cnt, mode, pad, need_w, need_psw):
     gv, iv, wv = v(g), v(idx), v(w)
-    bag_of = np.asarray(bag_of, np.int64)
+    bag_of = v(bag_of)
     V, D = wv.shape
     gw = gpsw = None
     if need_w:

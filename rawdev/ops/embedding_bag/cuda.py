@@ -1,7 +1,7 @@
-"""The cuda path of embedding_bag (embbag.ptx): one thread per output element; the backward adds into a zeroed
+"""The cuda path of embedding_bag (embedding_bag.ptx): one thread per output element; the backward adds into a zeroed
 gradient with atomics (scatter-add on the device)."""
-from .. import dtypes as _dt
-from .cuda_launch import _ew, _f32, _rdev, empty, full
+from ... import dtypes as _dt
+from ..cuda_launch import _ew, _f32, _rdev, empty, full
 
 __all__ = ["embedding_bag_fwd", "embedding_bag_bwd"]
 

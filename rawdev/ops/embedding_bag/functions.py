@@ -1,16 +1,16 @@
 """embedding_bag: sums, means or maxima of bags of embedding rows without materializing the gathered rows.
 
 Bags come from offsets (1-D input) or are the rows of a 2-D input; the host builds bounds [B + 1] (offsets and
-the end) once. cuda: embbag.ptx (one thread per (bag, d); the backward is a scatter-add of the output gradient
+the end) once. cuda: embedding_bag.ptx (one thread per (bag, d); the backward is a scatter-add of the output gradient
 into the weight's rows with atomics, the max mode adding into the saved argmax rows); cpu: numpy.
 """
 import numpy as np
 
-from .. import dtypes as _dt
-from ..autograd.function import Function
-from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
-from .registry import declare
+from ... import dtypes as _dt
+from ...autograd.function import Function
+from ...tensor.core import Tensor
+from ..dispatch import backend, backend_of
+from ..registry import declare
 
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 
@@ -106,14 +106,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             else per_sample_weights
         per_sample_weights = per_sample_weights.contiguous()
     if max_norm is not None:
-        from .embedding import _renorm_rows_
+        from ..embedding import _renorm_rows_
         _renorm_rows_(weight, idx, max_norm, norm_type)
-    from ..tensor.factory import tensor
+    from ...tensor.factory import tensor
     nbags = max(len(bounds) - 1, 0)
     bag_of = np.repeat(np.arange(nbags, dtype=np.int64), np.diff(bounds)) if nbags else np.zeros(0, np.int64)
-    on_cpu = weight.device.type == "cpu"
-    b_t = bounds if on_cpu else tensor(bounds, dtype=_dt.int64, device=weight.device)
-    bag_t = bag_of if on_cpu else tensor(bag_of, dtype=_dt.int64, device=weight.device)
+    b_t = tensor(bounds, dtype=_dt.int64, device=weight.device)
+    bag_t = tensor(bag_of, dtype=_dt.int64, device=weight.device)
     return _EmbeddingBag.apply(weight, per_sample_weights, idx, b_t, bag_t, _MODES[mode], pad)
 
 
