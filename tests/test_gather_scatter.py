@@ -1,6 +1,6 @@
 """gather / scatter / scatter_add / scatter_reduce / take / take_along_dim, and advanced indexing with several
 index tensors, masks and assignment: against float64 numpy references written here with plain loops, on the cpu
-and on the simulator (gather.ptx: gathers, scatters, atomic adds and compare-and-swap reductions, poisoned
+and on the simulator (gather_scatter.ptx: gathers, scatters, atomic adds and compare-and-swap reductions, poisoned
 outputs), with gradients (finite differences in float64 on the cpu, cuda against cpu); and the composed ops of
 gather_scatter.py: select/slice/diagonal_scatter, put(_), F.one_hot (with Tensor.apply_/map_ beside put)."""
 

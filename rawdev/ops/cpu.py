@@ -553,7 +553,7 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .conv.cpu import *  # noqa: F401,F403,E402  (convolution, pooling)
-from .cpu_gather import *  # noqa: F401,F403,E402  (gather, scatter)
+from .gather_scatter.cpu import *  # noqa: F401,F403,E402  (gather, scatter)
 from .resample.cpu import *  # noqa: F401,F403,E402  (interpolate)
 from .embedding_bag.cpu import *  # noqa: F401,F403,E402  (embedding_bag)
 from .cpu_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)

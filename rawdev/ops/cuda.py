@@ -968,7 +968,7 @@ from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
 from .conv.cuda import *  # noqa: F401,F403,E402  (convolution, pooling)
-from .cuda_gather import *  # noqa: F401,F403,E402  (gather, scatter)
+from .gather_scatter.cuda import *  # noqa: F401,F403,E402  (gather, scatter)
 from .resample.cuda import *  # noqa: F401,F403,E402  (interpolate)
 from .embedding_bag.cuda import *  # noqa: F401,F403,E402  (embedding_bag)
 from .cuda_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)

@@ -1,9 +1,9 @@
-"""The cuda path of gather / scatter / scatter_add / scatter_reduce (gather.ptx): the operand indexed along a
+"""The cuda path of gather / scatter / scatter_add / scatter_reduce (gather_scatter.ptx): the operand indexed along a
 dim seen as [outer, size, inner], the index (and gathered output / scattered source) as [outer, nidx, inner];
 an index entry outside [0, size) trips the kernels' device-side assert."""
-from .cuda_launch import _ew, _f32, _rdev, dense, empty
+from ..cuda_launch import _ew, _f32, _rdev, dense, empty
 
-__all__ = ["gather_dim", "scatter_dim_", "linear_index"]
+__all__ = ["gather_dim", "scatter_dim_", "linear_index", "first_out_of_range", "floor_divide_int"]
 
 _REDUCE = {"prod": 0, "amax": 1, "amin": 2}
 
@@ -40,10 +40,21 @@ def linear_index(idx, sizes, dims=None):
     wrap; one out of range trips the kernel's device-side assert)."""
     import numpy as np
 
-    from ..tensor.factory import tensor
+    from ...tensor.factory import tensor
     k, n = idx.shape
     out = empty((n,), idx.dtype, idx.device, "linear index")
     if n:
         sz = tensor(np.asarray(sizes, np.int64), device=idx.device)
         _ew(_rdev(idx), "linear_index", [out.data_ptr(), idx.data_ptr(), sz.data_ptr(), k, n], n, "index")
     return out
+
+
+def first_out_of_range(idx, size):
+    """None: on the device an entry out of range trips the kernel's device-side assert (reading the index back to
+    check it on the host would cost a sync per op)."""
+    return None
+
+
+def floor_divide_int(a, b):
+    raise NotImplementedError("scatter_reduce(reduce='mean') of integer tensors on cuda: rawdev's scatter kernels "
+                              "add float32 (use a float tensor)")

@@ -1,11 +1,11 @@
 """The cpu path of gather / scatter / scatter_add / scatter_reduce (numpy): the same signatures as
-rawdev/ops/cuda_gather.py, with PyTorch's error for an index out of range."""
+cuda.py beside it, with PyTorch's error for an index out of range."""
 import numpy as np
 
-from .. import dtypes as _dt
-from .cpu_values import v, wrap
+from ... import dtypes as _dt
+from ..cpu_values import v, wrap
 
-__all__ = ["gather_dim", "scatter_dim_", "linear_index"]
+__all__ = ["gather_dim", "scatter_dim_", "linear_index", "first_out_of_range", "floor_divide_int"]
 
 
 def _checked(idx, outer, nidx, inner, size, d):
@@ -56,3 +56,15 @@ def linear_index(idx, sizes, dims=None):
             raise IndexError(f"index {int(col[bad][0])} is out of bounds for dimension {dim} with size {size}")
         lin = lin * size + np.where(col < 0, col + size, col)
     return wrap(lin, idx.dtype)
+
+
+def first_out_of_range(idx, size):
+    """The first entry of idx outside [-size, size), or None (the host checks before the op, as PyTorch's cpu)."""
+    iv = v(idx)
+    bad = (iv < -size) | (iv >= size)
+    return int(iv[bad].flat[0]) if bad.any() else None
+
+
+def floor_divide_int(a, b):
+    """a // b of integer tensors, rounding toward negative infinity (scatter_reduce's integer mean)."""
+    return wrap(np.floor_divide(v(a), v(b)), a.dtype)

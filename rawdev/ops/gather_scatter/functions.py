@@ -4,23 +4,23 @@ from declared ops, select/slice/diagonal_scatter, put(_) and F.one_hot.
 
 The operand indexed along `dim` is narrowed to the index's sizes in the other dims (a view) and seen as
 [outer, size, inner]; the index, the gathered output and the scattered source as [outer, nidx, inner]. cuda runs
-gather.ptx (gathers, scatters, atomic adds, compare-and-swap prod/amax/amin; an index out of range is a
+gather_scatter.ptx (gathers, scatters, atomic adds, compare-and-swap prod/amax/amin; an index out of range is a
 device-side assert), cpu runs numpy (PyTorch's RuntimeError). Gradients: gather's is a scatter-add of the
 gradient (atomics on cuda), scatter_add's source gradient is a gather, scatter's input gradient is the gradient
 with the overwritten places zeroed; amax/amin split the gradient evenly among the tying maxima, as PyTorch's.
 """
 import numpy as np
 
-from .. import dtypes as _dt
-from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
-from ..tensor import factory
-from ..tensor.core import Tensor
-from ..tensor.factory import full, ones, zeros
-from .dispatch import backend
-from .index import _layout, getitem, index_select
-from .registry import declare
-from .shape import make_view, wrap_dim
+from ... import dtypes as _dt
+from ...autograd.function import Function
+from ...autograd.grad_mode import no_grad
+from ...tensor import factory
+from ...tensor.core import Tensor
+from ...tensor.factory import full, ones, zeros
+from ..dispatch import backend
+from ..index import _layout, getitem, index_select
+from ..registry import declare
+from ..shape import make_view, wrap_dim
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "take_along_dim", "take"]
 
@@ -30,7 +30,7 @@ _IDENTITY = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}
 def _identity(reduce, dt):
     """The value a place starts from when include_self=False: the reduction's identity in dtype dt."""
     if reduce in ("amax", "amin") and not dt.is_floating_point:
-        from .. import dtypes as _dt
+        from ... import dtypes as _dt
         info = _dt.iinfo(dt)
         return info.min if reduce == "amax" else info.max
     return _IDENTITY[reduce]
@@ -227,11 +227,7 @@ class _Scatter(Function):
 
 
 def _floor_div(a, b):
-    if not a.is_cpu:
-        raise NotImplementedError("scatter_reduce(reduce='mean') of integer tensors on cuda: rawdev's scatter "
-                                  "kernels add float32 (use a float tensor)")
-    from .cpu import v, wrap
-    return wrap(np.floor_divide(v(a), v(b)), a.dtype)
+    return backend("scatter_reduce", a, b).floor_divide_int(a, b)
 
 
 class _Ctx:
@@ -240,7 +236,7 @@ class _Ctx:
 
 
 def _where(c, a, b):
-    from .select import where
+    from ..select import where
     return where(c, a, b)
 
 
@@ -323,12 +319,9 @@ def take(input, index):  # noqa: A002
     if index.dtype.name != "int64":
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {str(index.dtype).split('.')[-1]}")
     n = input.numel()
-    if index.is_cpu and index.numel():
-        iv = np.asarray(index.detach())
-        bad = (iv < -n) | (iv >= n)
-        if bad.any():
-            raise IndexError(f"out of range: tried to access index {int(iv[bad].flat[0])} on a tensor of {n} "
-                             f"elements.")
+    bad = backend("take", index).first_out_of_range(index.detach(), n) if index.numel() else None
+    if bad is not None:
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
     out = index_select(input.reshape(-1), 0, index.reshape(-1).detach()).reshape(index.shape)
     if out.grad_fn is not None:
         out.grad_fn.rename("TakeBackward0")
@@ -341,7 +334,7 @@ def masked_select(input, mask):  # noqa: A002
     decides the length, a sync on cuda as in PyTorch)."""
     if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    from .promotion import _bcast_shape
+    from ..promotion import _bcast_shape
     shape = _bcast_shape(input, mask)
     out = getitem(input.expand(shape), (mask.expand(shape),))
     out = out.reshape(-1)
@@ -375,7 +368,7 @@ class _MaskedScatter(Function):
 
 def _put_flat(out, pos, vals):
     """out.view(-1)[pos] = vals (out contiguous)."""
-    from .index import _write_along
+    from ..index import _write_along
     _write_along(out.reshape(-1), 0, pos, vals, accumulate=False)
 
 
@@ -392,7 +385,7 @@ def masked_scatter(input, mask, source):  # noqa: A002
     flat = np.flatnonzero(m)
     if flat.size > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    from ..tensor.factory import tensor
+    from ...tensor.factory import tensor
     return _MaskedScatter.apply(input, tensor(flat.astype(np.int64), device=input.device), source)
 
 
@@ -401,7 +394,7 @@ class _IndexFill(Function):
 
     @staticmethod
     def forward(ctx, x, d, idx, value):
-        from .index import _write_along
+        from ..index import _write_along
         ctx.d = d
         ctx.save_for_backward(idx)
         out = x.contiguous().clone() if x.is_contiguous() else x.contiguous()
@@ -436,12 +429,9 @@ def index_fill(input, dim, index, value):  # noqa: A002
     if idx.device != input.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{input.device} and {idx.device}!")
-    if idx.is_cpu and idx.numel():
-        size = x.shape[d]
-        iv = np.asarray(idx)
-        bad = (iv < -size) | (iv >= size)
-        if bad.any():
-            raise IndexError(f"index {int(iv[bad][0])} is out of bounds for dimension {d} with size {size}")
+    bad = backend("index_fill", idx).first_out_of_range(idx, x.shape[d]) if idx.numel() else None
+    if bad is not None:
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {x.shape[d]}")
     out = _IndexFill.apply(x, d, idx, value)
     return out.reshape(input.shape) if input.ndim == 0 else out
 
@@ -545,7 +535,7 @@ def one_hot(tensor, num_classes=-1):
         tensor([[1, 0, 0],
                 [0, 0, 1]])
     """
-    from ..tensor.factory import arange
+    from ...tensor.factory import arange
     if not isinstance(tensor, Tensor) or tensor.dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1 and tensor.numel() == 0:
