@@ -161,7 +161,6 @@ def test_the_transfer_module_imports_only_the_runtime_and_never_names_a_tensor()
 KNOWN_CYCLES = [
     {"random", "tensor.core", "tensor.cuda_io", "tensor.dlpack", "tensor.factory", "tensor.legacy", "tensor.moves"},
     {"ops.binary", "ops.binary_math", "ops.dtype_queries", "ops.out_arg"},
-    {"ops.linalg", "ops.sparse_coo"},
     {"autograd.function", "ops.cuda", "ops.dispatch", "ops.opmath", "ops.shape"},
     {"cuda", "cuda.graphs", "cuda.memory", "cuda.nvtx", "cuda.streams"},
     {"serialization", "utils.ptfile", "utils.ptobjects"},

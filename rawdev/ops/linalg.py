@@ -170,14 +170,18 @@ def _sparse_operand(a, b):
     return getattr(a, "is_sparse", False) is True or getattr(b, "is_sparse", False) is True
 
 
+# The product of a sparse operand: rawdev.ops.sparse_coo sets it when it is installed (a sparse tensor exists only
+# after that), so this module, which sparse_coo imports for its dense products, never imports sparse_coo back.
+SPARSE_MM: list = [None]
+
+
 def matmul(input, other, *, out=None):  # noqa: A002
     if out is not None:
         from .out_arg import write_out
         return write_out("matmul", matmul(input, other), out, input, other)
     a, b = input, other
     if _sparse_operand(a, b):
-        from .sparse_coo import spmm
-        return spmm(a, b)
+        return SPARSE_MM[0](a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     if b.ndim <= 2:
@@ -205,8 +209,7 @@ def matmul(input, other, *, out=None):  # noqa: A002
 
 def mm(input, mat2):  # noqa: A002
     if _sparse_operand(input, mat2):
-        from .sparse_coo import spmm
-        return spmm(input, mat2)
+        return SPARSE_MM[0](input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError("mm(): both arguments must be 2-D")
     return _Matmul2d.apply(input, mat2)

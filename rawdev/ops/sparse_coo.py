@@ -423,3 +423,5 @@ def install() -> None:
             setattr(T, name, _dense_only(name))
     T.sparse_dim = lambda self: 0
     T.dense_dim = lambda self: self.ndim
+    from .linalg import SPARSE_MM
+    SPARSE_MM[0] = spmm   # matmul / mm of a sparse operand
