@@ -28,6 +28,8 @@ DECLARED = {
     "gather_scatter": {"gather", "scatter", "scatter_add", "scatter_reduce", "take", "take_along_dim", "index_fill",
                        "masked_scatter", "masked_select", "select_scatter", "slice_scatter", "diagonal_scatter",
                        "put", "put_", "one_hot"},
+    "select": {"where", "masked_fill", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "nonzero",
+               "argwhere", "unravel_index"},
 }
 
 
@@ -37,8 +39,9 @@ def _declaring_files(family):
 
 
 def test_the_families_are_folders():
-    assert {"normalization", "conv", "resample", "embedding_bag", "gather_scatter"} <= set(FAMILIES)
-    for family in ("normalization", "conv", "resample", "embedding_bag", "gather_scatter"):
+    moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select")
+    assert set(moved) <= set(FAMILIES)
+    for family in moved:
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"
 
 

@@ -3,7 +3,8 @@
 Each family file declares its ops with registry.declare; `methods.install()` puts them on rawdev.Tensor, and
 `rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
 dispatch.py; both star-import the per-family backend files: a family folder's own cpu.py and cuda.py
-(normalization/, conv/, resample/, embedding_bag/, gather_scatter/), or the files beside them (cpu_math.py /
+(normalization/, conv/, resample/, embedding_bag/,
+gather_scatter/, select/), or the files beside them (cpu_math.py /
 cuda_math.py for binary_math.py, cuda_scan_sort.py and cuda_sortlong.py for scan_sort.py, ...).
 
 Families (the family name is the file's or the folder's; "composed" files hold ops built from declared ops, with
@@ -19,7 +20,7 @@ no kernels of their own, so both devices and autograd come with them):
   covariance.py (cov, corrcoef);
 - shapes and indexing: shape.py (views), view_copies.py (the *_copy forms, ravel), join.py (cat/stack, splits,
   repeat, roll, flip), structure.py (diff, kron, diag, diag_embed, tril_indices, rot90, ...), index.py (x[...],
-  index_select/add/copy/put), gather_scatter/ (gather, scatter*, take, *_scatter, put, one_hot), select.py
+  index_select/add/copy/put), gather_scatter/ (gather, scatter*, take, *_scatter, put, one_hot), select/
   (where, masked_fill, clamp, maximum/minimum, nonzero, argwhere);
 - creation.py (tril/triu, meshgrid, Tensor.new_*), random_ops.py (normal, bernoulli, multinomial, random fills),
   windows.py (hann_window and family), host_callbacks.py (Tensor.apply_ / map_);
@@ -37,7 +38,8 @@ no kernels of their own, so both devices and autograd come with them):
 from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
-from . import binary_math, creation, distance, embedding, join, random_ops, select  # noqa: F401,E402  (they declare)
+from . import binary_math, creation, distance, embedding, join, random_ops  # noqa: F401,E402  (they declare)
+from .select import functions as _select  # noqa: F401,E402  (it declares)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
 from .conv import functions as _conv, pooling as _pooling  # noqa: F401,E402  (they declare)
 from . import attention, rnn  # noqa: F401,E402  (they declare)

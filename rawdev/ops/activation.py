@@ -13,7 +13,7 @@ from ..tensor.core import Tensor
 from .binary import add, mul, neg, sub
 from .dispatch import backend_of
 from .registry import declare
-from .select import where as _where
+from .select.functions import where as _where
 from .shape import narrow, reshape
 from .unary import relu, sigmoid
 

@@ -67,7 +67,7 @@ class _PowTensor(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .select import where
+        from .select.functions import where
         a, b, out = ctx.saved_tensors
         ga = gb = None
         if ctx.needs_input_grad[0]:    # b·a^(b−1), 0 where b == 0 (PyTorch's pow_backward_self)
@@ -82,7 +82,7 @@ class _PowTensor(Function):
 def _int_pow_device(a, b):
     """Integer a ** b on the device by squaring: one pass per bit of the largest exponent (its value read back
     once). Negative exponents raise as PyTorch's (0 ** 0 = 1; products wrap as the integer type does)."""
-    from .select import where
+    from .select.functions import where
     from .shape import broadcast_to
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     base, e = broadcast_to(a, shape).contiguous(), broadcast_to(b, shape).to(dtype=_dt.int64)

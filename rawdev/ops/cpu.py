@@ -550,7 +550,7 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
         p._bump_version()
 
 
-from .cpu_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
+from .select.cpu import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .conv.cpu import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .gather_scatter.cpu import *  # noqa: F401,F403,E402  (gather, scatter)

@@ -962,7 +962,7 @@ def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_deca
 def cross_device_note():
     return "cuda ops take float32 tensors on one device"
 
-from .cuda_select import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
+from .select.cuda import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cuda import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .cuda_attn import *  # noqa: F401,F403,E402
 from .cuda_rnn import *  # noqa: F401,F403,E402

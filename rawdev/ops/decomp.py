@@ -23,7 +23,7 @@ from ..errors import LinAlgError
 from ..tensor import factory
 from .registry import declare
 from .rtypes import return_type as _rt
-from .select import where as _where
+from .select.functions import where as _where
 
 return_slogdet = _rt("slogdet", ["sign", "logabsdet"])
 return_qr = _rt("qr", ["Q", "R"])

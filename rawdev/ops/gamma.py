@@ -17,7 +17,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..tensor.core import Tensor
 from .registry import declare
-from .select import where as _where
+from .select.functions import where as _where
 
 _SHIFT = 8          # the asymptotic series are used from x + 8 upward: their first dropped term is < 1e-10
 _LOG_2PI_HALF = 0.5 * math.log(2.0 * math.pi)

@@ -5,7 +5,7 @@ Gradients reach the input through the gathers and the grid through the bilinear 
 transformer network trains."""
 from .. import dtypes as _dt
 from .registry import declare
-from .select import where as _where
+from .select.functions import where as _where
 
 
 def _base_coords(n, align_corners, like):

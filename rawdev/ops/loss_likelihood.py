@@ -5,7 +5,7 @@ import math
 from .. import dtypes as _dt
 from .loss import _check_reduction, _reduce, _reduction
 from .registry import declare
-from .select import where as _where
+from .select.functions import where as _where
 
 _F = dict(family="loss_likelihood", functional=True, torch=False, method=False)
 
@@ -64,7 +64,7 @@ def _lengths(x):
 
 def _lse3(a, b, c):
     """log(e^a + e^b + e^c) elementwise, −inf when all three are −inf (no nan, in value or gradient)."""
-    from .select import maximum
+    from .select.functions import maximum
     m = maximum(maximum(a, b), c)
     none = m == float("-inf")
     m = _where(none, 0.0, m).detach()

@@ -6,7 +6,7 @@ from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
 from .loss import _check_reduction, _reduce, _reduction
 from .registry import declare
-from .select import where as _where
+from .select.functions import where as _where
 
 _F = dict(family="loss_margin", functional=True, torch=False, method=False)
 
@@ -136,7 +136,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d = distance_function if distance_function is not None else pairwise_distance
     dp, dn = d(anchor, positive), d(anchor, negative)
     if swap:
-        from .select import minimum
+        from .select.functions import minimum
         dn = minimum(dn, d(positive, negative))
     return _reduce((dp - dn + margin).clamp_min(0), _check_reduction(reduction))
 

@@ -49,7 +49,7 @@ _WIDENED = LOW_FLOATS | NARROW_INTS
 # Functions that move bytes or convert dtypes themselves: no widening (it would be wasted, or wrong).
 _PASSTHROUGH = frozenset({
     "cast", "can_cast", "copy_into", "dense", "clone", "empty", "full", "expand", "index_select", "index_copy_",
-    "gather_dim", "linear_index", "where", "fill_where", "value_bits", "new_grad", "zeros_state", "alloc_states",
+    "gather_dim", "linear_index", "where", "fill_where", "new_grad", "zeros_state", "alloc_states",
     "sgd_group", "adam_group", "rmsprop_group", "adagrad_group", "adadelta_group", "adamax_group",
     "nadam_group", "radam_group", "one_launch", "has_kernel", "set_poison", "cross_device_note", "int_cast",
 })

@@ -12,7 +12,7 @@ from ..tensor import factory
 from ..tensor.core import Tensor
 from .registry import declare
 from .rtypes import return_type as _return_type
-from .select import where as _where
+from .select.functions import where as _where
 from .shape import wrap_dim
 
 return_aminmax = _return_type("aminmax", ("min", "max"))

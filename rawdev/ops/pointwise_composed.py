@@ -11,7 +11,7 @@ from ..tensor.core import Tensor
 from .binary_math import _operands
 from .registry import declare
 from .rtypes import return_type as _rt
-from .select import where as _where
+from .select.functions import where as _where
 from .shape import sum_to
 
 
@@ -129,7 +129,7 @@ def logaddexp(input, other):  # noqa: A002
     """
     a, b = _operands("logaddexp", input, other)
     a, b = _floating(a), _floating(b)
-    from .select import maximum
+    from .select.functions import maximum
     m = maximum(a, b)
     same = a == b                                      # also ±inf meeting itself: no inf − inf
     d = _where(same, 0.0, (a - b).abs())
@@ -145,7 +145,7 @@ def logaddexp2(input, other):  # noqa: A002
     """
     a, b = _operands("logaddexp2", input, other)
     a, b = _floating(a), _floating(b)
-    from .select import maximum
+    from .select.functions import maximum
     m = maximum(a, b)
     same = a == b
     d = _where(same, 0.0, (a - b).abs())
@@ -273,13 +273,13 @@ def fmax(input, other):  # noqa: A002
         >>> torch.fmax(torch.tensor([1., float('nan')]), torch.tensor([float('nan'), 2.]))
         tensor([1., 2.])
     """
-    from .select import maximum
+    from .select.functions import maximum
     return _nan_ignoring(maximum, input, other)
 
 
 def fmin(input, other):  # noqa: A002
     """Elementwise minimum that ignores NaN."""
-    from .select import minimum
+    from .select.functions import minimum
     return _nan_ignoring(minimum, input, other)
 
 

@@ -217,7 +217,7 @@ class _MaxAll(Function):
 def _max_min(input, dim, keepdim, is_max):  # noqa: A002
     name = "max" if is_max else "min"
     if isinstance(dim, Tensor):   # max(a, b): the elementwise form
-        from .select import maximum, minimum
+        from .select.functions import maximum, minimum
         return (maximum if is_max else minimum)(input, dim)
     if dim is None:
         if keepdim:

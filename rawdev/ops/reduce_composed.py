@@ -427,7 +427,7 @@ def _median_device(input, dim, keepdim):
     NaN, its first NaN (NaN propagates, as PyTorch); the values gathered from the input (gather's gradient)."""
     from ..autograd.grad_mode import no_grad
     from .scan_sort import sort
-    from .select import where
+    from .select.functions import where
     x, d = _device_rows(input, dim)
     n = x.shape[d]
     with no_grad():
@@ -478,7 +478,7 @@ def _mode_device(input, dim, keepdim):
     from ..autograd.grad_mode import no_grad
     from .join import cat
     from .scan_sort import sort
-    from .select import where
+    from .select.functions import where
     d = input._wrap_dim(dim)
     n = input.shape[d]
     with no_grad():

@@ -27,7 +27,7 @@ from .dispatch import backend_of
 from .reduce import _axis
 from .registry import declare
 from .rtypes import return_type as _return_type
-from .select import where as _where
+from .select.functions import where as _where
 from .shape import reshape
 
 return_sort, return_topk, return_kthvalue = _return_type("sort"), _return_type("topk"), _return_type("kthvalue")
@@ -293,7 +293,7 @@ def _cum_ext_device(input, dim, is_max):
     steps give PyTorch's result (ties take the later index; NaN propagates with the latest NaN's index). The
     values are gathered through the indices (gather's gradient)."""
     from .join import cat
-    from .select import where
+    from .select.functions import where
     d = input._wrap_dim(dim)
     n = input.shape[d]
     with no_grad():
@@ -366,7 +366,7 @@ def _runs(s):
     count = int(starts.sum())                       # the one host read: how many runs (PyTorch syncs for it too)
     # each run's start position, by a plain scatter: element i that starts no run writes to its own spare slot
     # count + i past the end (one writer per slot: no two threads store to one address, which racecheck reports)
-    from .select import where
+    from .select.functions import where
     idx = s.new_tensor(list(range(n)), dtype=_dt.int64)
     slot = where(starts, run, idx + count)
     pos = run.new_zeros(count + n).scatter(0, slot, idx)

@@ -24,7 +24,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import factory
 from .registry import declare
 from .rtypes import return_type as _rt
-from .select import where as _where
+from .select.functions import where as _where
 
 return_eigh = _rt("linalg_eigh", ["eigenvalues", "eigenvectors"])
 return_svd = _rt("linalg_svd", ["U", "S", "Vh"])

@@ -1,7 +1,7 @@
 """optim.Rprop and optim.ASGD with PyTorch's update rules, written as tensor ops on the parameters' device (no
 fused kernel: each parameter is a few elementwise launches per step). State and state_dict keys are PyTorch's."""
 from ..autograd.grad_mode import no_grad
-from ..ops.select import where as _where
+from ..ops.select.functions import where as _where
 from .optimizer import Optimizer
 
 __all__ = ["Rprop", "ASGD"]

@@ -137,7 +137,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         >>> F.max_pool3d(torch.randn(1, 2, 4, 4, 4), 2).shape
         torch.Size([1, 2, 2, 2, 2])
     """
-    from ..select import maximum
+    from ..select.functions import maximum
     from .pooling import max_pool2d
     if return_indices:
         raise NotImplementedError("max_pool3d(return_indices=True) is not supported by rawdev")

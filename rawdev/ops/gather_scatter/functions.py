@@ -236,7 +236,7 @@ class _Ctx:
 
 
 def _where(c, a, b):
-    from ..select import where
+    from ..select.functions import where
     return where(c, a, b)
 
 

@@ -1,14 +1,14 @@
-"""The cuda path of the selection family (pointwise.ptx): where / masked_fill for every dtype (by element
+"""The cuda path of the selection family (select.ptx): where / masked_fill for every dtype (by element
 size), float32 clamp and maximum/minimum with their gradients. Operands arrive contiguous (the dispatcher
 makes strided views contiguous) and are broadcast here to the output's shape."""
 import math
 
 import numpy as np
 
-from .. import dtypes as _dt
-from .cuda_launch import _bcast, _ew, _f32, _rdev, empty
+from ... import dtypes as _dt
+from ..cuda_launch import _bcast, _ew, _f32, _rdev, empty
 
-__all__ = ["where", "fill_where", "clamp", "clamp_bwd", "max_min", "max_min_bwd", "value_bits"]
+__all__ = ["where", "fill_where", "clamp", "clamp_bwd", "max_min", "max_min_bwd"]
 
 _BITS = {1: 8, 2: 16, 4: 32, 8: 64}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -54,7 +54,7 @@ def _as_bool(c):
 
 def clamp(x, lo, hi):
     if x.dtype is _dt.int64:
-        from .cuda_int import I64_MAX, I64_MIN, int_unary
+        from ..cuda_int import I64_MAX, I64_MIN, int_unary
         return int_unary(x, "clamp", I64_MIN if lo == -math.inf else int(lo), I64_MAX if hi == math.inf else int(hi))
     _f32("clamp", x)
     y = empty(x.shape, x.dtype, x.device, "clamp output")
@@ -71,7 +71,7 @@ def clamp_bwd(g, x, lo, hi):
 
 def max_min(a, b, is_max):
     if a.dtype is _dt.int64 and b.dtype is _dt.int64:
-        from .cuda_math import binary_i64
+        from ..cuda_math import binary_i64
         return binary_i64(a, b, "maximum" if is_max else "minimum")
     _f32("maximum" if is_max else "minimum", a, b)
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))

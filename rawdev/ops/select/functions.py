@@ -1,18 +1,18 @@
 """Selection and clamping: where, masked_fill, clamp/clip (clamp_min, clamp_max), maximum/minimum (and the
 elementwise forms of max/min); nonzero, argwhere and unravel_index. Forward and backward side by side; the cpu
-path is numpy (rawdev/ops/cpu_select.py), the cuda path pointwise.ptx (rawdev/ops/cuda_select.py): where and
+path is numpy (cpu.py beside this file), the cuda path select.ptx (cuda.py beside it): where and
 masked_fill move element bits, so they serve every dtype; clamp and maximum/minimum run in float32 on cuda."""
 import math
 import numbers
 
-from .. import dtypes as _dt
-from ..autograd.function import Function
-from ..tensor import factory
-from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
-from .promotion import _result_dt, _scalar_dt
-from .registry import declare
-from .shape import sum_to
+from ... import dtypes as _dt
+from ...autograd.function import Function
+from ...tensor import factory
+from ...tensor.core import Tensor
+from ..dispatch import backend, backend_of
+from ..promotion import _result_dt, _scalar_dt
+from ..registry import declare
+from ..shape import sum_to
 
 
 def _dtype_name(dt):
@@ -21,7 +21,7 @@ def _dtype_name(dt):
 
 
 def _scalar_tensor(s, dt, like):
-    from ..tensor.factory import tensor
+    from ...tensor.factory import tensor
     return tensor(s, dtype=dt, device=like.device)
 
 
@@ -92,7 +92,7 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002
     mask back and uploads the indices."""
     import numpy as np
 
-    from ..tensor.factory import tensor
+    from ...tensor.factory import tensor
     vals = np.asarray(input.detach().cpu()._values())
     idx = np.nonzero(vals.reshape(1) if vals.ndim == 0 else vals)
     if as_tuple:

@@ -1,8 +1,8 @@
-"""The cpu path of the selection family (numpy): the same signatures as rawdev/ops/cuda_select.py."""
+"""The cpu path of the selection family (numpy): the same signatures as cuda.py beside it."""
 import numpy as np
 
-from .. import dtypes as _dt
-from .cpu_values import _vdt, v, wrap
+from ... import dtypes as _dt
+from ..cpu_values import _vdt, v, wrap
 
 __all__ = ["where", "fill_where", "clamp", "clamp_bwd", "max_min", "max_min_bwd"]
 
