@@ -166,7 +166,6 @@ KNOWN_CYCLES = [
     {"serialization", "utils.ptfile", "utils.ptobjects"},
     {"", "functional", "special"},
     {"cli", "demo", "memtool.cli"},
-    {"runtime.device", "runtime.memory"},
 ]
 
 

@@ -1,6 +1,7 @@
 """Devices (primary context, default streams, memory pool), streams and events."""
 from __future__ import annotations
 
+import sys
 import threading
 
 from cuda.bindings.driver import (
@@ -16,7 +17,7 @@ from cuda.bindings.driver import (
 )
 
 from ..errors import NoDeviceError
-from . import seam
+from . import memory, seam
 from .seam import call
 
 _tls = threading.local()      # the context current on this thread
@@ -195,7 +196,6 @@ class Device:
         self.pool = self.compute_stream = self.copy_stream = None
 
     def _open(self):
-        from .memory import Allocator
         index = self.index
         self.activate()
         what = f"opening cuda:{index}"
@@ -213,7 +213,7 @@ class Device:
         self.pool = self._create_pool()
         self.compute_stream = Stream(self, f"cuda:{index} compute")
         self.copy_stream = Stream(self, f"cuda:{index} copy")
-        self.allocator = Allocator(self)
+        self.allocator = memory.Allocator(self)
 
     def _create_pool(self):
         props = CUmemPoolProps()
@@ -356,3 +356,6 @@ def _forget_devices():
     _devices.clear()
     _tls.__dict__.clear()
     seam.stream_names.clear()
+
+
+memory.bind_devices(sys.modules[__name__])   # pinned buffers and pointer lookups reach the devices through this

@@ -18,6 +18,7 @@ import time
 import traceback
 import warnings
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,16 @@ from ..errors import CudaError, OutOfMemoryError
 from . import seam
 from .seam import call
 from .trace import fmt_bytes
+
+# The device registry, runtime/device.py, sits above this module (a Device owns its Allocator). It binds itself
+# here when it is imported, which the runtime package does first, so this module never imports it back.
+_devices: Any = None
+
+
+def bind_devices(registry):
+    """Called by runtime/device.py at import: the module whose ensure_context() and get_device() this one uses."""
+    global _devices
+    _devices = registry
 
 ARENA_ALIGN = 256           # byte alignment of each tensor inside a move's arena (cudaMalloc's guarantee)
 SEGMENT_GRANULE = 2 << 20   # the pool maps memory in 2 MiB granules; the memory tool groups blocks by them
@@ -349,8 +360,7 @@ class PinnedBuffer:
 
     def __init__(self, nbytes, owner="staging"):
         self.nbytes, self.owner = nbytes, owner
-        from .device import ensure_context
-        ensure_context()
+        _devices.ensure_context()
         self.ptr = int(call("cuMemHostAlloc", max(nbytes, 1), 0, ctx=lambda: f"allocating {fmt_bytes(nbytes)} of "
                             f"pinned host memory for {owner}", nbytes=nbytes, owner=owner))
         raw = (ctypes.c_uint8 * nbytes).from_address(self.ptr)
@@ -376,10 +386,9 @@ def _device_of(ptr):
     """The opened Device whose memory holds device address `ptr` (from the driver's pointer attributes)."""
     from cuda.bindings.driver import CUpointer_attribute
 
-    from .device import get_device
     ordinal, = call("cuPointerGetAttributes", 1, [CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL], int(ptr),
                     ctx=lambda: f"finding the device of 0x{int(ptr):x}")
-    return get_device(int(ordinal) if int(ordinal) >= 0 else 0)
+    return _devices.get_device(int(ordinal) if int(ordinal) >= 0 else 0)
 
 
 def _ordered(dev_ptr, stream):
