@@ -29,12 +29,26 @@ def test_set_get_add_delete(store):
 
 def test_a_client_sees_the_masters_keys_and_get_waits_for_a_set(store):
     client = TCPStore("127.0.0.1", store.port, 2, is_master=False, timeout=5)
-    threading.Timer(0.2, lambda: store.set("late", b"here")).start()
+    setter = threading.Timer(0.2, lambda: store.set("late", b"here"))
+    setter.start()
     t0 = time.monotonic()
     assert client.get("late") == b"here"
     assert time.monotonic() - t0 < 5
     client.wait(["late"])
+    setter.join()          # its set returns after the server woke the get: let it read its reply before close
     client.close()
+
+
+def test_threads_sharing_one_client_can_set_while_another_waits(store):
+    # ranks in threads share their process's client: a wait blocking the socket for its whole timeout would hold
+    # back the very set it waits for, and time out
+    waiter_saw = []
+    waiter = threading.Thread(target=lambda: waiter_saw.append(store.wait(["id"], timeout=5) or store.get("id")))
+    waiter.start()
+    time.sleep(0.3)                    # the waiter is inside its blocking wait
+    store.set("id", b"unique")
+    waiter.join(30)
+    assert waiter_saw == [b"unique"]
 
 
 def test_wait_times_out_naming_the_missing_keys(store):

@@ -2,7 +2,8 @@
 rank of a job connects to. Rendezvous and the simulated communicator's collectives go through it.
 
 Values are bytes. `get` and `wait` block in the server until the keys exist or the timeout passes, so a waiting
-rank uses no CPU and a missing one shows as a timeout that names the keys, never a hang.
+rank uses no CPU and a missing one shows as a timeout that names the keys, never a hang. They block in short slices,
+so that the other threads of a process sharing one client (ranks in threads) can set keys meanwhile.
 
 Wire format: each message is a 4-byte big-endian length then a JSON header line, then raw bytes (the value).
 """
@@ -16,6 +17,7 @@ import time
 __all__ = ["Store", "TCPStore", "StoreTimeout"]
 
 _DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)
+_SLICE_S = 0.2      # the longest a blocking get/wait holds the client's socket before letting another thread in
 
 
 class StoreTimeout(RuntimeError):
@@ -229,13 +231,24 @@ class TCPStore(Store):
                 raise RuntimeError(f"TCPStore: lost the connection to the master at {self.host}:{self.port} "
                                    f"({e}): the master process (rank 0) has ended or closed the store") from None
 
+    def _blocking(self, cmd, keys, seconds):
+        """A get/wait that blocks in the server, in slices of at most _SLICE_S: the client's one socket is shared
+        by the threads of this process (several ranks in threads, a watchdog), and a wait that held it for its
+        whole timeout would stall another thread's set of the very key it waits for."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            head, payload = self._call({"cmd": cmd, "keys": list(keys), "timeout": min(left, _SLICE_S)})
+            if head["ok"] or left <= _SLICE_S:
+                return head, payload
+
     def set(self, key, value):
         """Store `value` (bytes or str) under `key`, waking any rank waiting for it."""
         self._call({"cmd": "set", "key": key}, _as_bytes(value))
 
     def get(self, key):
         """The bytes under `key`, waiting up to the store's timeout for some rank to set it."""
-        head, payload = self._call({"cmd": "get", "keys": [key], "timeout": self.timeout})
+        head, payload = self._blocking("get", [key], self.timeout)
         if not head["ok"]:
             raise StoreTimeout(f"TCPStore: timed out after {self.timeout:g} s waiting for key {key!r}", [key])
         return payload
@@ -243,7 +256,7 @@ class TCPStore(Store):
     def wait(self, keys, timeout=None):
         """Wait until every key in `keys` exists; StoreTimeout naming the missing ones after `timeout`."""
         seconds = self.timeout if timeout is None else _seconds(timeout)
-        head, _ = self._call({"cmd": "wait", "keys": list(keys), "timeout": seconds})
+        head, _ = self._blocking("wait", keys, seconds)
         if not head["ok"]:
             raise StoreTimeout(f"TCPStore: timed out after {seconds:g} s waiting for keys {head['missing']}",
                                head["missing"])
