@@ -156,3 +156,19 @@ def test_body_spans_skip_comments_and_prototypes():
     assert text[spans["a"][0]:spans["a"][1]] == " // }\n ret; "
     only_b = module_cache.only_entry(text, spans, "b")
     assert only_b.count("\n") == text.count("\n") and "ret; }" not in only_b and only_b.endswith("{\n ret;\n}\n")
+
+
+def test_one_entry_text_holds_that_kernel_and_the_module_declarations_at_their_lines():
+    from rawdev.sim.ptx.parser import parse
+    spans = module_cache.body_spans(TEXT)
+    whole = parse(TEXT)
+    for name in ("k_first", "k_second"):
+        one = module_cache.only_entry(TEXT, spans, name)
+        assert one.count("\n") == TEXT.count("\n")
+        ast = parse(one)
+        assert list(ast.functions) == [name]            # the other kernel's header and parameters are gone too
+        other = "k_second" if name == "k_first" else "k_first"
+        assert other not in one and ".visible" in one
+        assert [(i.line, i.opcode) for i in ast.functions[name].body if hasattr(i, "opcode")] == \
+               [(i.line, i.opcode) for i in whole.functions[name].body if hasattr(i, "opcode")]
+        assert "cscale" in one and "gadd" in one        # the module's .const and .global stay

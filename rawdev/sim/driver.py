@@ -1541,10 +1541,14 @@ def _pack_params(f, kernelParams):
         addr = _host_ptr(kernelParams)
         if not addr:
             raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{f.name} takes {len(params)} arguments but kernelParams is NULL")
-        ptrs = (ctypes.c_void_p * len(params)).from_address(addr)
+        ptrs = (ctypes.c_void_p * len(params)).from_address(addr)[:]
         if not all(ptrs):
             raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{f.name}: a kernelParams entry is NULL")
-        raw = [ctypes.string_at(ptrs[i], size) for i, (size, _) in enumerate(params)]
+        out = ctypes.create_string_buffer(f.info["param_size"])
+        base = ctypes.addressof(out)
+        for (size, off), p in zip(params, ptrs):   # each argument's bytes from where its void* points
+            ctypes.memmove(base + off, p, size)
+        return out.raw
     for (size, off), b in zip(params, raw):
         buf[off:off + size] = b[:size].ljust(size, b"\0")
     return bytes(buf)
@@ -1554,8 +1558,8 @@ def _pack_params(f, kernelParams):
 def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
                    kernelParams, extra):
     fn, s = _func(f), _stream(hStream)
-    grid = tuple(_int(x, "gridDim") for x in (gridDimX, gridDimY, gridDimZ))
-    block = tuple(_int(x, "blockDim") for x in (blockDimX, blockDimY, blockDimZ))
+    grid = (_int(gridDimX, "gridDim"), _int(gridDimY, "gridDim"), _int(gridDimZ, "gridDim"))
+    block = (_int(blockDimX, "blockDim"), _int(blockDimY, "blockDim"), _int(blockDimZ, "blockDim"))
     shmem = _int(sharedMemBytes, "sharedMemBytes")
     bad = (min(grid + block) < 1 or grid[0] > 2**31 - 1 or max(grid[1:]) > 65535 or max(block[:2]) > 1024
            or block[2] > 64 or block[0] * block[1] * block[2] > min(1024, fn.info["maxntid"]))
@@ -1575,7 +1579,7 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
                 stale = _from_before_reset(int.from_bytes(params[off:off + 8], "little"))
                 if stale:
                     raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{fn.name}: argument {i}: {stale}")
-    label = f"kernel {fn.name} grid={grid} block={block} shared={shmem} stream={s!r}"
+    label = _LaunchLabel(fn.name, grid, block, shmem, s)
     tools = _san.active_tools()   # the checkers of the sanitize() block (or RAWDEV_SANITIZE) that launched it
     collectors = _kstats.active()  # the kernel_stats() blocks that launched it
 
@@ -1597,6 +1601,18 @@ def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockD
     _enqueue(s, run, label)
     if _S.cfg["launch_blocking"]:   # CUDA_LAUNCH_BLOCKING=1: the launch returns once the kernel ran, with its error
         _run([(s, float("inf"))])
+
+
+class _LaunchLabel:
+    """What a queued launch says in a fault or a graph listing, formatted only when something prints it (a launch
+    that runs cleanly never does)."""
+    __slots__ = ("name", "grid", "block", "shmem", "stream")
+
+    def __init__(self, name, grid, block, shmem, stream):
+        self.name, self.grid, self.block, self.shmem, self.stream = name, grid, block, shmem, stream
+
+    def __str__(self):
+        return f"kernel {self.name} grid={self.grid} block={self.block} shared={self.shmem} stream={self.stream!r}"
 
 
 def _fault_code(e):

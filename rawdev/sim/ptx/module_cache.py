@@ -132,12 +132,23 @@ def body_spans(text: str) -> dict:
     return spans
 
 
+def _whole_entry(text: str, a: int, b: int) -> tuple:
+    """From a body span (a, b) to the whole definition: the start of the line holding its `.entry` (with
+    `.visible`/`.weak` before it, the parameter list and the performance directives after it) to past its `}`."""
+    head = text.rfind(".entry", 0, a)
+    line = text.rfind("\n", 0, head) + 1
+    lead = text[line:head].split()
+    return (line if all(w in (".visible", ".weak", ".extern") for w in lead) else head), b + 1
+
+
 def only_entry(text: str, spans: dict, name: str) -> str:
-    """The text with every .entry body but ``name``'s blanked (newlines kept, so line numbers hold)."""
+    """The text with every .entry but ``name`` blanked, its header and parameter list too, so that the parser
+    reads one kernel and the module's own declarations (newlines kept, so line numbers hold)."""
     out, pos = [], 0
     for other, (a, b) in sorted(spans.items(), key=lambda kv: kv[1][0]):
         if other == name:
             continue
+        a, b = _whole_entry(text, a, b)
         out.append(text[pos:a])
         out.append("\n" * text.count("\n", a, b))
         pos = b
