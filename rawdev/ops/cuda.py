@@ -29,7 +29,7 @@ from ..runtime import kernels as _kernels
 from ..runtime import memory
 from ..tensor.core import Tensor
 from .cuda_cast import _CAST_NAMES, _cast_kernel, _cast_path, can_cast, cast  # noqa: F401
-from .cuda_launch import (_GEMM_TILES, _SUFFIX, _bcast, _ew, _f32, _kernel, _low, _rdev, _rows,  # noqa: F401
+from .cuda_launch import (_GEMM_TILES, _SUFFIX, _bcast, _cols, _ew, _f32, _kernel, _low, _rdev, _rows,  # noqa: F401
                           _storage, _tile, clone, copy_into, dense, empty, full, gemm16_kernel, has_kernel, set_poison)
 
 NAME = "cuda"
@@ -235,8 +235,7 @@ def _sum_f32(x, dims, keepdim, alpha, owner, sfx):
         _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
         return out
     if dims == list(range(len(dims))):               # leading axes: column sums of [red, rows]
-        _kernel(rdev, "sum_axis0" + sfx, "sum").launch((rows + 31) // 32, (32, 8),
-                                                       [out.data_ptr(), x.data_ptr(), red, rows, 0.0])
+        _cols(rdev, "sum_axis0" + sfx, [out.data_ptr(), x.data_ptr(), red, rows, 0.0], rows, "sum")
     else:                                            # reduced axes last: row sums of [rows, red]
         from .shape import permute
         xt = dense(permute(x, tuple(keep) + tuple(dims)))

@@ -164,3 +164,10 @@ def _rows(rdev, name, args, rows, op=None):
     """A one-warp-per-row kernel: block 256 (8 warps), grid ceil(rows/8)."""
     if rows:
         _kernel(rdev, name, op).launch((rows + 7) // 8, 256, args)
+
+
+def _cols(rdev, name, args, cols, op=None):
+    """A column reduction over [rows, cols] (sum_axis0 and its variants): 32 columns per block, read by 8 rows of
+    32 threads (coalesced), grid ceil(cols/32)."""
+    if cols:
+        _kernel(rdev, name, op).launch((cols + 31) // 32, (32, 8), args)

@@ -12,7 +12,7 @@ unwidened; any other mix is widened there and reaches the float32 kernels.
 """
 from ... import dtypes as _dt
 from ..cuda_cast import cast
-from ..cuda_launch import _ew, _f32, _kernel, _rdev, _rows, empty
+from ..cuda_launch import _cols, _ew, _f32, _kernel, _rdev, _rows, empty
 
 __all__ = ["row_norm", "row_norm_bwd", "group_norm_fwd", "group_norm_bwd", "bn_stats", "bn_apply", "bn_bwd"]
 
@@ -125,8 +125,7 @@ def _col_sums(rdev, p, owner):
     """float32 [D]: the column sums of the partials p [nb, D] (the sum family's sum_axis0)."""
     nb, D = p.shape
     out = empty((D,), _dt.float32, p.device, owner)
-    _kernel(rdev, "sum_axis0", "layer_norm backward").launch((D + 31) // 32, (32, 8),
-                                                             [out.data_ptr(), p.data_ptr(), nb, D, 0.0])
+    _cols(rdev, "sum_axis0", [out.data_ptr(), p.data_ptr(), nb, D, 0.0], D, "layer_norm backward")
     return out
 
 
