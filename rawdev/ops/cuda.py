@@ -964,7 +964,7 @@ def cross_device_note():
 from .select.cuda import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cuda import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .cuda_attn import *  # noqa: F401,F403,E402
-from .cuda_rnn import *  # noqa: F401,F403,E402
+from .rnn.cuda import *  # noqa: F401,F403,E402  (the recurrent cells)
 from .cuda_bmm import *  # noqa: F401,F403,E402  (batched matmul)
 from .conv.cuda import *  # noqa: F401,F403,E402  (convolution, pooling)
 from .gather_scatter.cuda import *  # noqa: F401,F403,E402  (gather, scatter)

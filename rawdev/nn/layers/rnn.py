@@ -5,7 +5,7 @@ import math
 import numbers
 import warnings
 
-from ...ops import rnn as _rnn
+from ...ops.rnn import functions as _rnn
 from ...ops.autocast_mode import hook as _autocast_hook
 from ...ops.join import cat, stack
 from ...ops.shape import squeeze, unsqueeze

@@ -3,23 +3,17 @@ nn.RNN / nn.LSTM / nn.GRU run.
 
 The input-to-hidden products of all time steps are one GEMM (linear over [L*B, in]); each step then runs one GEMM
 for the hidden-to-hidden product and one fused cell (LSTM, GRU, Elman: an autograd Function whose forward and backward
-are numpy on the cpu and one kernel each on cuda, ptx/rnn.ptx). Backward through time is the autograd engine
-walking those nodes. The per-step slices of the input GEMM come from one `_Steps` node whose backward stacks the
+are the backend's, cpu.py and cuda.py beside this file: numpy, or one kernel of ptx/rnn.ptx each). Backward through
+time is the autograd engine walking those nodes. The per-step slices of the input GEMM come from one `_Steps` node whose backward stacks the
 step gradients (one copy, not one full-size zero tensor per step).
 """
-import numpy as np
-
-from ..autograd.function import Function
-from .dispatch import check_same_device
-from .linalg import linear
-from .registry import declare
-from .shape import reshape, select
+from ...autograd.function import Function
+from ..dispatch import backend_of, check_same_device
+from ..linalg import linear
+from ..registry import declare
+from ..shape import reshape, select
 
 __all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
-
-
-def _sig(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 class _LSTMCell(Function):
@@ -27,38 +21,14 @@ class _LSTMCell(Function):
 
     @staticmethod
     def forward(ctx, gx, gh, c):
-        if gx.device.type == "cpu":
-            from .cpu import wrap
-            g = gx._values() + gh._values()
-            H = c.shape[-1]
-            i, f, gg, o = _sig(g[:, :H]), _sig(g[:, H:2 * H]), np.tanh(g[:, 2 * H:3 * H]), _sig(g[:, 3 * H:])
-            c1 = f * c._values() + i * gg
-            h1 = o * np.tanh(c1)
-            dt = gx.dtype
-            act, c1, h1 = wrap(np.concatenate([i, f, gg, o], 1), dt), wrap(c1, dt), wrap(h1, dt)
-        else:
-            from .dispatch import cuda_backend as cuda_rnn
-            h1, c1, act = cuda_rnn.lstm_cell_fwd(gx, gh, c)
+        h1, c1, act = backend_of(gx).lstm_cell_fwd(gx, gh, c)
         ctx.save_for_backward(act, c, c1)
         return h1, c1
 
     @staticmethod
     def backward(ctx, dh1, dc1):
         act, c, c1 = ctx.saved_tensors
-        if act.device.type == "cpu":
-            from .cpu import wrap
-            a = act._values()
-            H = c.shape[-1]
-            i, f, gg, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-            tc = np.tanh(c1._values())
-            dh = dh1._values()
-            dct = dc1._values() + dh * o * (1 - tc * tc)
-            dG = np.concatenate([dct * gg * i * (1 - i), dct * c._values() * f * (1 - f), dct * i * (1 - gg * gg),
-                                 dh * tc * o * (1 - o)], 1)
-            dG, dc = wrap(dG, act.dtype), wrap(dct * f, act.dtype)
-        else:
-            from .dispatch import cuda_backend as cuda_rnn
-            dG, dc = cuda_rnn.lstm_cell_bwd(dh1, dc1, act, c, c1)
+        dG, dc = backend_of(act).lstm_cell_bwd(dh1, dc1, act, c, c1)
         return dG, dG, dc
 
 
@@ -67,38 +37,14 @@ class _GRUCell(Function):
 
     @staticmethod
     def forward(ctx, gx, gh, h):
-        if gx.device.type == "cpu":
-            from .cpu import wrap
-            x, hh = gx._values(), gh._values()
-            H = h.shape[-1]
-            r = _sig(x[:, :H] + hh[:, :H])
-            z = _sig(x[:, H:2 * H] + hh[:, H:2 * H])
-            hn = hh[:, 2 * H:]
-            n = np.tanh(x[:, 2 * H:] + r * hn)
-            h1 = (1 - z) * n + z * h._values()
-            act, h1 = wrap(np.concatenate([r, z, n, hn], 1), gx.dtype), wrap(h1, gx.dtype)
-        else:
-            from .dispatch import cuda_backend as cuda_rnn
-            h1, act = cuda_rnn.gru_cell_fwd(gx, gh, h)
+        h1, act = backend_of(gx).gru_cell_fwd(gx, gh, h)
         ctx.save_for_backward(act, h)
         return h1
 
     @staticmethod
     def backward(ctx, dh1):
         act, h = ctx.saved_tensors
-        if act.device.type == "cpu":
-            from .cpu import wrap
-            a, d = act._values(), dh1._values()
-            H = h.shape[-1]
-            r, z, n, hn = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-            dn = d * (1 - z) * (1 - n * n)
-            dz = d * (h._values() - n) * z * (1 - z)
-            dr = dn * hn * r * (1 - r)
-            dt = act.dtype
-            return (wrap(np.concatenate([dr, dz, dn], 1), dt), wrap(np.concatenate([dr, dz, dn * r], 1), dt),
-                    wrap(d * z, dt))
-        from .dispatch import cuda_backend as cuda_rnn
-        return cuda_rnn.gru_cell_bwd(dh1, act, h)
+        return backend_of(act).gru_cell_bwd(dh1, act, h)
 
 
 class _Steps(Function):
@@ -111,7 +57,7 @@ class _Steps(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from .join import stack
+        from ..join import stack
         return stack(list(grads), 0)
 
 
@@ -155,26 +101,14 @@ class _RNNCell(Function):
     @staticmethod
     def forward(ctx, gx, gh, relu):
         ctx.relu = relu
-        if gx.device.type == "cpu":
-            from .cpu import wrap
-            s = gx._values() + gh._values()
-            h1 = wrap(np.maximum(s, 0) if relu else np.tanh(s), gx.dtype)
-        else:
-            from .dispatch import cuda_backend as cuda_rnn
-            h1 = cuda_rnn.rnn_cell_fwd(gx, gh, relu)
+        h1 = backend_of(gx).rnn_cell_fwd(gx, gh, relu)
         ctx.save_for_backward(h1)
         return h1
 
     @staticmethod
     def backward(ctx, dh1):
         h1, = ctx.saved_tensors
-        if h1.device.type == "cpu":
-            from .cpu import wrap
-            y, d = h1._values(), dh1._values()
-            dp = wrap(np.where(y > 0, d, 0) if ctx.relu else d * (1 - y * y), h1.dtype)
-        else:
-            from .dispatch import cuda_backend as cuda_rnn
-            dp = cuda_rnn.rnn_cell_bwd(dh1, h1, ctx.relu)
+        dp = backend_of(h1).rnn_cell_bwd(dh1, h1, ctx.relu)
         return dp, dp, None
 
 
@@ -197,7 +131,7 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 # ------------------------------------------------------------------ the layer loop
 def _keep_running(new, old, bs):
     """The first bs rows from new (the sequences still running), the rest from old (finished or not started)."""
-    from .join import cat
+    from ..join import cat
     return cat([new.narrow(0, 0, bs), old.narrow(0, bs, old.shape[0] - bs)], 0)
 
 
@@ -224,7 +158,7 @@ def run_layer(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, batch_sizes=None):
             if c is not None:
                 c = _keep_running(c, c_prev, batch_sizes[t])
         outs[t] = h
-    from .join import stack
+    from ..join import stack
     return stack(outs, 0), h, c
 
 

@@ -1,6 +1,6 @@
-"""cuda launchers of the fused recurrent cells (ptx/rnn.ptx)."""
-from .. import dtypes as _dt
-from .cuda_launch import _ew, _f32, _rdev, dense, empty
+"""The cuda path of the recurrent cells: one launch of ptx/rnn.ptx each (float32), the signatures of cpu.py beside it."""
+from ... import dtypes as _dt
+from ..cuda_launch import _ew, _f32, _rdev, dense, empty
 
 __all__ = ["lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_cell_fwd", "rnn_cell_bwd"]
 
