@@ -5,9 +5,9 @@ import math
 import numbers
 import warnings
 
-from ...ops.rnn import functions as _rnn
 from ...ops.autocast_mode import hook as _autocast_hook
 from ...ops.join import cat, stack
+from ...ops.rnn import functions as _rnn
 from ...ops.shape import squeeze, unsqueeze
 from ...tensor.factory import empty, zeros
 from .. import functional as F

@@ -1,4 +1,4 @@
-"""The cuda path of the recurrent cells: one launch of ptx/rnn.ptx each (float32), the signatures of cpu.py beside it."""
+"""The cuda path of the recurrent cells: one launch of ptx/rnn.ptx each (float32), with cpu.py's signatures."""
 from ... import dtypes as _dt
 from ..cuda_launch import _ew, _f32, _rdev, dense, empty
 

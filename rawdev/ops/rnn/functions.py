@@ -4,8 +4,8 @@ nn.RNN / nn.LSTM / nn.GRU run.
 The input-to-hidden products of all time steps are one GEMM (linear over [L*B, in]); each step then runs one GEMM
 for the hidden-to-hidden product and one fused cell (LSTM, GRU, Elman: an autograd Function whose forward and backward
 are the backend's, cpu.py and cuda.py beside this file: numpy, or one kernel of ptx/rnn.ptx each). Backward through
-time is the autograd engine walking those nodes. The per-step slices of the input GEMM come from one `_Steps` node whose backward stacks the
-step gradients (one copy, not one full-size zero tensor per step).
+time is the autograd engine walking those nodes. The per-step slices of the input GEMM come from one `_Steps` node
+whose backward stacks the step gradients (one copy, not one full-size zero tensor per step).
 """
 from ...autograd.function import Function
 from ..dispatch import backend_of, check_same_device
