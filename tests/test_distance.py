@@ -35,7 +35,9 @@ def test_cosine_similarity_pairwise_distance_cdist(driver):
         np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=tol)
         got.sum().backward()
         diff = x1[:, :, None, :] - x2[:, None, :, :]
-        np.testing.assert_allclose(t1.grad.cpu().numpy(), (diff / want[..., None]).sum(2), rtol=10 * tol)
+        unit = diff / want[..., None]              # the gradient sums unit vectors: bound it by what cancels
+        np.testing.assert_allclose(t1.grad.cpu().numpy(), unit.sum(2), rtol=10 * tol,
+                                   atol=10 * tol * np.abs(unit).sum(2).max())
     with pytest.raises(RuntimeError, match="same number of columns"):
         rawdev.cdist(rawdev.ones(2, 3), rawdev.ones(2, 4))
 

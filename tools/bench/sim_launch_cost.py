@@ -3,6 +3,7 @@
 
     python tools/bench/sim_launch_cost.py            # 5 rounds of 300
     python tools/bench/sim_launch_cost.py --json
+    python tools/bench/sim_launch_cost.py --quick  # 2 rounds of 20 (a smoke test of the script)
 
 Three figures, each the median over rounds of the per-call cost (process CPU time by default, so that other jobs
 on the machine inflate it less; --clock wall for wall time):
@@ -97,7 +98,10 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="2 rounds of 20 calls")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.n, a.rounds = 20, 2
     clock = _clock(a.clock)
     rows = [("interpreter: PtxModule.launch(scale), 16 floats, 1x256 threads", interpreter(a.n, a.rounds, clock)),
             ("op: x * 1.5 on cuda (sim), 16 floats", ops(a.n, a.rounds, clock, False)),
