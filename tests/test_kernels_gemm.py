@@ -52,7 +52,11 @@ def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, 
     assert not np.isnan(got[:, :N]).any(), "unwritten outputs"
     if pad:   # padding columns are never written
         assert np.array_equal(got[:, N:], Y0.reshape(M, ldy)[:, N:], equal_nan=True)
-    assert relerr(got[:, :N], ref) < 1e-4
+    if relerr(got[:, :N], ref) >= 1e-4:   # an output that cancels (K = 1: a·b + bias ≈ 0) is bounded by its terms
+        mag = ref_gemm(layout, np.abs(A[off:]), np.abs(B[off:]), M, N, K, lda, ldb, np.abs(Y0), ldy,
+                       None if bias is None else np.abs(bias), alpha, abs(beta), 0)
+        err = np.abs(got[:, :N].astype(np.float64) - ref)
+        assert (err <= 1e-6 + 8 * np.finfo(np.float32).eps * mag).all(), (relerr(got[:, :N], ref), err.max())
 
 
 @pytest.mark.parametrize("layout", ["nt", "nn", "tn"])
