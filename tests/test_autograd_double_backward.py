@@ -177,7 +177,7 @@ def test_backward_create_graph_keeps_grad_graph():
     gx = x.grad
     x.grad = None
     gx.sum().backward()
-    np.testing.assert_allclose(np.asarray(x.grad), 6 * np.asarray(x.detach()), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(x.grad), 6 * np.asarray(x.detach()), rtol=1e-12, atol=1e-14)
 
 
 def test_gradient_penalty_through_mlp():
@@ -218,7 +218,7 @@ def test_unsupported_double_backward_raises():
     g, = rawdev.autograd.grad(F.mish(x).sum(), x, create_graph=True)
     sp = np.log1p(np.exp(a))
     ref = np.tanh(sp) + a * (1 - np.tanh(sp) ** 2) / (1 + np.exp(-a))
-    np.testing.assert_allclose(np.asarray(g.detach()), ref, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(g.detach()), ref, rtol=1e-10, atol=1e-12)
     assert g.requires_grad
     with pytest.raises(RuntimeError, match="rawdev: double backward is not supported for MishBackward0"):
         rawdev.autograd.grad(g.sum(), x)
@@ -317,7 +317,7 @@ def test_jacobian_and_hessian():
     x = from_numpy(a.copy())
     J = jacobian(lambda t: rawdev.sin(t) * t.sum(), x)
     ref = np.diag(np.cos(a) * a.sum()) + np.sin(a)[:, None]
-    np.testing.assert_allclose(np.asarray(J), ref, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(J), ref, rtol=1e-12, atol=1e-14)
     H = hessian(lambda t: (t ** 3).sum() + t[0] * t[1], x)
     Href = np.diag(6 * a)
     Href[0, 1] = Href[1, 0] = 1.0
@@ -325,11 +325,11 @@ def test_jacobian_and_hessian():
     y = from_numpy(RNG.standard_normal(2))
     Jx, Jy = jacobian(lambda s, t: (s[:2] * t), (x, y))
     assert tuple(Jx.shape) == (2, 3) and tuple(Jy.shape) == (2, 2)
-    np.testing.assert_allclose(np.asarray(Jy), np.diag(a[:2]), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(Jy), np.diag(a[:2]), rtol=1e-12, atol=1e-14)
     with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independent of input 1"):
         jacobian(lambda s, t: s * 2, (x, y), strict=True)
     out, g = vjp(lambda t: t * t, x, from_numpy(np.ones(3)))
-    np.testing.assert_allclose(np.asarray(g), 2 * a, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(g), 2 * a, rtol=1e-12, atol=1e-14)
 
 
 def test_double_backward_activations_cuda_matches_cpu(device):

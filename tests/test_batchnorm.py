@@ -77,7 +77,7 @@ def test_batch_norm_gradients_finite_differences():
                                atol=1e-7)
     np.testing.assert_allclose(tw.grad.numpy(), _fd(lambda z: ref_bn_train(x, z, b, 1e-5)[0], w, gout), rtol=1e-6,
                                atol=1e-7)
-    np.testing.assert_allclose(tb.grad.numpy(), gout.sum(axis=(0, 2, 3)), rtol=1e-10)
+    np.testing.assert_allclose(tb.grad.numpy(), gout.sum(axis=(0, 2, 3)), rtol=1e-10, atol=1e-12)
 
 
 def test_batch_norm_eval_uses_running_stats_and_its_gradient(driver):

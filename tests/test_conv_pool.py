@@ -138,7 +138,7 @@ def test_conv2d_gradients_finite_differences(case):
                                rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tw.grad.numpy(), _fd(lambda z: ref_conv2d(x, z, b, st, pads, di, g), w, gout),
                                rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(tb.grad.numpy(), gout.sum(axis=(0, 2, 3)), rtol=1e-10)
+    np.testing.assert_allclose(tb.grad.numpy(), gout.sum(axis=(0, 2, 3)), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("k,d", [(3, 1), (4, 1), (3, 2), (2, 3)])
@@ -154,7 +154,8 @@ def test_conv_same_and_valid_padding(k, d, driver):
         assert tuple(y.shape) == (2, 2, 9, 10)
         np.testing.assert_allclose(y.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
     yv = F.conv2d(rawdev.tensor(x), rawdev.tensor(w), padding="valid", dilation=d)
-    np.testing.assert_allclose(yv.numpy(), ref_conv2d(x, w, None, (1, 1), (0, 0, 0, 0), (d, d), 1), rtol=1e-10)
+    np.testing.assert_allclose(yv.numpy(), ref_conv2d(x, w, None, (1, 1), (0, 0, 0, 0), (d, d), 1),
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_conv1d_matches_conv2d_reference(driver, poison):
@@ -301,7 +302,7 @@ def test_avg_pool2d_divisor_override():
     for i in range(3):
         for j in range(3):
             want[:, :, i, j] = x[:, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2].sum(axis=(2, 3)) / 3
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12, atol=1e-14)
 
 
 def ref_adaptive(x, out, mode):

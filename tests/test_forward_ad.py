@@ -23,7 +23,7 @@ def test_unpack_dual_tangent_is_the_directional_derivative(driver):
         x = fwAD.make_dual(rawdev.tensor(x0), rawdev.tensor(t0))
         y = f(x, wd)
         primal, tangent = fwAD.unpack_dual(y)
-        np.testing.assert_allclose(primal.numpy(), f(rawdev.tensor(x0), wd).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(primal.numpy(), f(rawdev.tensor(x0), wd).numpy(), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(tangent.numpy(), fd, rtol=1e-6, atol=1e-9)
         assert not primal.requires_grad and fwAD.unpack_dual(rawdev.ones(2)).tangent is None
     with fwAD.dual_level():     # the simulated GPU's float32 kernels against the float64 cpu value
@@ -54,7 +54,7 @@ def test_func_jvp_and_linearize_match_the_jacobian(driver):
     A, B = rawdev.tensor(a0), rawdev.tensor(b0)
     value, jt = rawdev.func.jvp(g, (A, B), (rawdev.tensor(ta), rawdev.tensor(tb)))
     ja, jb = rawdev.autograd.functional.jacobian(g, (A, B))
-    np.testing.assert_allclose(value.numpy(), g(A, B).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(value.numpy(), g(A, B).numpy(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(jt.numpy(), ja.numpy() @ ta + jb.numpy() @ tb, rtol=1e-10, atol=1e-12)
     v, fn = rawdev.func.linearize(rawdev.exp, rawdev.tensor(a0, device="cuda", dtype=rawdev.float32))
     np.testing.assert_allclose(fn(rawdev.tensor(ta, device="cuda", dtype=rawdev.float32)).cpu().numpy(),

@@ -41,15 +41,15 @@ def test_forward_pre_hook_replaces_args_and_kwargs_in_order():
     h3 = m.register_forward_pre_hook(lambda mod, args: order.append("first"), prepend=True)
     y = m(x)
     assert order == ["first", "a", "kw"]
-    np.testing.assert_allclose(np.asarray(y), np.asarray(x) * 2 * [2.0, -3.0, 0.5] + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(x) * 2 * [2.0, -3.0, 0.5] + 1.0, rtol=1e-12, atol=1e-14)
     # a single non-tuple return value becomes the 1-tuple of args
     h1.remove()
     h4 = m.register_forward_pre_hook(lambda mod, args: args[0] + 1)
-    np.testing.assert_allclose(np.asarray(m(x)), (np.asarray(x) + 1) * [2.0, -3.0, 0.5] + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(m(x)), (np.asarray(x) + 1) * [2.0, -3.0, 0.5] + 1.0, rtol=1e-12, atol=1e-14)
     for h in (h2, h3, h4):
         h.remove()
     h2.remove()   # removing twice is harmless
-    np.testing.assert_allclose(np.asarray(m(x)), np.asarray(x) * [2.0, -3.0, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(m(x)), np.asarray(x) * [2.0, -3.0, 0.5], rtol=1e-12, atol=1e-14)
 
 
 def test_forward_pre_hook_with_kwargs_bad_return():
@@ -67,10 +67,10 @@ def test_forward_hook_replaces_output_and_sees_kwargs():
     h = m.register_forward_hook(lambda mod, args, out: out * 10)
     y = m(x, shift=0.5)
     assert seen["kw"] == {"shift": 0.5}
-    np.testing.assert_allclose(np.asarray(y), (np.asarray(x) * [2.0, -3.0, 0.5] + 0.5) * 10, rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(seen["out"]), np.asarray(x) * [2.0, -3.0, 0.5] + 0.5, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y), (np.asarray(x) * [2.0, -3.0, 0.5] + 0.5) * 10, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(seen["out"]), np.asarray(x) * [2.0, -3.0, 0.5] + 0.5, rtol=1e-12, atol=1e-14)
     h.remove()
-    np.testing.assert_allclose(np.asarray(m(x)), np.asarray(x) * [2.0, -3.0, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(m(x)), np.asarray(x) * [2.0, -3.0, 0.5], rtol=1e-12, atol=1e-14)
 
 
 def test_forward_hook_prepend_order():
@@ -152,11 +152,11 @@ def test_full_backward_hooks_see_and_replace_gradients():
     y = m(x)
     gy = RNG.standard_normal((5, 3))
     y.backward(from_numpy(gy))
-    np.testing.assert_allclose(seen["go"], gy, rtol=1e-12)
-    np.testing.assert_allclose(seen["go2"], 2 * gy, rtol=1e-12)        # the pre-hook's replacement
-    np.testing.assert_allclose(seen["gi"], 2 * gy * w, rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(x.grad), 2 * gy * w + 1, rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(m.w.grad), (2 * gy * np.asarray(x.detach())).sum(0), rtol=1e-12)
+    np.testing.assert_allclose(seen["go"], gy, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(seen["go2"], 2 * gy, rtol=1e-12, atol=1e-14)        # the pre-hook's replacement
+    np.testing.assert_allclose(seen["gi"], 2 * gy * w, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(x.grad), 2 * gy * w + 1, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(m.w.grad), (2 * gy * np.asarray(x.detach())).sum(0), rtol=1e-12, atol=1e-14)
 
 
 def test_backward_hook_grad_input_has_an_entry_per_argument():
@@ -244,12 +244,12 @@ def test_tensor_hooks_on_leaf_and_non_leaf():
     y.sum().backward()
     np.testing.assert_allclose(got[0], np.ones(4))
     np.testing.assert_allclose(np.asarray(y.grad), np.full(4, 2.0))     # retain_grad sees the hooked grad
-    np.testing.assert_allclose(np.asarray(x.grad), 10 * 2 * 2 * xv, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(x.grad), 10 * 2 * 2 * xv, rtol=1e-12, atol=1e-14)
     hx.remove()
     hy.remove()
     x.grad = None
     (x * x).sum().backward()
-    np.testing.assert_allclose(np.asarray(x.grad), 2 * xv, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(x.grad), 2 * xv, rtol=1e-12, atol=1e-14)
 
 
 def test_tensor_hook_applies_to_autograd_grad_and_errors():

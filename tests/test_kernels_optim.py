@@ -134,7 +134,7 @@ def test_sgd_hand_derived(dev, opt, grads, expected):
                                               int(t == 0)])
         np.testing.assert_allclose(g.get(bp, n), want, rtol=2e-6)
     np.testing.assert_allclose(sgd_reference(np.ones(1, np.float32), [np.float32(x) for x in grads], 0.1, **opt)[0],
-                               expected[-1], rtol=1e-12)
+                               expected[-1], rtol=1e-12, atol=1e-14)
 
 
 HAND_ADAM = [

@@ -13,7 +13,7 @@ RNG = np.random.default_rng(8)
 def test_matrix_norm(ord_, driver):
     A = RNG.standard_normal((2, 3, 5))
     want = np.linalg.norm(A, ord=ord_, axis=(-2, -1))
-    np.testing.assert_allclose(rawdev.linalg.matrix_norm(rawdev.tensor(A), ord_).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(rawdev.linalg.matrix_norm(rawdev.tensor(A), ord_).numpy(), want, rtol=1e-12, atol=1e-14)
     grads = []
     for dev in ("cpu", "cuda"):
         t = rawdev.tensor(A.astype(np.float32), device=dev, requires_grad=True)
@@ -24,7 +24,7 @@ def test_matrix_norm(ord_, driver):
         grads.append(t.grad.cpu().numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(rawdev.linalg.matrix_norm(rawdev.tensor(A), "nuc").numpy(),
-                               np.linalg.norm(A, "nuc", axis=(-2, -1)), rtol=1e-10)
+                               np.linalg.norm(A, "nuc", axis=(-2, -1)), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("ord_,dim", [(2, None), (1, 1), (math.inf, -1), (3, (0, 2)), (0, None)])
@@ -37,8 +37,10 @@ def test_vector_norm_and_norm(ord_, dim, driver):
     for dev in ("cpu", "cuda"):
         t = rawdev.tensor(x.astype(np.float32), device=dev)
         np.testing.assert_allclose(rawdev.linalg.vector_norm(t, ord_, dim).cpu().numpy(), want, rtol=1e-5)
-    np.testing.assert_allclose(float(rawdev.linalg.norm(rawdev.tensor(x))), np.linalg.norm(x.ravel()), rtol=1e-12)
+    np.testing.assert_allclose(float(rawdev.linalg.norm(rawdev.tensor(x))), np.linalg.norm(x.ravel()),
+                               rtol=1e-12, atol=1e-14)
     m = x[:, :, 0]
-    np.testing.assert_allclose(float(rawdev.linalg.norm(rawdev.tensor(m), 1)), np.linalg.norm(m, 1), rtol=1e-12)
+    np.testing.assert_allclose(float(rawdev.linalg.norm(rawdev.tensor(m), 1)), np.linalg.norm(m, 1),
+                               rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(rawdev.linalg.vecdot(rawdev.tensor(x), rawdev.tensor(x)).numpy(), (x * x).sum(-1),
-                               rtol=1e-12)
+                               rtol=1e-12, atol=1e-14)

@@ -122,8 +122,8 @@ def test_sequence_matches_formula(name):
 
 def test_lambda_per_group():
     got = run(CASES["LambdaLR-list"][0])
-    np.testing.assert_allclose(got[:, 0], [0.1 * 0.97 ** e for e in range(N)], rtol=1e-12)
-    np.testing.assert_allclose(got[:, 1], [0.03 * (e // 30) for e in range(N)], rtol=1e-12)
+    np.testing.assert_allclose(got[:, 0], [0.1 * 0.97 ** e for e in range(N)], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[:, 1], [0.03 * (e // 30) for e in range(N)], rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("three_phase", [False, True])
@@ -140,10 +140,10 @@ def test_one_cycle(three_phase, strategy):
         if len(lrs) < N:
             sched.step()
     want = closed(lambda e, b: onecycle_ref(e, b, N, three_phase=three_phase, strategy=strategy), bases=(1.0, 0.5))
-    np.testing.assert_allclose(lrs, want, rtol=1e-10)
+    np.testing.assert_allclose(lrs, want, rtol=1e-10, atol=1e-12)
     # momentum runs the other way, between max_momentum 0.95 and base_momentum 0.85
     np.testing.assert_allclose(moms, [onecycle_momentum_ref(e, N, three_phase, strategy) for e in range(N)],
-                               rtol=1e-12)
+                               rtol=1e-12, atol=1e-14)
     assert moms[0] == 0.95 and min(moms) == pytest.approx(0.85, abs=1e-3)
     assert opt.param_groups[0]["initial_lr"] == 1.0 / 25 and opt.param_groups[1]["min_lr"] == 0.5 / 25 / 1e4
     sched.step()   # the 130th step: one past total_steps
@@ -176,10 +176,10 @@ def test_cyclic(mode):
         sched.step()
     want = np.array([[cyc_ref(e, 0.01, 0.1, 15, 25, scale), cyc_ref(e, 0.002, 0.05, 15, 25, scale)]
                      for e in range(N)])
-    np.testing.assert_allclose(lrs, want, rtol=1e-10)
+    np.testing.assert_allclose(lrs, want, rtol=1e-10, atol=1e-12)
     # momentum: max_momentum 0.9 minus the same triangle scaled to 0.9 - 0.8
     want_m = [0.9 - (cyc_ref(e, 0.0, 1.0, 15, 25, scale)) * 0.1 for e in range(N)]
-    np.testing.assert_allclose(moms, want_m, rtol=1e-10)
+    np.testing.assert_allclose(moms, want_m, rtol=1e-10, atol=1e-12)
 
 
 def test_cyclic_custom_scale_fn_and_state_dict():
@@ -302,7 +302,7 @@ def test_two_schedulers_on_one_optimizer_compose():
         got.append([g["lr"] for g in opt.param_groups])
         a.step()
         b.step()
-    np.testing.assert_allclose(got, closed(lambda e, lr: lr * 0.5 ** (e // 10) * 0.98 ** e), rtol=1e-10)
+    np.testing.assert_allclose(got, closed(lambda e, lr: lr * 0.5 ** (e // 10) * 0.98 ** e), rtol=1e-10, atol=1e-12)
 
 
 def test_chained_scheduler():
@@ -311,7 +311,7 @@ def test_chained_scheduler():
     got = run(lambda o: sched, opt=opt)
     # PyTorch's documented example (lr 0.05): 0.05 at 0, 0.045 at 1, 0.0405 at 2, ..., 0.06078 at 20
     want = closed(lambda e, b: b * (0.1 if e < 20 else 1.0) * 0.9 ** e)
-    np.testing.assert_allclose(got, want, rtol=1e-10)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     sd = sched.state_dict()
     assert len(sd["_schedulers"]) == 2 and sd["_schedulers"][1]["gamma"] == 0.9
 
@@ -355,7 +355,7 @@ def test_sequential_lr():
         for _ in range(23):
             seq.append(s.get_last_lr()[0])
             s.step()
-    np.testing.assert_allclose(seq, [0.005] * 20 + [0.05, 0.045, 0.0405], rtol=1e-12)
+    np.testing.assert_allclose(seq, [0.005] * 20 + [0.05, 0.045, 0.0405], rtol=1e-12, atol=1e-14)
 
 
 def test_sequential_state_dict_round_trip():
@@ -374,7 +374,7 @@ def test_sequential_state_dict_round_trip():
     for _ in range(20, N):
         got.append(list(s2.get_last_lr()))
         s2.step()
-    np.testing.assert_allclose(got, straight[20:], rtol=1e-12)
+    np.testing.assert_allclose(got, straight[20:], rtol=1e-12, atol=1e-14)
 
 
 def test_chaining_errors():

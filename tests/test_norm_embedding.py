@@ -64,7 +64,7 @@ def test_layer_norm_gradients_finite_differences():
                                rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tw.grad.numpy(), _fd(lambda z: ref_layer_norm(x, z, b, 1e-5, 1), w, gw_out),
                                rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(tb.grad.numpy(), gw_out.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(tb.grad.numpy(), gw_out.sum(0), rtol=1e-12, atol=1e-14)
 
 
 def test_rms_norm_gradient_finite_differences():

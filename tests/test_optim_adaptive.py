@@ -233,7 +233,7 @@ def set_grad(p, g):
 def test_literals_are_pytorchs_algorithm(name):
     kw, want = LITERALS[name]
     for got, w in zip(REFS[name](P0, G, **kw), want):
-        np.testing.assert_allclose(got, w, rtol=1e-14)
+        np.testing.assert_allclose(got, w, rtol=1e-14, atol=1e-16)
 
 
 @pytest.mark.parametrize("name", list(LITERALS))
@@ -243,7 +243,7 @@ def test_update_sequence_cpu_float64(name):
     for g, w in zip(G, want):
         set_grad(p, g)
         opt.step()
-        np.testing.assert_allclose(np.asarray(p.detach()), w, rtol=1e-13)
+        np.testing.assert_allclose(np.asarray(p.detach()), w, rtol=1e-13, atol=1e-15)
     assert set(opt.state_dict()["state"][0]) == STATE_KEYS[name]
     assert opt.state[p]["step"].item() == len(G)
 

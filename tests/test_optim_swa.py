@@ -99,7 +99,7 @@ def test_averaged_model_and_swalr(driver):
         base = 0.02 if prev_a == 1 else (lr - prev_a * 0.02) / (1 - prev_a)
         lr = 0.02 * a + base * (1 - a)
         want.append(lr)
-    np.testing.assert_allclose(lrs, want, rtol=1e-12)
+    np.testing.assert_allclose(lrs, want, rtol=1e-12, atol=1e-14)
     assert lrs[-1] == pytest.approx(0.02)
 
 

@@ -111,7 +111,7 @@ def test_interpolate_gradients_finite_differences_and_1d():
     y = F.interpolate(_t(x, grad=True), size=8, mode="linear")
     assert y.grad_fn.name() == "UpsampleLinear1DBackward0"
     np.testing.assert_allclose(y.detach().numpy(), np.einsum("ncw,ow->nco", x, ref_linear_weights(5, 8, False)),
-                               rtol=1e-12)
+                               rtol=1e-12, atol=1e-14)
     y = F.interpolate(_t(x, grad=True), scale_factor=3)
     assert y.grad_fn.name() == "UpsampleNearest1DBackward0"
     np.testing.assert_array_equal(y.detach().numpy(), np.repeat(x, 3, axis=2))
@@ -195,12 +195,12 @@ def test_deprecated_upsample_functions_warn_and_match_interpolate():
     x = RNG.standard_normal((1, 2, 3, 4))
     with pytest.warns(UserWarning, match="upsample_bilinear` is deprecated"):
         y = F.upsample_bilinear(_t(x), size=(5, 6))
-    np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12)
+    np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12, atol=1e-14)
     with pytest.warns(UserWarning, match="upsample_nearest` is deprecated"):
         y = F.upsample_nearest(_t(x), scale_factor=2)
     np.testing.assert_array_equal(y.numpy(), x.repeat(2, axis=2).repeat(2, axis=3))
     with pytest.warns(UserWarning, match="upsample` is deprecated"):
         y = F.upsample(_t(x), size=(5, 7), mode="bilinear")
-    np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 7), "bilinear"), rtol=1e-12)
+    np.testing.assert_allclose(y.numpy(), ref_interp(x, (5, 7), "bilinear"), rtol=1e-12, atol=1e-14)
     b = nn.UpsamplingBilinear2d(size=(5, 6))
-    np.testing.assert_allclose(b(_t(x)).numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12)
+    np.testing.assert_allclose(b(_t(x)).numpy(), ref_interp(x, (5, 6), "bilinear", align=True), rtol=1e-12, atol=1e-14)

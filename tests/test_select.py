@@ -181,7 +181,7 @@ def test_where_gradients_finite_differences():
     ta, tb = _t(a, grad=True), _t(b, grad=True)
     (rawdev.where(_t(c), ta, tb) * _t(w)).sum().backward()
     np.testing.assert_allclose(ta.grad.numpy(), ga_ref, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(tb.grad.numpy(), (np.where(c, 0, w)).sum(0, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(tb.grad.numpy(), (np.where(c, 0, w)).sum(0, keepdims=True), rtol=1e-12, atol=1e-14)
     assert rawdev.where(_t(c), ta, tb).grad_fn.name() == "WhereBackward0"
 
 
