@@ -25,15 +25,26 @@ def ref_gemm(layout, A, B, M, N, K, lda, ldb, Y0, ldy, bias, alpha, beta, act):
     return v
 
 
+def _lds(layout, M, N, K, pad=0):
+    """(lda, rows of A, ldb, rows of B, ldy) of the layout's operands in memory, leading dims padded by pad."""
+    if layout == "nt":
+        return K + pad, M, K + pad, N, N + pad
+    if layout == "nn":
+        return K + pad, M, N + pad, K, N + pad
+    return M + pad, K, N + pad, K, N + pad
+
+
+def _rounding_bound(layout, A, B, M, N, K, lda, ldb, Y0, ldy, bias, alpha, beta):
+    """1e-6 plus 8 float32 roundings of what each output adds up in absolute value: the error bound of an output
+    whose sum cancels (its relative error can be large while every term was rounded right)."""
+    mag = ref_gemm(layout, np.abs(A), np.abs(B), M, N, K, lda, ldb, np.abs(Y0), ldy,
+                   None if bias is None else np.abs(bias), abs(alpha), abs(beta), 0)
+    return 1e-6 + 8 * np.finfo(np.float32).eps * mag
+
+
 def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, act=0, yoff=0, variant=""):
     g = Gpu(dev)
-    if layout == "nt":
-        lda, arows, ldb, brows = K + pad, M, K + pad, N
-    elif layout == "nn":
-        lda, arows, ldb, brows = K + pad, M, N + pad, K
-    else:
-        lda, arows, ldb, brows = M + pad, K, N + pad, K
-    ldy = N + pad
+    lda, arows, ldb, brows, ldy = _lds(layout, M, N, K, pad)
     A = rng.standard_normal(arows * lda + off).astype(np.float32)
     B = rng.standard_normal(brows * ldb + off).astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32) if use_bias else None
@@ -53,10 +64,9 @@ def run_case(dev, layout, tile, M, N, K, pad=0, off=0, beta=0.0, use_bias=True, 
     if pad:   # padding columns are never written
         assert np.array_equal(got[:, N:], Y0.reshape(M, ldy)[:, N:], equal_nan=True)
     if relerr(got[:, :N], ref) >= 1e-4:   # an output that cancels (K = 1: a·b + bias ≈ 0) is bounded by its terms
-        mag = ref_gemm(layout, np.abs(A[off:]), np.abs(B[off:]), M, N, K, lda, ldb, np.abs(Y0), ldy,
-                       None if bias is None else np.abs(bias), alpha, abs(beta), 0)
         err = np.abs(got[:, :N].astype(np.float64) - ref)
-        assert (err <= 1e-6 + 8 * np.finfo(np.float32).eps * mag).all(), (relerr(got[:, :N], ref), err.max())
+        bound = _rounding_bound(layout, A[off:], B[off:], M, N, K, lda, ldb, Y0, ldy, bias, alpha, beta)
+        assert (err <= bound).all(), (relerr(got[:, :N], ref), err.max())
 
 
 @pytest.mark.parametrize("layout", ["nt", "nn", "tn"])
@@ -106,13 +116,7 @@ def run_splitk(dev, layout, M, N, K, splits, pad=0, off=0, beta=0.0, use_bias=Tr
     """One forced split-K product through rawdev.ops.cuda._gemm_raw; returns (result [M, N], reference)."""
     from rawdev.ops import cuda as C
     g = Gpu(dev)
-    if layout == "nt":
-        lda, arows, ldb, brows = K + pad, M, K + pad, N
-    elif layout == "nn":
-        lda, arows, ldb, brows = K + pad, M, N + pad, K
-    else:
-        lda, arows, ldb, brows = M + pad, K, N + pad, K
-    ldy = N + pad
+    lda, arows, ldb, brows, ldy = _lds(layout, M, N, K, pad)
     A = rng.standard_normal(arows * lda + off).astype(np.float32)
     B = rng.standard_normal(brows * ldb + off).astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32) if use_bias else None
@@ -131,15 +135,13 @@ def run_splitk(dev, layout, M, N, K, splits, pad=0, off=0, beta=0.0, use_bias=Tr
 @pytest.mark.parametrize("M,N,K,splits", [(10, 10, 1000, 4), (10, 64, 777, 7), (33, 35, 301, 3), (1, 1, 64, 2)])
 def test_gemm_splitk_shapes(dev, layout, M, N, K, splits):
     # odd M/N (edge tiles), K not a multiple of the slice or of BK, bias + relu epilogue, NaN-poisoned Y
-    got, ref, (A, B, bias, _) = run_splitk(dev, layout, M, N, K, splits, act=1)
+    got, ref, (A, B, bias, Y0) = run_splitk(dev, layout, M, N, K, splits, act=1)
     assert not np.isnan(got).any(), "unwritten outputs"
     # elementwise, against the sum of the magnitudes each output adds up: a 1x1 product is one dot product of K
     # random terms, whose result can be far smaller than its terms (relative to the result it fails on some seeds)
-    a = np.abs(A.astype(np.float64)).reshape((M, K) if layout != "tn" else (K, M))
-    b = np.abs(B.astype(np.float64)).reshape((K, N) if layout in ("nn", "tn") else (N, K))
-    mag = 0.75 * ((a.T if layout == "tn" else a) @ (b.T if layout == "nt" else b)) + np.abs(bias)
+    lda, _, ldb, _, ldy = _lds(layout, M, N, K)
     err = np.abs(got.astype(np.float64) - ref)
-    assert (err <= 1e-6 + 8 * np.finfo(np.float32).eps * mag).all(), err.max()
+    assert (err <= _rounding_bound(layout, A, B, M, N, K, lda, ldb, Y0, ldy, bias, 0.75, 0.0)).all(), err.max()
     assert relerr(got, ref) < 1e-5 or M * N == 1
 
 

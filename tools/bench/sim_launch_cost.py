@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import struct
 import sys
 import time
 from pathlib import Path
@@ -53,18 +52,17 @@ def _rounds(fn, n, rounds, clock, finish=lambda: None):
 def interpreter(n, rounds, clock):
     from rawdev.sim.memory import DeviceMemory
     from rawdev.sim.ptx import PtxModule
+    from sim_speed import pack  # this folder is the script's own: sys.path[0]
     m = PtxModule((ROOT / "ptx" / "elementwise.ptx").read_text())
     e = m.entries["scale"]
     mem = DeviceMemory(1 << 26)
     x = np.arange(16, dtype=np.float32)
     dx, dy = mem.alloc(64), mem.alloc(64)
     mem.write(dx, x.tobytes())
-    buf = bytearray(e.param_size)
-    for p, v in zip(e.params, (dy, dx, 1.5, 16)):
-        struct.pack_into({"u64": "<Q", "f32": "<f", "s64": "<q", "u32": "<I", "s32": "<i"}[p.type], buf, p.offset, v)
+    params = pack(e, dy, dx, 1.5, 16)
 
     def go():
-        m.launch("scale", (1, 1, 1), (256, 1, 1), params=bytes(buf), memory=mem)
+        m.launch("scale", (1, 1, 1), (256, 1, 1), params=params, memory=mem)
 
     go()
     ok = np.array_equal(np.frombuffer(mem.read(dy, 64), np.float32), x * np.float32(1.5))
