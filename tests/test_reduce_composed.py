@@ -131,6 +131,19 @@ LAYOUTS = [((5, 7), 1), ((5, 7), -2), ((3, 4, 6), (0, 2)), ((3, 4, 6), (-1, 1)),
 NO_TUPLE = {"prod"}          # PyTorch's prod takes one int dim (or none)
 
 
+LINEAR = {"nansum", "nanmean", "var_mean.mean"}     # sums of signed values: the same op on |a| bounds their error
+
+
+def _close(name, got, a, dim, keepdim, tol):
+    """got against the float64 reference relatively, or — a linear op whose sum cancels (20 values of size 1 summing
+    to 0.02) — each output within tol of the same op over |a|."""
+    ref = CASES[name][1]
+    want = ref(a, dim, keepdim)
+    if _rel(got, want) < tol:
+        return True
+    return name in LINEAR and (np.abs(np.asarray(got, np.float64) - want) <= tol * ref(np.abs(a), dim, keepdim)).all()
+
+
 def _layouts(name):
     return [(s, d) for s, d in LAYOUTS if not (name in NO_TUPLE and isinstance(d, tuple))]
 
@@ -144,11 +157,11 @@ def test_values_against_float64_cpu(name):
             got = f(_t(a, transpose=True), dim, keepdim)
             want = ref(a, dim, keepdim)
             assert tuple(got.shape) == np.shape(want), (name, shape, dim, keepdim)
-            assert _rel(_np(got), want) < 1e-12, (name, shape, dim, keepdim)
+            assert _close(name, _np(got), a, dim, keepdim, 1e-12), (name, shape, dim, keepdim)
             # float32 against float64
             got32 = f(_t(a.astype(np.float32)), dim, keepdim)
             assert got32.dtype is rawdev.float32
-            assert _rel(_np(got32), want) < 1e-5, (name, shape, dim, keepdim)
+            assert _close(name, _np(got32), a, dim, keepdim, 1e-5), (name, shape, dim, keepdim)
 
 
 GRAD_SKIP = {"amax", "amin", "norm_inf", "norm_ninf"}     # ties: tested separately
@@ -184,7 +197,10 @@ def test_cuda_matches_cpu_values_and_grads(name, driver, poison):
                               dtype=rawdev.float32).to(dev)
             (y * w).sum().backward()
             outs[dev] = (_np(y), _np(x.grad))
-        assert _rel(outs["cuda"][0], outs["cpu"][0]) < 1e-4, (name, shape, dim)
+        gap = np.abs(outs["cuda"][0].astype(np.float64) - outs["cpu"][0])     # two float32 sums in different orders
+        assert _rel(outs["cuda"][0], outs["cpu"][0]) < 1e-4 or (
+            name in LINEAR and (gap <= 1e-4 * CASES[name][1](np.abs(a.astype(np.float64)), dim, False)).all()), \
+            (name, shape, dim)
         assert _rel(outs["cuda"][1], outs["cpu"][1]) < 1e-4, (name, shape, dim)
 
 
