@@ -34,7 +34,7 @@ def add_parser(subparsers):
 def choose_device(name):
     """'auto' | 'cuda' | 'sim' | 'cpu' -> rawdev.device, switching to the simulator (with a notice) if needed."""
     import rawdev
-    from rawdev.cli import choose_driver
+    from rawdev.driver_choice import choose_driver
     if name == "cpu":
         return rawdev.device("cpu")
     choose_driver(name, "rawdev demo", "No CUDA GPU found: running on rawdev's simulated GPU (it executes the same "

@@ -2,6 +2,9 @@
 it names does). A name whose op rawdev does not have raises AttributeError naming it."""
 import math
 
+from . import ops
+from .tensor.factory import full_like, ones_like, zeros_like
+
 __all__ = ["ndtr", "log_ndtr", "entr", "xlog1py"]   # the rest resolve to rawdev's ops by name (_ALIASES)
 
 # torch.special name -> rawdev op name
@@ -14,8 +17,7 @@ _ALIASES = {"expit": "sigmoid", "logit": "logit", "erf": "erf", "erfc": "erfc", 
 
 def ndtr(input):  # noqa: A002
     """The standard normal CDF: (1 + erf(x / sqrt(2))) / 2."""
-    import rawdev
-    return (rawdev.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+    return (ops.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
 
 
 def log_ndtr(input):  # noqa: A002
@@ -25,27 +27,25 @@ def log_ndtr(input):  # noqa: A002
 
 def entr(input):  # noqa: A002
     """-x log x elementwise (0 at 0, -inf for x < 0)."""
-    import rawdev
-    safe = rawdev.where(input > 0, input, rawdev.ones_like(input))
+    safe = ops.where(input > 0, input, ones_like(input))
     out = -input * safe.log()
-    out = rawdev.where(input == 0, rawdev.zeros_like(input), out)
-    return rawdev.where(input < 0, rawdev.full_like(input, -math.inf), out)
+    out = ops.where(input == 0, zeros_like(input), out)
+    return ops.where(input < 0, full_like(input, -math.inf), out)
 
 
 def xlog1py(input, other):  # noqa: A002
     """input * log1p(other), 0 where input is 0."""
-    import rawdev
-    out = input * rawdev.log1p(other)
-    return rawdev.where(input == 0, rawdev.zeros_like(out), out)
+    out = input * ops.log1p(other)
+    return ops.where(input == 0, zeros_like(out), out)
 
 
 def __getattr__(name):
     target = _ALIASES.get(name)
     if target is not None:
-        import rawdev
-        fn = getattr(rawdev, target, None)
+        fn = getattr(ops, target) if target in ops.__all__ else None   # other names are torch.ops namespaces
         if fn is None:
-            fn = getattr(rawdev.nn.functional, target, None)
+            from .nn import functional
+            fn = getattr(functional, target, None)
         if fn is not None:
             return fn
     raise AttributeError(f"module 'rawdev.special' has no attribute {name!r}"

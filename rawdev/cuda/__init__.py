@@ -5,6 +5,7 @@ from typing import Any
 
 from ..runtime import is_available
 from ..tensor.legacy import LEGACY_CUDA as _LEGACY_CUDA
+from .device_arg import _dev
 
 # PyTorch's legacy typed constructors of cuda tensors: rawdev.cuda.FloatTensor(2, 3), rawdev.cuda.LongTensor([1])
 FloatTensor = _LEGACY_CUDA["FloatTensor"]
@@ -17,19 +18,6 @@ ShortTensor = _LEGACY_CUDA["ShortTensor"]
 CharTensor = _LEGACY_CUDA["CharTensor"]
 ByteTensor = _LEGACY_CUDA["ByteTensor"]
 BoolTensor = _LEGACY_CUDA["BoolTensor"]
-
-
-def _dev(device=None):
-    from ..runtime import get_device
-    if device is None:
-        return get_device(current_device())
-    if isinstance(device, int):
-        return get_device(device)
-    if isinstance(device, str):        # before getattr: a str has an .index (the method)
-        index = int(device.split(":")[1]) if ":" in device else current_device()
-    else:
-        index = getattr(device, "index", None)
-    return get_device(index or 0)
 
 
 def current_device() -> int:

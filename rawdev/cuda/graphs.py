@@ -14,7 +14,7 @@ __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", 
 
 
 def _rdev(device=None):
-    from . import _dev
+    from .device_arg import _dev
     return _dev(device)
 
 

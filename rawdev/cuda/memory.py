@@ -44,7 +44,7 @@ ARENA_ALIGN = _rm.ARENA_ALIGN
 
 # ------------------------------------------------------------------------------------------ helpers
 def _device(device=None):
-    from . import _dev
+    from .device_arg import _dev
     return _dev(device)
 
 

@@ -18,7 +18,7 @@ __all__ = ["Stream", "Event", "stream", "current_stream", "default_stream", "get
 
 
 def _device(device=None):
-    from . import _dev
+    from .device_arg import _dev
     return _dev(device)
 
 
@@ -204,5 +204,5 @@ def get_device_properties(device: Any = None):
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """Whether bfloat16 tensors work on the device: always on rawdev (they compute through float32 kernels)."""
-    from . import is_available
+    from ..runtime import is_available
     return bool(is_available())

@@ -51,7 +51,7 @@ def add_parser(subparsers):
 def _choose(name):
     """Pick the driver for a mem command: --device sim/cuda, RAWDEV_DRIVER=sim/cuda, or auto: the GPU, else
     the simulator (with a notice)."""
-    from ..cli import choose_driver
+    from ..driver_choice import choose_driver
     return choose_driver(name, "rawdev mem")
 
 

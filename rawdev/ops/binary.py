@@ -9,7 +9,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
-from .dispatch import backend, backend_of
+from .binary_math import _div_rounding, pow  # noqa: F401  (pow: its public home stays importable from here)
+from .dispatch import backend, backend_of, same_device
 from .promotion import _bcast_shape, _for_scalar, _is_scalar, _result_dt, _scalar_dt
 from .registry import declare
 from .shape import sum_to
@@ -211,55 +212,9 @@ class _Neg(Function):
         return neg(g)
 
 
-class _PowScalar(Function):
-    node_name = "PowBackward0"
-
-    @staticmethod
-    def forward(ctx, x, e):
-        ctx.save_for_backward(x)
-        ctx.e = e
-        B = backend_of(x)
-        if e == 2:
-            return B.mul(x, x, x.dtype)
-        return B.pow_scalar(x, e)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        B = backend_of(g)
-        e = ctx.e
-        if e == 0:   # x ** 0 is constant: zero, not 0 * x ** -1 (NaN at x = 0), as PyTorch
-            return B.full(x.shape, 0, g.dtype, g.device), None
-        if e == 2:
-            return B.scale(B.mul(g, x, g.dtype), 2.0), None
-        return B.mul(g, B.scale(B.pow_scalar(x, e - 1), e), g.dtype), None
-
-    @staticmethod
-    def backward_graph(ctx, g):
-        x, = ctx.saved_tensors
-        e = ctx.e
-        if e == 0:
-            return mul(g, 0.0), None
-        if e == 1:
-            return g, None
-        if e == 2:
-            return mul(mul(g, x), 2.0), None
-        return mul(g, mul(pow(x, e - 1), e)), None
-
-
-def _same_device(a, b):
-    """PyTorch lets a 0-dim cpu tensor join a cuda one as a scalar operand: it is moved (one 4-byte copy)."""
-    if a.device is not b.device and a.device != b.device:
-        if b.ndim == 0 and b.is_cpu:
-            return a, b.to(a.device)
-        if a.ndim == 0 and a.is_cpu:
-            return a.to(b.device), b
-    return a, b
-
-
 def add(input, other, *, alpha=1):  # noqa: A002
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        input, other = _same_device(input, other)
+        input, other = same_device(input, other)
         return _Add.apply(input, other, alpha)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _AddScalar.apply(input, other if alpha == 1 else other * alpha)  # True * 1 would be an int
@@ -273,7 +228,7 @@ def sub(input, other, *, alpha=1):  # noqa: A002
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        input, other = _same_device(input, other)
+        input, other = same_device(input, other)
         return _Add.apply(input, other, -alpha)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _AddScalar.apply(input, -other * alpha)
@@ -287,7 +242,7 @@ def mul(input, other, *, out=None):  # noqa: A002
         from .out_arg import write_out
         return write_out("mul", mul(input, other), out, input, other)
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        input, other = _same_device(input, other)
+        input, other = same_device(input, other)
         return _Mul.apply(input, other)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _Scale.apply(input, other)
@@ -298,10 +253,9 @@ def mul(input, other, *, out=None):  # noqa: A002
 
 def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode is not None:
-        from .binary_math import _div_rounding
         return _div_rounding(input, other, rounding_mode)
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        input, other = _same_device(input, other)
+        input, other = same_device(input, other)
         return _Div.apply(input, other)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _DivScalar.apply(input, other)
@@ -314,13 +268,6 @@ def neg(input):  # noqa: A002
     return _Neg.apply(input)
 
 
-def pow(input, exponent):  # noqa: A001,A002
-    if isinstance(exponent, Tensor) or not isinstance(input, Tensor):
-        from .binary_math import pow as pow_tensor  # a tensor exponent or a number base: the binary kernel
-        return pow_tensor(input, exponent)
-    return _PowScalar.apply(input, exponent)
-
-
 
 # ------------------------------------------------------------------ comparisons (never differentiable)
 def _compare(op, input, other):  # noqa: A002
@@ -330,7 +277,7 @@ def _compare(op, input, other):  # noqa: A002
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
     a = input.detach()
     if isinstance(other, Tensor):
-        input, other = _same_device(input, other)
+        input, other = same_device(input, other)
         _bcast_shape(input, other)
         B = backend(op, input, other)
         dt = _result_dt(input, other)
@@ -374,7 +321,6 @@ declare("sub", sub, family="binary", aliases=("subtract",))
 declare("mul", mul, family="binary", aliases=("multiply",))
 declare("div", div, family="binary", aliases=("divide", "true_divide"))
 declare("neg", neg, family="binary", aliases=("negative",), inplace=True)
-declare("pow", pow, family="binary", inplace=True)
 declare("eq", eq, family="binary", inplace=True)
 declare("ne", ne, family="binary", aliases=("not_equal",), inplace=True)
 declare("lt", lt, family="binary", aliases=("less",), inplace=True)

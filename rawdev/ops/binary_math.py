@@ -12,9 +12,8 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
-from .binary import _same_device
-from .dispatch import backend
-from .promotion import _result_dt
+from .dispatch import backend, backend_of, same_device
+from .promotion import _result_dt, _scalar_dtype
 from .registry import declare
 from .shape import sum_to
 
@@ -29,19 +28,9 @@ def _operands(op, input, other):  # noqa: A002
         input = tensor(input, dtype=_scalar_dtype(input, like), device=like.device)
     if not isinstance(other, Tensor):
         other = tensor(other, dtype=_scalar_dtype(other, like), device=like.device)
-    input, other = _same_device(input, other)
+    input, other = same_device(input, other)
     dt = _result_dt(input, other)
     return (input if input.dtype is dt else input.to(dtype=dt)), (other if other.dtype is dt else other.to(dtype=dt))
-
-
-def _scalar_dtype(s, like):
-    """A Python number joins a tensor as PyTorch's wrapped numbers do: it keeps the tensor's dtype unless it
-    is a float meeting an integer tensor (then the default float dtype)."""
-    if isinstance(s, bool):
-        return like.dtype
-    if isinstance(s, float) and not like.dtype.is_floating_point:
-        return _dt.get_default_dtype()
-    return like.dtype
 
 
 def _floating(op, a, b):
@@ -51,7 +40,43 @@ def _floating(op, a, b):
     return a, b
 
 
-# ------------------------------------------------------------------ pow with a tensor exponent
+# ------------------------------------------------------------------ pow: a scalar or a tensor exponent
+class _PowScalar(Function):
+    node_name = "PowBackward0"
+
+    @staticmethod
+    def forward(ctx, x, e):
+        ctx.save_for_backward(x)
+        ctx.e = e
+        B = backend_of(x)
+        if e == 2:
+            return B.mul(x, x, x.dtype)
+        return B.pow_scalar(x, e)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        B = backend_of(g)
+        e = ctx.e
+        if e == 0:   # x ** 0 is constant: zero, not 0 * x ** -1 (NaN at x = 0), as PyTorch
+            return B.full(x.shape, 0, g.dtype, g.device), None
+        if e == 2:
+            return B.scale(B.mul(g, x, g.dtype), 2.0), None
+        return B.mul(g, B.scale(B.pow_scalar(x, e - 1), e), g.dtype), None
+
+    @staticmethod
+    def backward_graph(ctx, g):
+        x, = ctx.saved_tensors
+        e = ctx.e
+        if e == 0:
+            return g * 0.0, None
+        if e == 1:
+            return g, None
+        if e == 2:
+            return g * x * 2.0, None
+        return g * (pow(x, e - 1) * e), None
+
+
 class _PowTensor(Function):
     node_name = "PowBackward1"
 
@@ -107,7 +132,6 @@ def pow(input, exponent):  # noqa: A001,A002
         >>> 10 ** torch.tensor([0., 1., 2.])
         tensor([  1.,  10., 100.])
     """
-    from .binary import _PowScalar
     if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         return _PowScalar.apply(input, exponent)
     a, b = _operands("pow", input, exponent)
@@ -308,7 +332,7 @@ def _logical(op, input, other):  # noqa: A002
     from ..tensor.factory import tensor
     if not isinstance(other, Tensor):
         other = tensor(bool(other), device=input.device)
-    input, other = _same_device(input, other)
+    input, other = same_device(input, other)
     a, b = _truth(input.detach()), _truth(other.detach())
     return backend(op, a, b).logical(a, b, op, _dt.bool)
 
@@ -340,7 +364,7 @@ def _bitwise(op, input, other):  # noqa: A002
         input, other = other, input
     if not isinstance(other, Tensor):
         other = tensor(other, dtype=input.dtype, device=input.device)
-    input, other = _same_device(input, other)
+    input, other = same_device(input, other)
     for t in (input, other):
         if t.dtype.is_floating_point:
             raise RuntimeError(f"\"{op}_{'cpu' if t.is_cpu else 'cuda'}\" not implemented for "
@@ -474,6 +498,7 @@ def equal(input, other):  # noqa: A002
     return bool(np.asarray((input.detach() == other.detach()).cpu()._values()).all())
 
 
+declare("pow", pow, family="binary", inplace=True)
 for _name, _fn, _kw in (
         ("atan2", atan2, {"aliases": ("arctan2",), "inplace": True}), ("fmod", fmod, {"inplace": True}),
         ("remainder", remainder, {"inplace": True}), ("floor_divide", floor_divide, {"inplace": True}),

@@ -10,6 +10,16 @@ __all__ = ["backend", "check_same_device", "owner_scope", "current_owner"]
 from .owners import current_owner, owner_scope  # noqa: E402,F401  (re-exported: the layers' import path)
 
 
+def same_device(a, b):
+    """PyTorch lets a 0-dim cpu tensor join a cuda one as a scalar operand: it is moved (one 4-byte copy)."""
+    if a.device is not b.device and a.device != b.device:
+        if b.ndim == 0 and b.is_cpu:
+            return a, b.to(a.device)
+        if a.ndim == 0 and a.is_cpu:
+            return a.to(b.device), b
+    return a, b
+
+
 def check_same_device(op, *tensors):
     """The common device of tensors (None entries skipped); mixing devices names both, like PyTorch."""
     dev, first = None, None

@@ -4,7 +4,7 @@ queries a real-only library answers trivially (conj, resolve_conj, resolve_neg, 
 from .. import dtypes as _dt
 from ..tensor import factory
 from ..tensor.core import Tensor
-from .promotion import _result_dt
+from .promotion import _result_dt, _scalar_dtype
 from .registry import declare
 
 
@@ -22,7 +22,6 @@ def result_type(tensor, other):
         >>> torch.result_type(torch.tensor([1, 2]), 1.0)
         torch.float32
     """
-    from .binary_math import _scalar_dtype
     if isinstance(tensor, Tensor) and isinstance(other, Tensor):
         return _result_dt(tensor, other)
     if isinstance(tensor, Tensor):

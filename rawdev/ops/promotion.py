@@ -68,3 +68,11 @@ def _to_tensor(x, like):
     return tensor(x, dtype=like.dtype, device=like.device)
 
 
+def _scalar_dtype(s, like):
+    """A Python number joins a tensor as PyTorch's wrapped numbers do: it keeps the tensor's dtype unless it
+    is a float meeting an integer tensor (then the default float dtype)."""
+    if isinstance(s, bool):
+        return like.dtype
+    if isinstance(s, float) and not like.dtype.is_floating_point:
+        return _dt.get_default_dtype()
+    return like.dtype

@@ -61,12 +61,12 @@ def _short(x):
 
 
 def _err(msg):
-    from ..serialization import CheckpointError
+    from ..load_placement import CheckpointError
     return CheckpointError(msg)
 
 
 def PtWeightsOnlyError(msg):  # noqa: N802  (made like an exception class)
-    from ..serialization import WeightsOnlyCheckpointError
+    from ..load_placement import WeightsOnlyCheckpointError
     return WeightsOnlyCheckpointError(msg)
 
 
@@ -419,7 +419,7 @@ def _walk(x, fn, depth=0, ctx=None, memo=None):
 
 def _read_storages(zf, prefix, refs, ctx, byteorder):
     """{key: 1-D writable numpy storage array}, each storage read once and checked against its entry."""
-    from ..serialization import _check_budget, _Entry, _fmt, host_memory_available
+    from ..load_placement import _check_budget, _Entry, _fmt, host_memory_available
     by_key = {}
     for r in refs:
         s = r.storage
@@ -461,7 +461,7 @@ def read_pt(src, name, map_location=None, weights_only=None):
     from collections.abc import Mapping
 
     from ..device import as_device
-    from ..serialization import CheckpointError, _place
+    from ..load_placement import CheckpointError, _place
     ctx = _Ctx(name)
     try:
         with zipfile.ZipFile(io.BytesIO(src) if isinstance(src, (bytes, bytearray)) else src) as zf:

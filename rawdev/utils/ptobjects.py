@@ -41,7 +41,7 @@ class ClassRef:
         self.__dict__["__new__"] = lambda ref, *args: ObjRef(ref, args)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ..serialization import CheckpointError
+        from ..load_placement import CheckpointError
         raise CheckpointError(f"rawdev.load: the pickle calls the class {self.name} (REDUCE), which rawdev never "
                               "does; torch.save builds objects with NEWOBJ and BUILD")
 
