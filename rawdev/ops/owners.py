@@ -24,3 +24,18 @@ class owner_scope:
 def current_owner(role):
     name = getattr(_scope, "name", None)
     return f"{name} {role}" if name else role
+
+
+def owner_of(var, role):
+    """The memory-tool name of a parameter (from its arena's parts) with a role: "0.weight.grad",
+    "exp_avg of 0.weight". The grads (ops/cuda.py's new_grad) and the optimizers' state (optim_steps/cuda.py) are
+    named by it."""
+    name = None
+    parts = getattr(getattr(var._buf, "block", None), "parts", None) or ()
+    for off, _n, who in parts:
+        if off == var._offset:
+            name = who
+            break
+    if name is None:
+        name = getattr(var._buf, "owner", None) or "tensor"
+    return f"{name}.grad" if role == "grad" else f"{role} of {name}"
