@@ -27,9 +27,11 @@ no kernels of their own, so both devices and autograd come with them):
 - linear algebra: linalg.py (linear, mm, matmul), products.py (outer, dot, mv, bmm, addmm, einsum, bilinear, trace,
   matrix_exp, ...), decomp.py (LU, Cholesky, QR, solve, inv, det, lstsq), spectral.py (eigh, svd, pinv, norms);
 - nn.functional: activation.py (softmax, prelu, glu, dropouts, threshold/shrinks, rrelu, gumbel_softmax),
-  loss.py (cross_entropy, nll, mse, the elementwise losses, margin_ranking, cosine_embedding, triplet_margin),
-  loss_margin.py (hinge_embedding, soft_margin, multi(label)_margin, triplet_margin_with_distance),
-  loss_likelihood.py (poisson_nll, gaussian_nll, ctc), distance.py (normalize, cosine_similarity, cdist, pdist),
+  loss.py (cross_entropy, nll, mse, the reduction handling), loss_pointwise.py (l1, smooth_l1, huber, bce,
+  bce_with_logits, kl_div: the pointwise_loss kernels), loss_margin.py (margin_ranking, cosine_embedding,
+  triplet_margin, hinge_embedding, soft_margin, multi(label)_margin, triplet_margin_with_distance),
+  loss_likelihood.py (poisson_nll, gaussian_nll, ctc), distance.py (normalize, cosine_similarity,
+  pairwise_distance, cdist, pdist),
   conv/ (convolution, pooling, unfold/fold and the 3-d forms), pooling_composed.py (lp_pool, max_unpool,
   local_response_norm),
   normalization/ (layer, rms, group, instance and batch norm), embedding.py, embedding_bag/, resample/
@@ -51,6 +53,7 @@ from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
 from .conv import conv3d as _conv3d  # noqa: F401,E402  (it declares)
 from . import covariance, decomp, dtype_queries, gamma, grid, host_callbacks  # noqa: F401,E402  (they declare)
 from . import loss_likelihood, loss_margin, order_stats, pointwise_composed, pooling_composed  # noqa: F401,E402,E501
+from . import loss_pointwise  # noqa: F401,E402  (it declares)
 from . import view_copies  # noqa: F401,E402  (it declares)
 from . import spectral, structure  # noqa: F401,E402  (they declare)
 from . import products, windows  # noqa: F401,E402  (they declare)

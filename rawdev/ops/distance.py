@@ -1,6 +1,10 @@
 """Norms of vectors along a dim and the distances built on them, composed from declared ops (both devices and
-autograd come with them): F.normalize, F.cosine_similarity, cdist and F.pdist."""
+autograd come with them): F.normalize, F.cosine_similarity, F.pairwise_distance, cdist and F.pdist."""
+from .binary import add, mul, pow, sub
+from .reduce import sum
 from .registry import declare
+from .shape import reshape
+from .unary import abs, sqrt
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
@@ -40,6 +44,25 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p along the last dim."""
+    d = add(sub(x1, x2), eps)
+    dim = max(d.ndim - 1, 0)
+    if d.ndim == 0:
+        d = reshape(d, (1,))
+    if p == 2:
+        r = sqrt(sum(mul(d, d), dim, keepdim=keepdim))
+    elif p == 1:
+        r = sum(abs(d), dim, keepdim=keepdim)
+    elif p == float("inf"):
+        r = abs(d).amax(dim, keepdim=keepdim)
+    elif p == 0:
+        r = (d != 0).to(dtype=d.dtype).sum(dim, keepdim=keepdim)
+    else:
+        r = pow(sum(pow(abs(d), p), dim, keepdim=keepdim), 1.0 / p)
+    return r
+
+
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Distances between every row of x1 [..., P, M] and every row of x2 [..., R, M]: [..., P, R]. Computed
     directly as ‖x1_i − x2_j‖_p over the broadcast difference (every p; exact, no cancellation)."""
@@ -72,3 +95,4 @@ declare("cosine_similarity", cosine_similarity, family="distance", functional=Tr
 declare("cdist", cdist, family="distance", method=False)
 declare("normalize", normalize, family="distance", functional=True, torch=False, method=False)
 declare("pdist", pdist, family="distance", functional=True, torch=False, method=False)
+declare("pairwise_distance", pairwise_distance, family="distance", functional=True, torch=False, method=False)

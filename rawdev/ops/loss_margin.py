@@ -1,12 +1,16 @@
-"""The margin losses composed from declared ops (both devices and autograd come with them): hinge_embedding,
-soft_margin, multilabel_soft_margin, multi_margin, multilabel_margin and triplet_margin_with_distance (loss.py
-holds margin_ranking, cosine_embedding and triplet_margin). Formulas and defaults are PyTorch's."""
+"""The margin losses composed from declared ops (both devices and autograd come with them): margin_ranking,
+cosine_embedding, triplet_margin, hinge_embedding, soft_margin, multilabel_soft_margin, multi_margin,
+multilabel_margin and triplet_margin_with_distance. Formulas and defaults are PyTorch's."""
 
 from .. import dtypes as _dt
 from ..autograd.grad_mode import no_grad
+from .binary import add, div, eq, mul, neg, sub
+from .distance import pairwise_distance
 from .loss import _check_reduction, _reduce, _reduction
+from .reduce import sum
 from .registry import declare
 from .select.functions import where as _where
+from .unary import relu, sqrt
 
 _F = dict(family="loss_margin", functional=True, torch=False, method=False)
 
@@ -130,7 +134,6 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         >>> a = torch.zeros(1, 2); F.triplet_margin_with_distance_loss(a, a, a + 3)
         tensor(0.)
     """
-    from .loss import pairwise_distance
     if margin <= 0:
         raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
     d = distance_function if distance_function is not None else pairwise_distance
@@ -141,6 +144,61 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((dp - dn + margin).clamp_min(0), _check_reduction(reduction))
 
 
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,  # noqa: A002
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _check_reduction(_reduction(size_average, reduce, reduction))
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return _reduce(relu(add(neg(mul(target, sub(input1, input2))), margin)), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,  # noqa: A002
+                          reduction="mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1 (cos along the last
+    dim, with PyTorch's 1e-12 added to each squared norm)."""
+    reduction = _check_reduction(_reduction(size_average, reduce, reduction))
+    if target.ndim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.ndim == 1:
+        if not (input1.ndim == 2 and input2.ndim == 2):
+            raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                               f"{list(input1.shape)} and {list(input2.shape)}.")
+    elif not (input1.ndim == 1 and input2.ndim == 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    d = input1.ndim - 1
+    eps = 1e-12
+    prod = sum(mul(input1, input2), d)
+    m1 = add(sum(mul(input1, input1), d), eps)
+    m2 = add(sum(mul(input2, input2), d), eps)
+    cos = div(prod, sqrt(mul(m1, m2)))
+    pos = eq(target, 1).to(dtype=cos.dtype)
+    negm = eq(target, -1).to(dtype=cos.dtype)
+    out = add(mul(pos, sub(1.0, cos)), mul(negm, relu(sub(cos, margin))))
+    return _reduce(out, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,  # noqa: A002
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm pairwise distance; swap uses min(d(a, n), d(p, n))."""
+    reduction = _check_reduction(_reduction(size_average, reduce, reduction))
+    a_dim, p_dim, n_dim = anchor.ndim, positive.ndim, negative.ndim
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:   # min(d_neg, d_swap) = d_neg - relu(d_neg - d_swap)
+        d_swap = pairwise_distance(positive, negative, p, eps)
+        d_neg = sub(d_neg, relu(sub(d_neg, d_swap)))
+    return _reduce(relu(add(sub(d_pos, d_neg), margin)), reduction)
+
+
+declare("margin_ranking_loss", margin_ranking_loss, **_F)
+declare("cosine_embedding_loss", cosine_embedding_loss, **_F)
+declare("triplet_margin_loss", triplet_margin_loss, **_F)
 declare("hinge_embedding_loss", hinge_embedding_loss, **_F)
 declare("soft_margin_loss", soft_margin_loss, **_F)
 declare("multilabel_soft_margin_loss", multilabel_soft_margin_loss, **_F)
