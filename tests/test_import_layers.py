@@ -23,7 +23,8 @@ LAYERS = [
     ("rawdev.tensor", 3), ("rawdev.random", 3),
     ("rawdev.autograd", 4), ("rawdev.ops", 4),
     ("rawdev.nn", 5), ("rawdev.ao", 5),
-    ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6), ("rawdev.load_placement", 6), ("rawdev.cuda", 6),
+    ("rawdev.optim", 6), ("rawdev.utils", 6), ("rawdev.serialization", 6),
+    ("rawdev.load_placement", 6), ("rawdev.cuda", 6),
     ("rawdev.models", 6), ("rawdev.distributions", 6),
     ("rawdev.backends", 6), ("rawdev.accelerator", 6), ("rawdev.amp", 6), ("rawdev.cpu", 6), ("rawdev.linalg", 6),
     ("rawdev.config", 6), ("rawdev.profiler", 6), ("rawdev.rawkernel", 6), ("rawdev.onnx", 6),
@@ -34,7 +35,8 @@ LAYERS = [
     ("rawdev.distributed.rpc", 6), ("rawdev.distributed.pipeline", 6), ("rawdev.distributed.autograd", 6),
     ("rawdev.distributed.optim", 6), ("rawdev.distributed.nn", 6),
     ("rawdev.distributed.algorithms", 6),
-    ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7), ("rawdev.driver_choice", 7), ("rawdev.pytest_plugin", 7),
+    ("rawdev.memtool", 7), ("rawdev.demo", 7), ("rawdev.cli", 7), ("rawdev.driver_choice", 7),
+    ("rawdev.pytest_plugin", 7),
     ("rawdev", 7),   # the package's public API, which the user-facing tools (memtool, demo, cli) use
 ]
 

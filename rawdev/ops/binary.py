@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..tensor.core import Tensor
-from .binary_math import _div_rounding, pow  # noqa: F401  (pow: its public home stays importable from here)
+from .binary_math import _div_rounding
 from .dispatch import backend, backend_of, same_device
 from .promotion import _bcast_shape, _for_scalar, _is_scalar, _result_dt, _scalar_dt
 from .registry import declare
