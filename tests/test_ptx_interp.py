@@ -101,6 +101,10 @@ def test_fma_single_rounding(fx):
     c[:4] = [-1.0, -1.0, 2 ** -60, -3e-30]
     # the double-rounding case: a*b+c lands exactly on an f32 tie in f64 but not in exact arithmetic
     a[4], b[4], c[4] = np.float32(1 + 2 ** -12), np.float32(1 + 2 ** -12), np.float32(2 ** -60)
+    # c = 0 (a GEMM's first step): products exactly on an f32 tie (a has 2 significant bits), and products in the
+    # f32 subnormal range, whose one rounding the float64 product gives directly
+    a[5:9], c[5:11] = 0.1875, 0.0
+    a[9:11], b[9:11] = [1e-30, -3e-31], [1.3e-15, 7e-16]
     da, db, dc = fx.up(a), fx.up(b), fx.up(c)
     dout = fx.poisoned(n, np.float32)
     fx.launch("k_fma", (-(-n // 128), 1, 1), (128, 1, 1), dout, da, db, dc, n)
@@ -115,12 +119,12 @@ def test_fma_single_rounding(fx):
         f = np.float32(float(v))
         cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
         return min(cands, key=lambda z: (abs(Fraction(float(z)) - v), int(np.array(z).view(np.uint32)) & 1))
-    for k in range(5):
-        assert out[k] == exact32(a[k], b[k], c[k]), k
+    for k in range(11):
+        assert out[k].view(np.uint32) == exact32(a[k], b[k], c[k]).view(np.uint32), k
     # separate mul+add (two roundings) differs from fma on the crafted lanes
     two = (a[:2] * b[:2]) + c[:2]
     assert np.any(two != out[:2])
-    assert np.array_equal(out[5:], ref[5:])
+    assert np.array_equal(out[11:], ref[11:])
 
 
 def test_integer_ops_wrap(fx):

@@ -35,6 +35,8 @@ def _fma32_fix(a, b, c, r, bad):
     s = pr + cc
     z = s - pr                          # TwoSum error term
     err = (pr - (s - z)) + (cc - z)
+    if not err.any():   # every flagged sum was exact in float64 (few-bit operands): its one rounding is r's
+        return r
     # is s exactly an f32 rounding midpoint?
     sub = np.abs(s) < 2.0 ** -126
     u = s.view(u64)
@@ -53,14 +55,15 @@ _TLS = threading.local()
 
 
 def scratch(n, k, dt):
-    """A per-thread reusable work buffer (fresh large arrays cost page faults on every use)."""
-    bufs = getattr(_TLS, "bufs", None)
-    if bufs is None:
+    """A per-thread reusable work buffer (fresh large arrays cost page faults on every use); dt is a numpy
+    scalar type (the key is the type object itself: np.dtype() per call costs as much as the lookup)."""
+    try:
+        bufs = _TLS.bufs
+    except AttributeError:
         bufs = _TLS.bufs = {}
-    key = (k, np.dtype(dt).char)
-    b = bufs.get(key)
+    b = bufs.get((k, dt))
     if b is None or b.shape[0] < n:
-        b = bufs[key] = np.empty(max(n, 1024), dt)
+        b = bufs[(k, dt)] = np.empty(max(n, 1024), dt)
     return b[:n]
 
 
@@ -69,27 +72,25 @@ def fma32(a, b, c):
 
     Computed in float64 (the product is exact there); the one case where rounding the float64
     sum to float32 can differ from a single rounding is a float64 sum that lands exactly on a
-    float32 tie (or in the float32 subnormal range): those lanes are redone exactly.
+    float32 tie (or in the float32 subnormal range): those lanes are redone exactly — unless c is 0,
+    where the float64 value is a*b exactly and rounding it once is the fma (a GEMM's first step,
+    or a scale whose factor has few significant bits, lands on ties often).
     """
     n = max(np.size(a), np.size(b), np.size(c))
-    P = scratch(n, 0, f64)
-    Q = scratch(n, 1, f64)
-    np.copyto(P, a)
-    np.copyto(Q, b)
-    P *= Q                              # exact
-    np.copyto(Q, c)
-    P += Q
+    P = np.multiply(a, b, out=scratch(n, 0, f64), dtype=f64)   # exact: 24 + 24 significant bits
+    P += c
     r = P.astype(f32)
     U = P.view(u64)
     np.bitwise_and(U, _M29, out=U)      # P is not needed any more
     bad = np.equal(U, _MID29, out=scratch(n, 2, np.bool_))
-    F = np.abs(r, out=scratch(n, 3, f32))
-    tiny = np.less(F, _FLT_MIN, out=scratch(n, 4, np.bool_))
+    tiny = np.less(np.abs(r, out=scratch(n, 3, f32)), _FLT_MIN, out=scratch(n, 4, np.bool_))
     if tiny.any():
         bad |= tiny & (r != 0)
         bad |= tiny & (np.asarray(a) != 0) & (np.asarray(b) != 0)
     if bad.any():
-        r = _fma32_fix(a, b, c, r, bad)
+        bad &= np.asarray(c) != 0
+        if bad.any():
+            r = _fma32_fix(a, b, c, r, bad)
     return r
 
 
