@@ -9,7 +9,7 @@ import rawdev
 import rawdev.nn as nn
 import rawdev.nn.functional as F
 from rawdev.ops import cuda as cuda_ops
-from rawdev.ops.attention import _sdpa
+from rawdev.ops.attention.functions import _sdpa
 
 RNG = np.random.default_rng(11)
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import rawdev
 import rawdev.nn.functional as F
-from rawdev.ops import cuda_attn
-from rawdev.ops.attention import _Mask
+from rawdev.ops.attention import cuda as cuda_attn
+from rawdev.ops.attention.functions import _Mask
 from rawdev.ops.dispatch import cuda_backend
 
 from _refs import rng

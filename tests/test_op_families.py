@@ -26,6 +26,7 @@ DECLARED = {
                  "pixel_unshuffle", "channel_shuffle"},
     "embedding_bag": {"embedding_bag"},
     "rnn": {"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"},
+    "attention": {"scaled_dot_product_attention", "multi_head_attention_forward"},
     "gather_scatter": {"gather", "scatter", "scatter_add", "scatter_reduce", "take", "take_along_dim", "index_fill",
                        "masked_scatter", "masked_select", "select_scatter", "slice_scatter", "diagonal_scatter",
                        "put", "put_", "one_hot"},
@@ -44,7 +45,7 @@ def _declaring_files(family):
 
 
 def test_the_families_are_folders():
-    moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select", "rnn")
+    moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select", "rnn", "attention")
     assert set(moved) <= set(FAMILIES)
     for family in moved:
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"

@@ -35,7 +35,7 @@ no kernels of their own, so both devices and autograd come with them):
   conv/ (convolution, pooling, unfold/fold and the 3-d forms), pooling_composed.py (lp_pool, max_unpool,
   local_response_norm),
   normalization/ (layer, rms, group, instance and batch norm), embedding.py, embedding_bag/, resample/
-  (interpolate, pad, pixel/channel shuffle), grid.py (affine_grid, grid_sample), attention.py, rnn/.
+  (interpolate, pad, pixel/channel shuffle), grid.py (affine_grid, grid_sample), attention/, rnn/.
 """
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ from . import binary_math, creation, distance, embedding, join, random_ops  # no
 from .select import functions as _select  # noqa: F401,E402  (it declares)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)
 from .conv import functions as _conv, pooling as _pooling  # noqa: F401,E402  (they declare)
-from . import attention  # noqa: F401,E402  (it declares)
+from .attention import functions as _attention  # noqa: F401,E402  (it declares)
 from .rnn import functions as _rnn  # noqa: F401,E402  (it declares)
 from .gather_scatter import functions as _gather_scatter  # noqa: F401,E402  (it declares)
 from .embedding_bag import functions as _embedding_bag  # noqa: F401,E402  (it declares)

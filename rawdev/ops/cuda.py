@@ -751,7 +751,7 @@ def cross_device_note():
 
 from .select.cuda import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cuda import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
-from .cuda_attn import *  # noqa: F401,F403,E402
+from .attention.cuda import *  # noqa: F401,F403,E402  (scaled_dot_product_attention)
 from .rnn.cuda import *  # noqa: F401,F403,E402  (the recurrent cells)
 from .optim_steps.cuda import *  # noqa: F401,F403,E402  (the optimizers' steps and state)
 from .optim_steps.cuda import _group_span, one_launch  # noqa: F401,E402  (cuda only: the optimizer and clip_grad ask)

@@ -25,7 +25,7 @@ native_low(*args, **kwargs) is true for the call, its operands pass unchanged, w
   softmax/log_softmax forward and backward, dropout forward and backward;
 - the normalization kernels (layer/rms/group/batch norm forward and backward, ops/normalization/cuda.py): 16-bit
   input and gradients, weight and bias of the input's dtype or float32, float32 statistics.
-- scaled_dot_product_attention's forward and backward halves (ops/cuda_attn.py): q, k, v, output and gradients of
+- scaled_dot_product_attention's forward and backward halves (ops/attention/cuda.py): q, k, v, output and gradients of
   one 16-bit dtype, float32 logsumexp and rowsum(dO*O); not the probabilities or a float mask's gradient.
 Those kernels load 2 bytes, compute the float32 kernel's math and round once at the store, so their results
 equal the widened ones bit for bit (tests/test_native_half_*.py). The optimizer steps pass through (below): SGD

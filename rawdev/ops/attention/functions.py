@@ -1,107 +1,42 @@
-"""Attention: scaled_dot_product_attention (one autograd Function; numpy on the cpu, the fused flash-style kernels
-of ptx/attention.ptx on cuda) and multi_head_attention_forward (nn.MultiheadAttention's functional form).
+"""Attention: scaled_dot_product_attention (one autograd Function; its forward, backward and probabilities are the
+backend's, cpu.py and cuda.py beside this file: numpy, or the fused flash-style kernels of ptx/attention.ptx) and
+multi_head_attention_forward (nn.MultiheadAttention's functional form).
 
 The op flattens the batch dims to N and works on q [N, L, E], k [N, S, E], v [N, S, Ev]. The forward saves the
-logsumexp of each score row (lse); the backward recomputes the probabilities from it (on cuda, two recompute
-kernels: dQ over query rows, then dK/dV over key rows). A query row with no key to attend gets output 0 and
-gradient 0 (PyTorch's math path since 2.5 does the same).
+logsumexp of each score row (lse); the backward recomputes the probabilities from it, in two halves: dQ over query
+rows, then dK/dV over key rows (on cuda, two recompute kernels). A query row with no key to attend gets output 0 and
+gradient 0 (PyTorch's math path since 2.5 does the same). The mask and the dropout reach the backends in the
+backend's own form, made once per call (sdpa_mask, sdpa_dropout) and read by the forward, the backward and the
+probabilities alike.
 """
 import math
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..autograd.function import Function
-from ..tensor.core import Tensor
-from .cpu import _vdt
-from .registry import declare
-from .shape import expand, reshape
+from ... import dtypes as _dt
+from ...autograd.function import Function
+from ...tensor.core import Tensor
+from ..dispatch import backend_of, check_same_device
+from ..registry import declare
+from ..shape import expand, reshape
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
 # ------------------------------------------------------------------ masks
 class _Mask:
-    """A mask viewed as [N, L, S]: mode 0 none, 1 float (added), 2 bool (True = attend). On the cpu `values`
-    is a numpy [N, L, S] array; on cuda (tensor, batch stride, row stride, col stride) in elements."""
+    """A mask viewed as [N, L, S]: mode 0 none, 1 float (added), 2 bool (True = attend); `values` is the backend's
+    form of it, made once by its sdpa_mask (see cpu.py and cuda.py)."""
 
     def __init__(self, mask, batch, N, L, S):
-        self.mode, self.values, self.cuda = 0, None, None
+        self.mode, self.values = 0, None
         if mask is None:
             return
         self.mode = 2 if mask.dtype is _dt.bool else 1
-        if self.mode == 1 and mask.device.type != "cpu" and mask.dtype is not _dt.float32:
-            mask = mask.to(_dt.float32)   # every kernel form reads a float mask as float32 (exact for 16-bit masks)
-        m = expand(mask, tuple(batch) + (L, S))
-        if m.device.type == "cpu":
-            self.values = np.reshape(np.asarray(m._values()), (N, L, S))
-            return
-        st = m.stride()
-        bst = st[:len(batch)]
-        if all(s == 0 for s in bst):
-            sb = 0
-        elif all(bst[d] == bst[d + 1] * batch[d + 1] for d in range(len(batch) - 1)):
-            sb = bst[-1]
-        else:
-            m = m._contiguous_copy("attention mask")
-            st, sb = m.stride(), L * S
-        self.cuda = (m, sb, st[-2], st[-1])
-
-
-def _bias_np(mask, dt):
-    """The additive form of a cpu mask (0 / -inf for bool)."""
-    if mask.mode == 0:
-        return None
-    if mask.mode == 2:
-        return np.where(mask.values, 0.0, -np.inf).astype(dt)
-    return mask.values.astype(dt, copy=False)
-
-
-# ------------------------------------------------------------------ cpu path (numpy)
-def _scores_np(q, k, bias, causal, scale):
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
-    L, S = s.shape[-2:]
-    if causal:
-        s = np.where(np.arange(S)[None, :] <= np.arange(L)[:, None], s, -np.inf)
-    if bias is not None:
-        s = s + bias
-    return s
-
-
-def _probs_np(s, lse):
-    with np.errstate(invalid="ignore"):
-        p = np.exp(s - lse[..., None])
-    return np.where(np.isfinite(lse)[..., None], p, 0.0).astype(s.dtype)
-
-
-def _cpu_fwd(q, k, v, mask, causal, scale, keep, p_drop):
-    s = _scores_np(q, k, _bias_np(mask, q.dtype), causal, scale)
-    m = s.max(-1) if s.shape[-1] else np.full(s.shape[:-1], -np.inf, s.dtype)
-    m0 = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(s - m0[..., None])
-    tot = e.sum(-1)
-    with np.errstate(divide="ignore"):
-        lse = np.where(tot > 0, m0 + np.log(np.where(tot > 0, tot, 1.0)), np.inf).astype(q.dtype)
-    p = _probs_np(s, lse)
-    if keep is not None:
-        p = p * keep / q.dtype.type(1.0 - p_drop)
-    return np.matmul(p, v).astype(q.dtype), lse
-
-
-def _cpu_bwd(g, q, k, v, out, lse, mask, causal, scale, keep, p_drop):
-    s = _scores_np(q, k, _bias_np(mask, q.dtype), causal, scale)
-    p = _probs_np(s, lse)
-    dscale = q.dtype.type(1.0 / (1.0 - p_drop)) if keep is not None else None
-    pd = p * keep * dscale if keep is not None else p
-    dv = np.matmul(np.swapaxes(pd, -1, -2), g)
-    dp = np.matmul(g, np.swapaxes(v, -1, -2))
-    if keep is not None:
-        dp = dp * keep * dscale
-    di = (g * out).sum(-1, keepdims=True)
-    ds = p * (dp - di)
-    dq = np.matmul(ds, k) * q.dtype.type(scale)
-    dk = np.matmul(np.swapaxes(ds, -1, -2), q) * q.dtype.type(scale)
-    return dq.astype(q.dtype), dk.astype(q.dtype), dv.astype(q.dtype), ds.astype(q.dtype)
+        # the backend reads the tensor from here, not as an argument: the cuda dispatcher would hand it a contiguous
+        # (and for 16-bit, a widened) copy, where the kernels read the mask in place through its strides
+        self.values = mask
+        self.values = backend_of(mask).sdpa_mask(self, tuple(batch), N, L, S)
 
 
 # ------------------------------------------------------------------ the op
@@ -110,22 +45,15 @@ class _SDPA(Function):
 
     @staticmethod
     def forward(ctx, q, k, v, mask, causal, scale, p_drop, generator, side, batch, bias):
-        from .cpu import wrap
+        B = backend_of(q)
         ctx.bias_shape = None if bias is None else tuple(bias.shape)
-        ctx.mask, ctx.causal, ctx.scale, ctx.p = mask, causal, scale, p_drop
-        ctx.keep, ctx.seed, ctx.batch = None, 0, batch
-        if q.device.type == "cpu":
-            if p_drop > 0:
-                ctx.keep = (generator.np.random((q.shape[0], q.shape[1], k.shape[1])) >= p_drop).astype(_vdt(q.dtype))
-            o, lse = _cpu_fwd(q._values(), k._values(), v._values(), mask, causal, scale, ctx.keep, p_drop)
-            out, lse = wrap(o, q.dtype), wrap(lse, q.dtype)
-        else:
-            from .dispatch import cuda_backend as cuda_attn
-            if p_drop > 0:
-                ctx.seed = int(generator.np.integers(0, 2 ** 63))
-            out, lse = cuda_attn.sdpa_fwd(q, k, v, mask, causal, scale, p_drop, ctx.seed)
+        ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.batch = mask, causal, scale, p_drop, batch
+        # the dropout state (a keep mask, or a seed the kernels regenerate it from): one draw, which the backward
+        # and the probabilities reuse
+        ctx.drop = B.sdpa_dropout(generator, p_drop, q.shape[0], q.shape[1], k.shape[1]) if p_drop > 0 else None
+        out, lse = B.sdpa_fwd(q, k, v, mask, causal, scale, p_drop, ctx.drop)
         if side is not None:
-            side.update(lse=lse, keep=ctx.keep, seed=ctx.seed)
+            side.update(lse=lse, drop=ctx.drop)
         ctx.save_for_backward(q, k, v, out, lse)
         return out
 
@@ -133,22 +61,16 @@ class _SDPA(Function):
     def backward(ctx, g):
         q, k, v, out, lse = ctx.saved_tensors
         want_bias = ctx.bias_shape is not None and ctx.needs_input_grad[10]
-        if g.device.type == "cpu":
-            from .cpu import wrap
-            dq, dk, dv, ds = _cpu_bwd(np.asarray(g._values(), _vdt(q.dtype)), q._values(), k._values(), v._values(),
-                                      out._values(), lse._values(), ctx.mask, ctx.causal, ctx.scale, ctx.keep, ctx.p)
-            dq, dk, dv, ds = wrap(dq, q.dtype), wrap(dk, q.dtype), wrap(dv, q.dtype), wrap(ds, q.dtype)
-        else:
-            from .dispatch import cuda_backend as cuda_attn
-            # two calls, not sdpa_bwd's one: where 16-bit tensors are widened to float32 around each call (a mixed
-            # mask gradient), the float32 copy of the output and dq's float32 result are gone before dk, dv are made
-            dq, rowdot, ds = cuda_attn.sdpa_bwd_q(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p,
-                                                  ctx.seed, want_bias)
-            dk, dv = cuda_attn.sdpa_bwd_kv(g, q, k, v, rowdot, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.seed)
-            del rowdot
+        B = backend_of(g)
+        # two calls, not sdpa_bwd's one: where 16-bit tensors are widened to float32 around each call (a mixed mask
+        # gradient on cuda), the float32 copy of the output and dq's float32 result are gone before dk, dv are made
+        dq, rowdot, ds = B.sdpa_bwd_q(g, q, k, v, out, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.drop,
+                                      want_bias)
+        dk, dv = B.sdpa_bwd_kv(g, q, k, v, rowdot, lse, ctx.mask, ctx.causal, ctx.scale, ctx.p, ctx.drop)
+        del rowdot
         db = None
         if want_bias:   # the score gradient, summed back to the mask's (broadcast) shape
-            from .shape import sum_to
+            from ..shape import sum_to
             db = sum_to(reshape(ds, ctx.batch + tuple(ds.shape[1:])), ctx.bias_shape)
         return dq, dk, dv, None, None, None, None, None, None, None, db
 
@@ -163,30 +85,21 @@ class _InProjSplit(Function):
 
     @staticmethod
     def forward(ctx, qkv, E):
-        from .shape import narrow
+        from ..shape import narrow
         ctx.meta = (tuple(qkv.shape[:2]) + (E,), qkv.dtype, qkv.device)
         return tuple(narrow(qkv, 2, i * E, E) for i in range(3))
 
     @staticmethod
     def backward(ctx, *grads):
-        from ..tensor.factory import zeros
-        from .join import cat
+        from ...tensor.factory import zeros
+        from ..join import cat
         shape, dt, dev = ctx.meta
         return cat([zeros(shape, dtype=dt, device=dev) if g is None else g for g in grads], 2), None
 
 
 def _probs(q, k, mask, causal, scale, p_drop, side):
-    """The attention probabilities [N, L, S] of a forward that just ran (its lse and dropout mask); no grad."""
-    lse = side["lse"]
-    if q.device.type == "cpu":
-        from .cpu import wrap
-        s = _scores_np(q._values(), k._values(), _bias_np(mask, _vdt(q.dtype)), causal, scale)
-        p = _probs_np(s, lse._values())
-        if side["keep"] is not None:
-            p = p * side["keep"] / (1.0 - p_drop)
-        return wrap(p.astype(_vdt(q.dtype)), q.dtype)
-    from .dispatch import cuda_backend as cuda_attn
-    return cuda_attn.sdpa_probs(q, k, lse, mask, causal, scale, p_drop, side["seed"])
+    """The attention probabilities [N, L, S] of a forward that just ran (its lse and dropout state); no grad."""
+    return backend_of(q).sdpa_probs(q, k, side["lse"], mask, causal, scale, p_drop, side["drop"])
 
 
 def _broadcast_batch(*shapes):
@@ -211,7 +124,6 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
                            f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
     if not query.dtype.is_floating_point:
         raise RuntimeError(f"scaled_dot_product_attention: expected a floating point dtype, got {query.dtype}")
-    from .dispatch import check_same_device
     check_same_device("scaled_dot_product_attention", query, key, value, attn_mask)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
@@ -239,7 +151,7 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     drop_all = dropout_p == 1.0       # every element dropped: zeros (computed at p = 0, times 0)
     if drop_all:
         dropout_p = 0.0
-    from .. import random as _random
+    from ... import random as _random
     gen = generator or _random.default_generator
 
     def flat(t, rows, cols):
@@ -247,7 +159,7 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
         return reshape(t, (N, rows, cols))
 
     q3, k3, v3 = flat(query, L, E), flat(key, S, E), flat(value, S, Ev)
-    from ..autograd.grad_mode import no_grad
+    from ...autograd.grad_mode import no_grad
     with no_grad():
         mask = _Mask(attn_mask, batch, N, L, S)
     side = {} if need_weights else None
@@ -255,7 +167,7 @@ def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sca
     out = _SDPA.apply(q3, k3, v3, mask, bool(is_causal), scale, float(dropout_p), gen, side, tuple(batch), bias)
     out = reshape(out, tuple(batch) + (L, Ev))
     if drop_all:
-        from .binary import mul
+        from ..binary import mul
         out = mul(out, 0.0)
     if not need_weights:
         return out
@@ -270,7 +182,7 @@ def _repeat_heads(t, r):
     """repeat_interleave(t, r, dim=-3) as unsqueeze + expand + reshape (differentiable, one copy)."""
     if r == 1:
         return t
-    from .shape import unsqueeze
+    from ..shape import unsqueeze
     shape = tuple(t.shape)
     x = expand(unsqueeze(t, -3), shape[:-3] + (shape[-3], r) + shape[-2:])
     return reshape(x, shape[:-3] + (shape[-3] * r,) + shape[-2:])
@@ -297,8 +209,8 @@ def _float_mask(mask, dt, name):
     if mask is None:
         return None
     if mask.dtype is _dt.bool:
-        from .binary import add, neg
-        from .unary import log
+        from ..binary import add, neg
+        from ..unary import log
         return log(add(neg(mask.to(dtype=dt)), 1.0))     # log(1) = 0, log(0) = -inf
     if not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of {name} are supported")
@@ -313,11 +225,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  is_causal=False):
     """nn.MultiheadAttention's computation: in-projection (one Linear per q/k/v from in_proj_weight's row
     blocks), the fused attention per head, out-projection. Inputs (L, B, E) or unbatched (L, E)."""
-    from .autocast_mode import hook
-    from .binary import add
-    from .reduce import mean
-    from .registry import public
-    from .shape import narrow, permute, squeeze, unsqueeze
+    from ..autocast_mode import hook
+    from ..binary import add
+    from ..reduce import mean
+    from ..registry import public
+    from ..shape import narrow, permute, squeeze, unsqueeze
     linear = public("linear")             # a composite in PyTorch too: under autocast its parts cast (float16
     sdpa = hook("scaled_dot_product_attention", _sdpa)   # projections and attention), the whole does not
     if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
