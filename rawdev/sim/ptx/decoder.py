@@ -19,6 +19,7 @@ are blocks of their own, run by the scheduler in :mod:`rawdev.sim.ptx.interp`.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -1767,9 +1768,40 @@ def _liveness(blocks):
                 changed = True
 
 
+_FMA32_LINE = re.compile(r"^(v\d+) = ops\.fma32\((\w+), (\w+), (\w+)\)$")
+
+
+def _fuse_fma32(lines):
+    """Runs of independent `vD = ops.fma32(vA, vB, vC)` lines (none reads another's result) become one
+    ops.fma32_rows call over all of them: its fixed cost once per run instead of once per instruction."""
+    out, run = [], []
+
+    def flush():
+        if len(run) == 1:
+            out.append(run[0][0])
+        elif run:
+            dst = ", ".join(m[1] for _, m in run)
+            cols = [", ".join(m[i] for _, m in run) for i in (2, 3, 4)]
+            out.append(f"{dst}, = ops.fma32_rows(({cols[0]},), ({cols[1]},), ({cols[2]},))")
+        run.clear()
+
+    for ln in lines:
+        m = _FMA32_LINE.match(ln)
+        if m is None:
+            flush()
+            out.append(ln)
+            continue
+        written = {mm[1] for _, mm in run}
+        if m[1] in written or {m[2], m[3], m[4]} & written:
+            flush()
+        run.append((ln, m))
+    flush()
+    return out
+
+
 def _block_source(blk):
     g = blk.gen
-    body = g.lines
+    body = _fuse_fma32(g.lines)
     ret = f"    return {g.ret_expr}" if g.ret_expr else "    return None"
     wb = [s for s in g.written if s in blk.live_out]
     full = [f"def full_{blk.index}(R, X):", "    n = X.n"]

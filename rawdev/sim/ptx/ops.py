@@ -94,6 +94,20 @@ def fma32(a, b, c):
     return r
 
 
+def fma32_rows(A, B, C):
+    """Independent fma.rn.f32 instructions of one block run as one call: (fma32(A[i], B[i], C[i]) for each i).
+    A GEMM's inner loop is 16 such instructions per step (a 4x4 outer product); stacked, their lanes pay
+    fma32's fixed cost once. Operands that do not stack into one float32 [k, n] array (a scalar, another
+    dtype) run one by one. Each lane's value is the one fma32 gives it alone: the arithmetic is elementwise."""
+    try:   # np.array of equal-shape arrays stacks them (at half np.stack's cost); unequal shapes raise
+        a, b, c = np.array(A), np.array(B), np.array(C)
+    except ValueError:   # shapes differ (a 0-d operand beside lane arrays)
+        a = None
+    if a is None or a.ndim != 2 or not (a.dtype == b.dtype == c.dtype == f32 and a.shape == b.shape == c.shape):
+        return tuple(fma32(x, y, z) for x, y, z in zip(A, B, C))
+    return tuple(fma32(a.reshape(-1), b.reshape(-1), c.reshape(-1)).reshape(a.shape))
+
+
 def fma64(a, b, c):
     """fma.rn.f64 (computed in extended precision; exact unless the product needs > 64 bits)."""
     ld = np.longdouble
