@@ -162,7 +162,6 @@ def test_the_transfer_module_imports_only_the_runtime_and_never_names_a_tensor()
 # or a module joining one of these, fails the test below.
 KNOWN_CYCLES = [
     {"random", "tensor.core", "tensor.cuda_io", "tensor.dlpack", "tensor.factory", "tensor.legacy", "tensor.moves"},
-    {"autograd.function", "ops.cuda", "ops.dispatch", "ops.opmath", "ops.shape"},
 ]
 
 

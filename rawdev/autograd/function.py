@@ -15,6 +15,17 @@ from ..tensor.core import Tensor
 from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad, set_grad_enabled
 
+
+class _GradOps:
+    """The gradient arithmetic autograd's nodes need and the ops layer owns: adding into a leaf's .grad
+    (PyTorch's AccumulateGrad) and a zero gradient for an output that got none. rawdev.ops.dispatch sets both
+    when it is imported; the ops import this module (Function), so it cannot import them back."""
+    accumulate_leaf_grad = None
+    zeros_like_meta = None
+
+
+GRAD_OPS = _GradOps()
+
 __all__ = ["Function", "Node", "AccumulateGrad", "FunctionCtx", "Variable", "once_differentiable", "delayed_error",
            "linear_backward"]
 
@@ -65,10 +76,9 @@ class AccumulateGrad(Node):
         return self._var()
 
     def apply(self, grad):
-        from ..ops import dispatch
         v = self._var()
         if v is not None:
-            dispatch.accumulate_leaf_grad(v, grad)
+            GRAD_OPS.accumulate_leaf_grad(v, grad)
         return ()
 
 
@@ -228,8 +238,7 @@ class BackwardNode(Node):
         if ctx._freed:
             _ = ctx.saved_tensors   # raises the "backward through the graph a second time" error
         if ctx.materialize_grads and any(g is None for g in grads):
-            from ..ops import dispatch
-            grads = tuple(dispatch.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
+            grads = tuple(GRAD_OPS.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
         grads = self.fn_cls.backward(ctx, *grads)
         if not isinstance(grads, tuple):
             grads = (grads,)
@@ -256,8 +265,7 @@ class BackwardNode(Node):
                 out = self.apply(*grads)
             return delayed_error(out, self.name())
         if ctx.materialize_grads and any(g is None for g in grads):
-            from ..ops import dispatch
-            grads = tuple(dispatch.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
+            grads = tuple(GRAD_OPS.zeros_like_meta(m) if g is None else g for g, m in zip(grads, self.out_meta))
         ctx._graph_node = self
         try:
             with set_grad_enabled(True):

@@ -232,6 +232,6 @@ def adapt(name, fn, cast, copy_into):
 def run(name, fn, *args, **kwargs):
     """fn(*args, **kwargs) with the widening above: for an op's cuda code that launches kernels itself."""
     from . import cuda
-    from .dispatch import hold_args
+    from .held_args import hold_args
     # its tensor arguments are held like the backend's (a move in another thread cannot free them mid-call)
     return hold_args(name, adapt(name, fn, cuda.cast, cuda.copy_into), 0)(*args, **kwargs)
