@@ -32,6 +32,7 @@ DECLARED = {
                        "put", "put_", "one_hot"},
     "select": {"where", "masked_fill", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "nonzero",
                "argwhere", "unravel_index"},
+    "reduce": {"sum", "mean", "max", "min", "argmax", "argmin"},
 }
 
 
@@ -45,7 +46,8 @@ def _declaring_files(family):
 
 
 def test_the_families_are_folders():
-    moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select", "rnn", "attention")
+    moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select", "rnn", "attention",
+             "reduce")
     assert set(moved) <= set(FAMILIES)
     for family in moved:
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"

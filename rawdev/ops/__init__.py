@@ -4,7 +4,7 @@ Each family file declares its ops with registry.declare; `methods.install()` put
 `rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
 dispatch.py; both star-import the per-family backend files: a family folder's own cpu.py and cuda.py
 (normalization/, conv/, resample/, embedding_bag/,
-gather_scatter/, select/), or the files beside them (cpu_math.py /
+gather_scatter/, select/, reduce/, rnn/, optim_steps/), or the files beside them (cpu_math.py /
 cuda_math.py for binary_math.py, cuda_scan_sort.py and cuda_sortlong.py for scan_sort.py, ...).
 
 Families (the family name is the file's or the folder's; "composed" files hold ops built from declared ops, with
@@ -14,7 +14,7 @@ no kernels of their own, so both devices and autograd come with them):
   isnan/isinf/..., nan_to_num, isclose), pointwise_composed.py (logit, xlogy, sinc, logaddexp, gcd/lcm, shifts,
   square, fmax/fmin, ldexp/frexp, ...), gamma.py (lgamma, digamma, polygamma, erfinv, igamma),
   dtype_queries.py (result_type, promote_types, can_cast, is_floating_point, numel, type_as, the complex queries);
-- reductions and orderings: reduce.py (sum, mean, max, min, argmax, argmin), reduce_composed.py (prod, var/std,
+- reductions and orderings: reduce/ (sum, mean, max, min, argmax, argmin), reduce_composed.py (prod, var/std,
   norm, logsumexp, amax/amin, all/any, nansum, median/mode, sum_to_size), scan_sort.py (cumsum/cumprod, sort, topk,
   kthvalue, unique, bincount, histc, histogram), order_stats.py (searchsorted, isin, quantile, nanmedian, aminmax),
   covariance.py (cov, corrcoef);
@@ -39,7 +39,8 @@ no kernels of their own, so both devices and autograd come with them):
 """
 from typing import TYPE_CHECKING, Any
 
-from . import activation, binary, index, linalg, loss, reduce, shape, unary  # noqa: F401  (they declare)
+from . import activation, binary, index, linalg, loss, shape, unary  # noqa: F401  (they declare)
+from .reduce import functions as _reduce  # noqa: F401,E402  (it declares)
 from . import binary_math, creation, distance, embedding, join, random_ops  # noqa: F401,E402  (they declare)
 from .select import functions as _select  # noqa: F401,E402  (it declares)
 from .normalization import functions as _normalization  # noqa: F401,E402  (it declares)

@@ -198,28 +198,7 @@ def index_add_(dst, outer, size, inner, idx, src):
     return dst
 
 
-def sum_dims(x, dims, keepdim=False, dt=None):
-    xv = v(x)
-    r = np.sum(xv, axis=tuple(dims), keepdims=keepdim, dtype=xv.dtype if dt is None else _vdt(dt))
-    return wrap(r, dt or x.dtype)
-
-
-def arg_reduce(x, outer, red, inner, is_max, values=True):
-    """max/min over axis 1 of x viewed as [outer, red, inner] -> (values or None, int64 indices), both flat
-    [outer*inner]. numpy's argmax/argmin already have PyTorch's semantics: first index on ties, NaN wins."""
-    xv = v(x).reshape(outer, red, inner)
-    idx = (np.argmax if is_max else np.argmin)(xv, axis=1)
-    vals = wrap(np.take_along_axis(xv, idx[:, None, :], 1).reshape(-1), x.dtype) if values else None
-    return vals, wrap(idx.reshape(-1).astype(np.int64), _dt.int64)
-
-
-def arg_reduce_bwd(g, idx, outer, red, inner):
-    """Gradient of arg_reduce's values: g[o] lands at x[p, idx[o], q], zero elsewhere (flat [outer*red*inner])."""
-    gx = np.zeros((outer, red, inner), v(g).dtype)
-    np.put_along_axis(gx, v(idx).reshape(outer, 1, inner), v(g).reshape(outer, 1, inner), 1)
-    return wrap(gx.reshape(-1), g.dtype)
-
-
+# ------------------------------------------------------------------ broadcasting
 def expand(x, shape):
     return wrap(np.broadcast_to(v(x), tuple(shape)), x.dtype)
 
@@ -342,6 +321,7 @@ def dropout_bwd(g, mask, p):
     return wrap(v(g) * v(mask), g.dtype)
 
 
+from .reduce.cpu import *  # noqa: F401,F403,E402  (sum, mean, max/min along a dim)
 from .select.cpu import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .conv.cpu import *  # noqa: F401,F403,E402  (convolution, pooling)

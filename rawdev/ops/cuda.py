@@ -13,10 +13,11 @@ What runs where:
   launch); GEMM operands may also be transposed views (read through the nt/tn layouts and their strides).
 - Broadcasting is `expand` (stride 0) made contiguous by the strided copy: one launch, never a loop.
 - Sums over dimensions: sum_axis1 over rows (reduced axes moved last), sum_axis0 for column sums,
-  sum_partial/sum_final for everything.
+  sum_partial/sum_final for everything (ops/reduce/cuda.py, star-imported below like the other family files).
 - Scalar bias is the GEMM epilogue with K = 0: Y = act(beta·Y + bias[n]) on a copy.
 - Comparisons (bool out), casts between float32 and bool/uint8/int32/int64/f16/bf16, div, abs, exp, log and
-  pow are elementwise kernels; max/min/argmax/argmin along a dim are max_dim/min_dim (reduce.ptx).
+  pow are elementwise kernels; max/min/argmax/argmin along a dim are max_dim/min_dim (reduce.ptx,
+  ops/reduce/cuda.py).
 - Elementwise, softmax, loss, optimizer and dropout math uses the elementwise/reduce/loss/optim kernel
   families; `_kernel()` names the missing one when a family is not shipped yet.
 """
@@ -187,108 +188,7 @@ def matmul(a, b):
     raise NotImplementedError("batched matmul (both operands batched) is cpu-only")
 
 
-# ------------------------------------------------------------------ reductions (reduce.ptx)
-def sum_dims(x, dims, keepdim=False, dt=None, alpha=1.0, owner=None):
-    """Sum of x over dims (times alpha) in one reduction launch (two for everything): the reduced axes
-    are moved last (a permuted view, copied once when that is not already contiguous) and each row is
-    summed by a warp; reducing only leading axes sums columns in place (sum_axis0). A float16/bfloat16 x is read
-    in its own storage (the _f16/_bf16 sums: float32 accumulation into a float32 result), which is rounded once
-    to x's dtype unless dt is float32."""
-    if x.dtype is _dt.int64 and dt in (None, _dt.int64) and alpha == 1.0:
-        from .cuda_int import sum_dims_i64
-        return sum_dims_i64(x, dims, keepdim)
-    if x.dtype is _dt.bool and dt is _dt.int64 and alpha == 1.0:
-        return _count(x, dims, keepdim)
-    low = _low(x)
-    if low is None:
-        _f32("sum", x)
-    if dt not in (None, x.dtype, _dt.float32):
-        raise TypeError(f"sum(dtype={dt}) on cuda: only float32")
-    out = _sum_f32(x, dims, keepdim, alpha, owner or "sum output", _SUFFIX[low] if low is not None else "")
-    if low is None or dt is _dt.float32:
-        return out
-    r = cast(out, low)
-    if r._buf is not None and out._buf is not None:   # the rounded copy is the op's output: it takes the name
-        r._buf.owner, out._buf.owner = out._buf.owner, f"{out._buf.owner} (float32, before rounding)"
-    return r
-
-
-def _sum_f32(x, dims, keepdim, alpha, owner, sfx):
-    """The float32 sum of x (of the storage sfx names) over dims, times alpha."""
-    rdev, dev = _rdev(x), x.device
-    shape = tuple(x.shape)
-    dims = sorted(set(dims))
-    keep = [d for d in range(len(shape)) if d not in dims]
-    out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
-    red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
-    rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
-    out = empty(out_shape, _dt.float32, dev, owner)
-    if rows == 0:
-        return out
-    if red == 0:
-        memory.memset_d8(out.data_ptr(), 0, out.nbytes, rdev.compute_stream)
-        return out
-    x = dense(x)
-    if not keep:                                     # everything: two deterministic passes
-        nparts = min(1024, (red + 255) // 256)
-        parts = empty((nparts,), _dt.float32, dev, "partial sums")
-        _kernel(rdev, "sum_partial" + sfx, "sum").launch(nparts, 256, [parts.data_ptr(), x.data_ptr(), red])
-        _kernel(rdev, "sum_final", "sum").launch(1, 1024, [out.data_ptr(), parts.data_ptr(), nparts, float(alpha)])
-        return out
-    if dims == list(range(len(dims))):               # leading axes: column sums of [red, rows]
-        _cols(rdev, "sum_axis0" + sfx, [out.data_ptr(), x.data_ptr(), red, rows, 0.0], rows, "sum")
-    else:                                            # reduced axes last: row sums of [rows, red]
-        from .shape import permute
-        xt = dense(permute(x, tuple(keep) + tuple(dims)))
-        _rows(rdev, "sum_axis1" + sfx, [out.data_ptr(), xt.data_ptr(), rows, red, 0.0], rows, "sum")
-    if alpha != 1.0:
-        _ew(rdev, "scale", [out.data_ptr(), out.data_ptr(), float(alpha), out.numel()], out.numel(), "mean")
-    return out
-
-
-def _count(x, dims, keepdim):
-    """sum of a bool tensor (how many are true) as int64: widened to int64, summed by the int64 kernel."""
-    from .cuda_int import int_cast, sum_dims_i64
-    return sum_dims_i64(int_cast(x, _dt.int64), dims, keepdim)
-
-
-# ------------------------------------------------------------------ max / min along a dim (reduce.ptx)
-def _arg_block(red):
-    """A warp per output for short rows (8 outputs per block); a whole block for long ones."""
-    if red <= 256:
-        return (32, 8)
-    return (256, 1) if red <= 8192 else (1024, 1)
-
-
-def arg_reduce(x, outer, red, inner, is_max, values=True):
-    """max/min over axis 1 of x viewed as [outer, red, inner] -> (float32 values or None, int64 indices),
-    both flat [outer*inner]; PyTorch's semantics (first index on ties, NaN wins)."""
-    op = "max" if is_max else "min"
-    if x.dtype is _dt.int64:
-        from .cuda_int import reduce_i64
-        vals, idx = reduce_i64(x, outer, red, inner, op, indices=True)
-        return (vals if values else None), idx
-    _f32(op, x)
-    n = outer * inner
-    idx = empty((n,), _dt.int64, x.device, f"{op} indices")
-    vals = empty((n,), x.dtype, x.device, f"{op} values") if values else None
-    if n:
-        bx, by = _arg_block(red)
-        _kernel(_rdev(x), f"{op}_dim", op).launch(-(-n // by), (bx, by), [
-            vals.data_ptr() if values else 0, idx.data_ptr(), x.data_ptr(), outer, red, inner])
-    return vals, idx
-
-
-def arg_reduce_bwd(g, idx, outer, red, inner):
-    """Gradient of arg_reduce's values: g[o] lands at x[p, idx[o], q], zero elsewhere (flat [outer*red*inner])."""
-    _f32("max backward", g)
-    gx = full((outer * red * inner,), 0.0, g.dtype, g.device, "max grad")
-    n = outer * inner
-    _ew(_rdev(g), "max_dim_bwd", [gx.data_ptr(), g.data_ptr(), idx.data_ptr(), outer, red, inner], n,
-        "max backward")
-    return gx
-
-
+# ------------------------------------------------------------------ broadcasting
 def expand(x, shape):
     """x broadcast to shape, contiguous (the stride-0 view copied once)."""
     return _bcast(x, shape)
@@ -517,13 +417,6 @@ for _fn in (add, add_, mul, div):
 elementwise.native_low = _native_elementwise  # type: ignore[attr-defined]
 
 
-def _native_sum(x, dims, keepdim=False, dt=None, *args, **kwargs):
-    return _low(x) is not None and dt in (None, x.dtype, _dt.float32)
-
-
-sum_dims.native_low = _native_sum  # type: ignore[attr-defined]
-
-
 def _cmp_operand(t):
     """Comparisons run on float32 or int64: bool/uint8 widen to float32 exactly; int32 would not."""
     if t.dtype in (_dt.float32, _dt.int64):
@@ -749,6 +642,7 @@ def new_grad(var, g):
 def cross_device_note():
     return "cuda ops take float32 tensors on one device"
 
+from .reduce.cuda import *  # noqa: F401,F403,E402  (sum, mean, max/min along a dim)
 from .select.cuda import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cuda import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
 from .attention.cuda import *  # noqa: F401,F403,E402  (scaled_dot_product_attention)

@@ -2,7 +2,7 @@
 autograd come with them): F.normalize, F.cosine_similarity, F.pairwise_distance, cdist and F.pdist."""
 from .binary import add, mul, sub
 from .binary_math import pow
-from .reduce import sum
+from .reduce.functions import sum
 from .registry import declare
 from .shape import reshape
 from .unary import abs, sqrt

@@ -57,7 +57,7 @@ class _Linear(Function):
 
     @staticmethod
     def backward_graph(ctx, g):
-        from .reduce import sum as _sum
+        from .reduce.functions import sum as _sum
         from .shape import transpose
         x2, w = ctx.saved_tensors
         if x2 is not None and x2.ndim != 2:

@@ -11,7 +11,7 @@ from ..autograd.function import Function, attach_to_edge
 from .activation import log_softmax
 from .binary import add, div, mul, neg, sub
 from .dispatch import backend, backend_of
-from .reduce import mean, sum
+from .reduce.functions import mean, sum
 from .registry import declare
 from .shape import reshape
 

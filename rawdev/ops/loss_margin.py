@@ -7,7 +7,7 @@ from ..autograd.grad_mode import no_grad
 from .binary import add, div, eq, mul, neg, sub
 from .distance import pairwise_distance
 from .loss import _check_reduction, _reduce, _reduction
-from .reduce import sum
+from .reduce.functions import sum
 from .registry import declare
 from .select.functions import where as _where
 from .unary import relu, sqrt

@@ -8,7 +8,7 @@ import numpy as np
 from ..autograd.function import Function
 from .binary import add, div, mul, neg, sub
 from .loss import _check_reduction, _reduce, _reduction
-from .reduce import sum
+from .reduce.functions import sum
 from .registry import declare
 from .shape import expand
 from .unary import abs, sigmoid, softplus

@@ -16,10 +16,10 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from .dispatch import backend_of
-from .reduce import _arg_layout, _axis
-from .reduce import max as _max
-from .reduce import min as _min
-from .reduce import sum as _sum
+from .reduce.functions import _arg_layout, _axis
+from .reduce.functions import max as _max
+from .reduce.functions import min as _min
+from .reduce.functions import sum as _sum
 from .registry import declare
 from .rtypes import return_type as _return_type
 from .shape import reshape

@@ -24,7 +24,7 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor import factory
 from ..tensor.core import Tensor
 from .dispatch import backend_of
-from .reduce import _axis
+from .reduce.functions import _axis
 from .registry import declare
 from .rtypes import return_type as _return_type
 from .select.functions import where as _where

@@ -227,7 +227,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     blocks), the fused attention per head, out-projection. Inputs (L, B, E) or unbatched (L, E)."""
     from ..autocast_mode import hook
     from ..binary import add
-    from ..reduce import mean
+    from ..reduce.functions import mean
     from ..registry import public
     from ..shape import narrow, permute, squeeze, unsqueeze
     linear = public("linear")             # a composite in PyTorch too: under autocast its parts cast (float16

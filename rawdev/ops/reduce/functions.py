@@ -1,18 +1,18 @@
 """Reductions: sum, mean, max, min, argmax, argmin (PyTorch's dim/keepdim/dtype semantics).
 
 sum/mean backward broadcast the gradient back with expand (a stride-0 view); max/min along a dim send
-it to the selected index (max_dim_bwd on cuda); the all-element max/min share it among ties.
+it to the selected index (the backend's arg_reduce_bwd); the all-element max/min share it among ties.
 """
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..autograd.function import Function
-from ..tensor.core import Tensor
-from .dispatch import backend_of
-from .registry import declare
-from .rtypes import return_type as _return_type
-from .shape import expand, reshape
+from ... import dtypes as _dt
+from ...autograd.function import Function
+from ...tensor.core import Tensor
+from ..dispatch import backend_of
+from ..registry import declare
+from ..rtypes import return_type as _return_type
+from ..shape import expand, reshape
 
 
 # ------------------------------------------------------------------ reductions
@@ -69,11 +69,8 @@ class _Mean(Function):
         B = backend_of(x)
         if not dims and x.ndim:
             return B.clone(x)
-        if x.is_cuda and n and x.dtype in (_dt.float16, _dt.bfloat16):
-            # the float32 sum times 1/n, rounded once to the 16-bit dtype (PyTorch's); not a rounded sum divided
-            return B.sum_dims(x, dims, keepdim, None, 1.0 / n)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return B.div_scalar(B.sum_dims(x, dims, keepdim), n)
+        # the backend's: cuda rounds a 16-bit mean once (the float32 sum times 1/n), the cpu divides the sum
+        return B.mean_dims(x, dims, keepdim, n)
 
     @staticmethod
     def backward(ctx, g):
@@ -171,7 +168,7 @@ class _MaxDim(Function):
 
     @staticmethod
     def backward_graph(ctx, g, _gi):   # linear in g: the adjoint picks gg at the selected index again
-        from ..autograd.function import linear_backward
+        from ...autograd.function import linear_backward
         idx, = ctx.saved_tensors
         layout, shape, gshape = ctx.layout, ctx.shape, g.shape
 
@@ -217,7 +214,7 @@ class _MaxAll(Function):
 def _max_min(input, dim, keepdim, is_max):  # noqa: A002
     name = "max" if is_max else "min"
     if isinstance(dim, Tensor):   # max(a, b): the elementwise form
-        from .select.functions import maximum, minimum
+        from ..select.functions import maximum, minimum
         return (maximum if is_max else minimum)(input, dim)
     if dim is None:
         if keepdim:
