@@ -1,10 +1,10 @@
 """rawdev.linalg: torch.linalg's norms and products (vector_norm, matrix_norm, norm, vecdot, matmul, cross) and
-its LU, Cholesky and QR families (inv, solve, det, slogdet, cholesky, solve_triangular, lu_factor, lu, lu_solve,
-qr, lstsq, matrix_power: rawdev.ops.decomp) and its symmetric-eigen and singular-value families (eigh,
-eigvalsh, svd, svdvals, pinv, matrix_rank: rawdev.ops.spectral), all with autograd on both devices; a cuda matrix
-is factorized on the device, never on the host. Also cond, and multi_dot, matrix_exp, solve_ex, tensorinv and
-tensorsolve (rawdev.ops.products), and LinAlgError (what a singular or indefinite matrix raises). General
-(non-symmetric) eig is not provided: its results are complex, and rawdev has no complex dtype."""
+its LU, Cholesky and QR families (cholesky, solve_triangular, lu_factor, lu, lu_solve, qr: rawdev.ops.decomp; inv,
+solve, det, slogdet, lstsq, matrix_power: rawdev.ops.solve_inv_det) and its symmetric-eigen and singular-value
+families (eigh, eigvalsh, svd, svdvals, pinv, matrix_rank: rawdev.ops.spectral), all with autograd on both devices;
+a cuda matrix is factorized on the device, never on the host. Also cond, and multi_dot, matrix_exp, solve_ex,
+tensorinv and tensorsolve (rawdev.ops.products), and LinAlgError (what a singular or indefinite matrix raises).
+General (non-symmetric) eig is not provided: its results are complex, and rawdev has no complex dtype."""
 import math
 
 from .errors import LinAlgError
@@ -12,22 +12,16 @@ from .ops import reduce_composed as _reduce_composed
 from .ops.decomp import (
     cholesky,
     cholesky_ex,
-    det,
-    inv,
-    inv_ex,
-    lstsq,
     lu,
     lu_factor,
     lu_factor_ex,
     lu_solve,
-    matrix_power,
     qr,
-    slogdet,
-    solve,
     solve_triangular,
 )
 from .ops.linalg import matmul
 from .ops.products import matrix_exp, multi_dot, solve_ex, tensorinv, tensorsolve
+from .ops.solve_inv_det import det, inv, inv_ex, lstsq, matrix_power, slogdet, solve
 from .ops.spectral import eigh, eigvalsh, matrix_rank, pinv, svd, svdvals
 from .ops.structure import cross as _cross
 from .ops.structure import vander as _vander

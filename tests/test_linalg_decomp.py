@@ -1,6 +1,6 @@
-"""LU, Cholesky, QR and what is built on them (rawdev.ops.decomp) against numpy.linalg in float64, on the cpu and
-the simulated GPU (where the factorizations are device loops), with gradients by central differences and
-PyTorch's errors for singular and indefinite input."""
+"""LU, Cholesky, QR and what is built on them (rawdev.ops.decomp, rawdev.ops.solve_inv_det) against numpy.linalg in
+float64, on the cpu and the simulated GPU (where the factorizations are device loops), with gradients by central
+differences and PyTorch's errors for singular and indefinite input."""
 import numpy as np
 import pytest
 import rawdev

@@ -453,7 +453,7 @@ class MultivariateNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
-        from ..ops import decomp
+        from ..ops import decomp, solve_inv_det
         given = [m is not None for m in (covariance_matrix, precision_matrix, scale_tril)]
         if sum(given) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
@@ -470,7 +470,7 @@ class MultivariateNormal(Distribution):
                                  "dimensions")
             L = decomp.cholesky(covariance_matrix)
         else:
-            L = decomp.cholesky(decomp.inv(precision_matrix))
+            L = decomp.cholesky(solve_inv_det.inv(precision_matrix))
         import numpy as np
         batch = tuple(np.broadcast_shapes(tuple(L.shape[:-2]), tuple(loc.shape[:-1])))
         k = loc.shape[-1]

@@ -25,7 +25,8 @@ no kernels of their own, so both devices and autograd come with them):
 - creation.py (tril/triu, meshgrid, Tensor.new_*), random_ops.py (normal, bernoulli, multinomial, random fills),
   windows.py (hann_window and family), host_callbacks.py (Tensor.apply_ / map_);
 - linear algebra: linalg.py (linear, mm, matmul), products.py (outer, dot, mv, bmm, addmm, einsum, bilinear, trace,
-  matrix_exp, ...), decomp.py (LU, Cholesky, QR, solve, inv, det, lstsq), spectral.py (eigh, svd, pinv, norms);
+  matrix_exp, ...), decomp.py (LU, Cholesky, QR, the triangular solves),
+  solve_inv_det.py (solve, inv, det, slogdet, lstsq, matrix_power), spectral.py (eigh, svd, pinv, norms);
 - nn.functional: activation.py (softmax, prelu, glu, dropouts, threshold/shrinks, rrelu, gumbel_softmax),
   loss.py (cross_entropy, nll, mse, the reduction handling), loss_pointwise.py (l1, smooth_l1, huber, bce,
   bce_with_logits, kl_div: the pointwise_loss kernels), loss_margin.py (margin_ranking, cosine_embedding,
@@ -53,6 +54,7 @@ from .resample import functions as _resample  # noqa: F401,E402  (it declares)
 from . import reduce_composed, scan_sort  # noqa: F401,E402  (they declare)
 from .conv import conv3d as _conv3d  # noqa: F401,E402  (it declares)
 from . import covariance, decomp, dtype_queries, gamma, grid, host_callbacks  # noqa: F401,E402  (they declare)
+from . import solve_inv_det  # noqa: F401,E402  (it declares)
 from . import loss_likelihood, loss_margin, order_stats, pointwise_composed, pooling_composed  # noqa: F401,E402,E501
 from . import loss_pointwise  # noqa: F401,E402  (it declares)
 from . import view_copies  # noqa: F401,E402  (it declares)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import LinAlgError
 from ..tensor import factory
-from . import decomp, spectral
+from . import decomp, solve_inv_det, spectral
 from .registry import declare
 from .rtypes import return_type as _rt
 from .structure import tensordot
@@ -133,7 +133,7 @@ def matrix_exp(A):  # noqa: N803
     b = _PADE13
     U = X @ (X6 @ (b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2 + b[1] * eye)
     V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 + b[0] * eye
-    R = decomp.solve(V - U, V + U)
+    R = solve_inv_det.solve(V - U, V + U)
     for _ in range(s):
         R = R @ R
     return R
@@ -147,7 +147,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):  # noqa: N803
     if singular and check_errors:
         raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
     if not singular:
-        return return_solve_ex(decomp.solve(A, B, left=left), info)
+        return return_solve_ex(solve_inv_det.solve(A, B, left=left), info)
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     Bm = B.unsqueeze(-1) if vector else B
     X = decomp.lu_solve(lu, piv, Bm if left else Bm.mT, left=True)
@@ -164,7 +164,7 @@ def tensorinv(A, ind=2):  # noqa: N803
     if rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {cols} != {rows}")
-    return decomp.inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+    return solve_inv_det.inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
 
 def tensorsolve(A, B, dims=None):  # noqa: N803
@@ -179,7 +179,7 @@ def tensorsolve(A, B, dims=None):  # noqa: N803
     if math.prod(A.shape[:B.ndim]) != n:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {n} != {math.prod(A.shape[:B.ndim])}")
-    return decomp.solve(A.reshape(n, n), B.reshape(n)).reshape(rest)
+    return solve_inv_det.solve(A.reshape(n, n), B.reshape(n)).reshape(rest)
 
 
 def pinverse(input, rcond=1e-15):  # noqa: A002
