@@ -10,7 +10,7 @@ the write of op(view) into the view's places, and the view becomes a view of the
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor.core import Tensor
 
-__all__ = ["apply_inplace", "check_inplace_graph", "set_view_writer"]
+__all__ = ["apply_inplace", "check_graph_write", "check_inplace_graph", "set_view_writer"]
 
 # op_(view) for a view of a tensor in the graph: rawdev.ops.copy_slices sets it when it loads (it records the
 # write on the base with autograd Functions, which this module, imported by the op registry, must not import)
@@ -28,6 +28,18 @@ def _can_cast(src, dst):
     if dst.is_floating_point:
         return True
     return not src.is_floating_point and (dst.name != "bool" or src.name == "bool")
+
+
+def check_graph_write(self, value):
+    """PyTorch's error for an indexed write into a leaf that requires grad; rawdev's for writes that would need
+    CopySlices in the graph."""
+    if is_grad_enabled() and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad):
+        if self.requires_grad and self.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise NotImplementedError("rawdev's autograd does not record indexed writes (CopySlices): assigning into "
+                                  "a tensor that is part of a graph, or a value that requires grad, needs "
+                                  "torch.no_grad() or an out-of-place formulation")
 
 
 def check_inplace_graph(x, others=(), *, through_views=False):
