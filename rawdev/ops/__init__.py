@@ -18,10 +18,12 @@ no kernels of their own, so both devices and autograd come with them):
   norm, logsumexp, amax/amin, all/any, nansum, median/mode, sum_to_size), scan_sort.py (cumsum/cumprod, sort, topk,
   kthvalue, unique, bincount, histc, histogram), order_stats.py (searchsorted, isin, quantile, nanmedian, aminmax),
   covariance.py (cov, corrcoef);
-- shapes and indexing: shape.py (views), view_copies.py (the *_copy forms, ravel), join.py (cat/stack, splits,
-  repeat, roll, flip), structure.py (diff, kron, diag, diag_embed, tril_indices, rot90, ...), index.py (x[...],
-  index_put), index_along_dim.py (index_select/add/copy), gather_scatter/ (gather, scatter*, take, *_scatter, put,
-  one_hot), select/ (where, masked_fill, clamp, maximum/minimum, nonzero, argwhere);
+- shapes and indexing: shape.py (views of every element: view/reshape, transpose, permute, expand, squeeze, ...;
+  clone/contiguous), slice_views.py (narrow, select, diagonal, as_strided, Tensor.unfold, unbind), view_copies.py
+  (the *_copy forms, ravel), join.py (cat/stack, splits, repeat, roll, flip), structure.py (diff, kron, diag,
+  diag_embed, tril_indices, rot90, ...), index.py (x[...], index_put), index_along_dim.py (index_select/add/copy),
+  gather_scatter/ (gather, scatter*, take, *_scatter, put, one_hot), select/ (where, masked_fill, clamp,
+  maximum/minimum, nonzero, argwhere);
 - creation.py (tril/triu, meshgrid, Tensor.new_*), random_ops.py (normal, bernoulli, multinomial, random fills),
   windows.py (hann_window and family), host_callbacks.py (Tensor.apply_ / map_);
 - linear algebra: linalg.py (linear, mm, matmul), products.py (outer, dot, mv, bmm, addmm, einsum, bilinear, trace,
@@ -41,6 +43,7 @@ no kernels of their own, so both devices and autograd come with them):
 from typing import TYPE_CHECKING, Any
 
 from . import activation, binary, index, index_along_dim, linalg, loss, shape, unary  # noqa: F401  (they declare)
+from . import slice_views  # noqa: F401,E402  (it declares)
 from .reduce import functions as _reduce  # noqa: F401,E402  (it declares)
 from . import binary_math, creation, distance, embedding, join, random_ops  # noqa: F401,E402  (they declare)
 from .select import functions as _select  # noqa: F401,E402  (it declares)

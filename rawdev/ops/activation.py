@@ -14,7 +14,8 @@ from .binary import add, mul, neg, sub
 from .dispatch import backend_of
 from .registry import declare
 from .select.functions import where as _where
-from .shape import narrow, reshape
+from .shape import reshape
+from .slice_views import narrow
 from .unary import relu, sigmoid
 
 

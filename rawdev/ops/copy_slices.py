@@ -47,7 +47,7 @@ class SlicePut(Function):
 
 def replay_as_strided(base, view):
     """A view of base with view's sizes, strides and offset, recorded from base's current history."""
-    from .shape import as_strided
+    from .slice_views import as_strided
     return as_strided(base, tuple(view.shape), tuple(view.stride()), view.storage_offset())
 
 
@@ -56,7 +56,7 @@ def write_op_through_view(x, fn, args, kwargs):
     the view into the base's old history), write it into the base's copy at the view's places (CopySlices: those
     places take no gradient back to the old base), and make x a view of the new base again."""
     from .inplace import _can_cast, apply_inplace
-    from .shape import as_strided
+    from .slice_views import as_strided
     base = x._base
     if not (base.is_contiguous() and base.storage_offset() == 0):
         raise NotImplementedError("rawdev records an in-place op on a view of a tensor in the graph (PyTorch's "

@@ -163,7 +163,7 @@ def _write_through_view(self, idx, value):
                                   "(PyTorch's CopySlices) when the viewed tensor is contiguous; write into it "
                                   "directly, or under torch.no_grad()")
     from .inplace import apply_inplace
-    from .shape import as_strided
+    from .slice_views import as_strided
     shape, strides, soff = basic_index_meta(self, idx)        # the written places, in the base's storage
     view = make_view(self, (shape, strides, soff))
     v = _values_for(self, value)

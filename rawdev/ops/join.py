@@ -19,7 +19,8 @@ from ..tensor import strided as _strided
 from ..tensor.core import Tensor
 from .dispatch import check_same_device
 from .registry import declare
-from .shape import _narrow, expand, make_view, narrow, reshape, unsqueeze, wrap_dim
+from .shape import expand, make_view, reshape, unsqueeze, wrap_dim
+from .slice_views import _narrow, narrow
 
 __all__ = ["cat", "stack", "hstack", "vstack", "dstack", "split", "chunk", "tensor_split", "repeat", "tile",
            "repeat_interleave", "roll", "flip", "fliplr", "flipud", "atleast_1d", "atleast_2d", "atleast_3d"]

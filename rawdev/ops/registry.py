@@ -4,10 +4,10 @@ the in-place form Tensor.<name>_ and the export lists.
 A family file declares each op once with `declare(...)`: the public function, and which public names it gets;
 its `family=` is the file's name. The families (rawdev/ops/__init__.py lists what each holds): unary, binary,
 binary_math, pointwise_composed, gamma, dtype_queries, reduce, reduce_composed, scan_sort, order_stats, covariance,
-shape, view_copies, join, structure, index, index_along_dim, gather_scatter, select, creation, random_ops, windows,
-host_callbacks, linalg, products, decomp, solve_inv_det, spectral, activation, loss, loss_pointwise, loss_margin,
-loss_likelihood, distance, conv, conv3d, pooling_composed, normalization (rawdev/ops/normalization/functions.py),
-embedding, embedding_bag, resample, grid, attention and rnn.
+shape, slice_views, view_copies, join, structure, index, index_along_dim, gather_scatter, select, creation,
+random_ops, windows, host_callbacks, linalg, products, decomp, solve_inv_det, spectral, activation, loss,
+loss_pointwise, loss_margin, loss_likelihood, distance, conv, conv3d, pooling_composed, normalization
+(rawdev/ops/normalization/functions.py), embedding, embedding_bag, resample, grid, attention and rnn.
 `install()` puts the methods on Tensor; `rawdev`, `rawdev.ops` and `rawdev.nn.functional` take their
 names from `names(...)`. Nothing else lists ops.
 

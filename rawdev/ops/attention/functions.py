@@ -85,7 +85,7 @@ class _InProjSplit(Function):
 
     @staticmethod
     def forward(ctx, qkv, E):
-        from ..shape import narrow
+        from ..slice_views import narrow
         ctx.meta = (tuple(qkv.shape[:2]) + (E,), qkv.dtype, qkv.device)
         return tuple(narrow(qkv, 2, i * E, E) for i in range(3))
 
@@ -229,7 +229,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     from ..binary import add
     from ..reduce.functions import mean
     from ..registry import public
-    from ..shape import narrow, permute, squeeze, unsqueeze
+    from ..shape import permute, squeeze, unsqueeze
+    from ..slice_views import narrow
     linear = public("linear")             # a composite in PyTorch too: under autocast its parts cast (float16
     sdpa = hook("scaled_dot_product_attention", _sdpa)   # projections and attention), the whole does not
     if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:

@@ -20,7 +20,7 @@ and its backward is conv's forward, with the same weight layout PyTorch uses, [C
 
 from ...autograd.function import Function
 from ...tensor.core import Tensor
-from .. import shape as _shape
+from .. import slice_views as _slice_views
 from ..dispatch import backend, backend_of
 from ..join import cat
 from ..registry import declare
@@ -411,5 +411,5 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # n
     return out if input.ndim == 3 else out.squeeze(0)
 
 
-declare("unfold", unfold, family="conv", functional=True, method=_shape.tensor_unfold, torch=False)
+declare("unfold", unfold, family="conv", functional=True, method=_slice_views.tensor_unfold, torch=False)
 declare("fold", fold, family="conv", functional=True, method=False, torch=False)

@@ -11,7 +11,8 @@ from ...autograd.function import Function
 from ..dispatch import backend_of, check_same_device
 from ..linalg import linear
 from ..registry import declare
-from ..shape import reshape, select
+from ..shape import reshape
+from ..slice_views import select
 
 __all__ = ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
