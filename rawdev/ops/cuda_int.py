@@ -1,10 +1,9 @@
 """The cuda path of integer math (intops.ptx): conversions between integer dtypes, int64 unary math and
 int64 reductions. Narrower integers reach these through rawdev.ops.opmath (widened to int64, the values
 cast back)."""
-import numpy as np
 
 from .. import dtypes as _dt
-from .cuda_launch import _ew, _kernel, _rdev, dense, empty
+from .cuda_launch import _ew, _kernel, _rdev, dense, empty, reduce_layout
 
 __all__ = ["INT_CODES", "int_cast", "int_unary", "reduce_i64", "sum_dims_i64", "I64_MIN", "I64_MAX"]
 
@@ -52,11 +51,7 @@ def reduce_i64(x, outer, red, inner, op, indices=False):
 def sum_dims_i64(x, dims, keepdim):
     """int64 sum of x over dims (wrapping as PyTorch's): the reduced axes moved last, one reduce_i64 launch."""
     shape = tuple(x.shape)
-    dims = sorted(set(dims))
-    keep = [d for d in range(len(shape)) if d not in dims]
-    out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
-    red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
-    rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
+    dims, keep, out_shape, red, rows = reduce_layout(shape, dims, keepdim)
     if red == 0 or rows == 0:
         from .cuda_launch import full
         return full(out_shape, 0, _dt.int64, x.device, "sum output")

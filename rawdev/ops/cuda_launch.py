@@ -154,6 +154,17 @@ def _tile(M, N, sms):
 
 
 # ------------------------------------------------------------------ launch helpers
+def reduce_layout(shape, dims, keepdim):
+    """A reduction over dims of a tensor of shape: (sorted dims, kept dims, output shape, reduced count, output
+    count), the layout every reduction kernel's launch is sized by."""
+    dims = sorted(set(dims))
+    keep = [d for d in range(len(shape)) if d not in dims]
+    out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
+    red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
+    return dims, keep, out_shape, red, rows
+
+
 def _ew(rdev, name, args, n, op=None):
     """An elementwise (grid-stride) kernel over n elements: block 256, grid min(ceil(n/256), 65535)."""
     if n:

@@ -4,12 +4,24 @@ operands go to the int64 kernels of ops/cuda_int.py. Operands arrive contiguous 
 views contiguous)."""
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...runtime import memory
 from ..cuda_cast import cast
-from ..cuda_launch import _SUFFIX, _cols, _ew, _f32, _kernel, _low, _rdev, _rows, _storage, dense, empty, full
+from ..cuda_launch import (
+    _SUFFIX,
+    _cols,
+    _ew,
+    _f32,
+    _kernel,
+    _low,
+    _rdev,
+    _rows,
+    _storage,
+    dense,
+    empty,
+    full,
+    reduce_layout,
+)
 
 __all__ = ["sum_dims", "mean_dims", "arg_reduce", "arg_reduce_bwd"]
 
@@ -56,11 +68,7 @@ def _sum_f32(x, dims, keepdim, alpha, owner, sfx):
     """The float32 sum of x (of the storage sfx names) over dims, times alpha."""
     rdev, dev = _rdev(x), x.device
     shape = tuple(x.shape)
-    dims = sorted(set(dims))
-    keep = [d for d in range(len(shape)) if d not in dims]
-    out_shape = [1 if d in dims else s for d, s in enumerate(shape)] if keepdim else [shape[d] for d in keep]
-    red = int(np.prod([shape[d] for d in dims], dtype=np.int64))
-    rows = int(np.prod([shape[d] for d in keep], dtype=np.int64))
+    dims, keep, out_shape, red, rows = reduce_layout(shape, dims, keepdim)
     out = empty(out_shape, _dt.float32, dev, owner)
     if rows == 0:
         return out
