@@ -33,6 +33,7 @@ DECLARED = {
     "select": {"where", "masked_fill", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "nonzero",
                "argwhere", "unravel_index"},
     "reduce": {"sum", "mean", "max", "min", "argmax", "argmin"},
+    "dropout": {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"},
 }
 
 
@@ -47,7 +48,7 @@ def _declaring_files(family):
 
 def test_the_families_are_folders():
     moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select", "rnn", "attention",
-             "reduce")
+             "reduce", "dropout")
     assert set(moved) <= set(FAMILIES)
     for family in moved:
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"

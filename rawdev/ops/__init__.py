@@ -4,7 +4,7 @@ Each family file declares its ops with registry.declare; `methods.install()` put
 `rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
 dispatch.py; both star-import the per-family backend files: a family folder's own cpu.py and cuda.py
 (normalization/, conv/, resample/, embedding_bag/,
-gather_scatter/, select/, reduce/, rnn/, optim_steps/), or the files beside them (cpu_math.py /
+gather_scatter/, select/, reduce/, rnn/, dropout/, optim_steps/), or the files beside them (cpu_math.py /
 cuda_math.py for binary_math.py, cuda_scan_sort.py and cuda_sortlong.py for scan_sort.py, ...).
 
 Families (the family name is the file's or the folder's; "composed" files hold ops built from declared ops, with
@@ -29,7 +29,8 @@ no kernels of their own, so both devices and autograd come with them):
 - linear algebra: linalg.py (linear, mm, matmul), products.py (outer, dot, mv, bmm, addmm, einsum, bilinear, trace,
   matrix_exp, ...), decomp.py (LU, Cholesky, QR, the triangular solves),
   solve_inv_det.py (solve, inv, det, slogdet, lstsq, matrix_power), spectral.py (eigh, svd, pinv, norms);
-- nn.functional: activation.py (softmax, prelu, glu, dropouts, threshold/shrinks, rrelu, gumbel_softmax),
+- nn.functional: activation.py (softmax, prelu, glu, threshold/shrinks, rrelu, gumbel_softmax), dropout/ (dropout,
+  dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout),
   loss.py (cross_entropy, nll, mse, the reduction handling), loss_pointwise.py (l1, smooth_l1, huber, bce,
   bce_with_logits, kl_div: the pointwise_loss kernels), loss_margin.py (margin_ranking, cosine_embedding,
   triplet_margin, hinge_embedding, soft_margin, multi(label)_margin, triplet_margin_with_distance),
@@ -51,6 +52,7 @@ from .normalization import functions as _normalization  # noqa: F401,E402  (it d
 from .conv import functions as _conv, pooling as _pooling  # noqa: F401,E402  (they declare)
 from .attention import functions as _attention  # noqa: F401,E402  (it declares)
 from .rnn import functions as _rnn  # noqa: F401,E402  (it declares)
+from .dropout import functions as _dropout  # noqa: F401,E402  (it declares)
 from .gather_scatter import functions as _gather_scatter  # noqa: F401,E402  (it declares)
 from .embedding_bag import functions as _embedding_bag  # noqa: F401,E402  (it declares)
 from .resample import functions as _resample  # noqa: F401,E402  (it declares)

@@ -1,11 +1,6 @@
-"""Softmax, log_softmax, softmin, prelu, glu and the dropouts (row-wise kernels on cuda; Philox masks for
-dropout: the channel-wise and alpha variants draw their masks with the same dropout_fwd kernel, dropout3d
-included); and, composed from declared ops, F.threshold, F.hardshrink, F.softshrink, F.rrelu and
-F.gumbel_softmax."""
-import math
-
-import numpy as np
-
+"""Softmax, log_softmax, softmin, prelu and glu (row-wise kernels on cuda); and, composed from declared ops,
+F.threshold, F.hardshrink, F.softshrink, F.rrelu and F.gumbel_softmax. The dropouts are the dropout family
+(rawdev/ops/dropout/)."""
 from .. import dtypes as _dt
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
@@ -108,165 +103,6 @@ def glu(input, dim=-1):  # noqa: A002
     return mul(narrow(input, d, 0, n // 2), sigmoid(narrow(input, d, n // 2, n // 2)))
 
 
-# ------------------------------------------------------------------ dropout
-class _Dropout(Function):
-    node_name = "NativeDropoutBackward0"
-
-    @staticmethod
-    def forward(ctx, x, p, generator):
-        y, mask = backend_of(x).dropout(x, p, generator)
-        ctx.p = p
-        ctx.save_for_backward(mask)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        mask, = ctx.saved_tensors
-        return backend_of(g).dropout_bwd(g, mask, ctx.p), None, None
-
-    @staticmethod
-    def backward_graph(ctx, g):   # the mask is a constant: the backward is its own adjoint
-        from ..autograd.function import linear_backward
-        mask, = ctx.saved_tensors
-        p = ctx.p
-
-        def bwd(t):
-            return backend_of(t).dropout_bwd(t, mask, p)
-
-        def adj(t):
-            return linear_backward(t, bwd, adj)
-        return adj(g), None, None
-
-
-def dropout(input, p=0.5, training=True, inplace=False, generator=None):  # noqa: A002
-    """Zero each element with probability p, scale the rest by 1/(1-p). The mask comes from rawdev's generator:
-    on the cpu drawn directly, on cuda a Philox seed drawn from it (so masks differ between devices)."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return mul(input, 0.0)
-    from .. import random as _random
-    return _Dropout.apply(input, float(p), generator or _random.default_generator)
-
-
-def _keep(shape, p, scale, like, generator=None):
-    """A tensor of shape on like's device and dtype: scale where an element is kept (probability 1 - p), 0
-    elsewhere. cpu: drawn from rawdev's host generator; cuda: the dropout_fwd kernel (Philox, seed drawn from
-    the generator) run over ones."""
-    from .. import random as _random
-    gen = generator or _random.default_generator
-    shape = tuple(shape)
-    if like.device.type == "cpu":
-        from .cpu import _vdt, wrap
-        dtp = _vdt(like.dtype)
-        keep = gen.np.random(shape) >= p
-        return wrap(keep.astype(dtp) * np.asarray(scale, dtp), like.dtype)
-    from . import cuda as _cuda
-    _cuda._f32("dropout", like)
-    ones = _cuda.full(shape, 1.0, like.dtype, like.device, "dropout ones")
-    y = _cuda.empty(shape, like.dtype, like.device, "dropout mask")
-    n = y.numel()
-    seed = int(gen.np.integers(0, 2 ** 63))
-    _cuda._ew(_cuda._rdev(like), "dropout_fwd", [y.data_ptr(), 0, ones.data_ptr(), n, float(p), float(scale), seed, 0],
-              n, "dropout")
-    return y
-
-
-def _check_p(p):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-
-
-def _in_place(fn, input, args):  # noqa: A002
-    from .inplace import apply_inplace
-    return apply_inplace(input, fn, fn.__name__ + "_", args, {})
-
-
-def _feature_dropout(input, p, training, generator=None):  # noqa: A002
-    """PyTorch's feature dropout: one mask value per (batch, channel), broadcast over the rest."""
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        return mul(input, 0.0)
-    noise_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    return mul(input, _keep(noise_shape, p, 1.0 / (1.0 - p), input, generator))
-
-
-def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    """Zero whole channels of (N, C, L) or (C, L) inputs with probability p, scale the rest by 1/(1-p)."""
-    _check_p(p)
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
-                           f"dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
-                           f"channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    if not training or p == 0.0:
-        return input
-    if inplace:
-        return _in_place(dropout1d, input, (p, training))
-    if input.ndim == 3:
-        return _feature_dropout(input, p, training)
-    return reshape(_feature_dropout(reshape(input, (1,) + tuple(input.shape)), p, training), tuple(input.shape))
-
-
-def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    """Zero whole channels of (N, C, H, W) or (C, H, W) inputs with probability p, scale the rest by 1/(1-p)."""
-    import warnings
-    _check_p(p)
-    if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
-                      f"in an error in a future release. To retain the behavior and silence this warning, please use "
-                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-                      f"inputs).", UserWarning, stacklevel=2)
-    if input.ndim == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
-                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
-                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
-                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
-                      "dropout1d instead.", UserWarning, stacklevel=2)
-    if inplace and training:
-        return _in_place(dropout2d, input, (p, training))
-    return _feature_dropout(input, p, training)
-
-
-_SELU_ALPHA_PRIME = 1.7580993408473766   # -scale * alpha of selu
-
-
-def alpha_dropout(input, p=0.5, training=False, inplace=False, generator=None):  # noqa: A002
-    """Dropout that keeps a self-normalizing (selu) activation's mean and variance: dropped elements become
-    -alpha', then everything is scaled by a and shifted by b (PyTorch's formula)."""
-    _check_p(p)
-    if not training or p == 0.0:
-        return input
-    if inplace:
-        return _in_place(alpha_dropout, input, (p, training))
-    if p == 1.0:
-        return mul(input, 0.0)
-    return _alpha(input, p, tuple(input.shape), generator)
-
-
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
-    """alpha_dropout with one mask value per (batch, channel)."""
-    _check_p(p)
-    if not training or p == 0.0:
-        return input
-    if inplace:
-        return _in_place(feature_alpha_dropout, input, (p, training))
-    if p == 1.0:
-        return mul(input, 0.0)
-    return _alpha(input, p, tuple(input.shape[:2]) + (1,) * (input.ndim - 2))
-
-
-def _alpha(input, p, noise_shape, generator=None):  # noqa: A002
-    alpha = _SELU_ALPHA_PRIME
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    keep = _keep(noise_shape, p, 1.0, input, generator)          # 0/1
-    b = add(mul(keep, alpha * a), -alpha * a + alpha * a * p)   # (keep - 1) * alpha * a + alpha * a * p
-    return add(mul(input, mul(keep, a)), b)
-
-
 def _inplace_result(input, out, inplace):  # noqa: A002
     if inplace:
         with no_grad():
@@ -334,25 +170,6 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):  # noqa: A002
     return rrelu(input, lower, upper, training, inplace=True)
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability p, scale the rest by
-    1/(1 − p)."""
-    _check_p(p)
-    if input.ndim not in (4, 5):
-        import warnings
-        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
-                      "result in an error in a future release. To retain the behavior and silence this warning, "
-                      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
-                      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
-                      "4D or 5D inputs).", UserWarning, stacklevel=2)
-    if not training or p == 0.0:
-        return input
-    x = input.unsqueeze(0) if input.ndim == 4 else input
-    out = _feature_dropout(x, p, training)
-    out = out.squeeze(0) if input.ndim == 4 else out
-    return _inplace_result(input, out, inplace)
-
-
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """A sample from the Gumbel-softmax distribution: softmax((logits + g) / tau) with g ~ Gumbel(0, 1); hard=True
     returns the one-hot argmax with the soft sample's gradient (straight-through).
@@ -373,15 +190,9 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 declare("softmax", softmax, family="activation", functional=True)
 declare("log_softmax", log_softmax, family="activation", functional=True)
-declare("dropout", dropout, family="activation", functional=True, torch=False, method=False)
 declare("softmin", softmin, family="activation", functional=True, torch=False, method=False)
 declare("prelu", prelu, family="activation", functional=True)
 declare("glu", glu, family="activation", functional=True, torch=False, method=False)
-declare("dropout1d", dropout1d, family="activation", functional=True, torch=False, method=False)
-declare("dropout2d", dropout2d, family="activation", functional=True, torch=False, method=False)
-declare("alpha_dropout", alpha_dropout, family="activation", functional=True, method=False)
-declare("feature_alpha_dropout", feature_alpha_dropout, family="activation", functional=True, method=False)
-declare("dropout3d", dropout3d, family="activation", functional=True, torch=False, method=False)
 declare("gumbel_softmax", gumbel_softmax, family="activation", functional=True, torch=False, method=False)
 declare("threshold", threshold, family="activation", functional=True, torch=False, method=False)
 declare("threshold_", threshold_, family="activation", functional=True, torch=False, method=False)

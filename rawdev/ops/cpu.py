@@ -308,19 +308,6 @@ def cross_entropy_bwd(gy, saved, target, weight, ignore_index, reduction, smooth
     return wrap(grad * gs[:, None], gy.dtype)
 
 
-# ------------------------------------------------------------------ dropout
-def dropout(x, p, generator):
-    """(y, mask): mask = keep/(1-p) drawn from rawdev's host generator; y = x*mask."""
-    dtp = _vdt(x.dtype)
-    keep = generator.np.random(tuple(x.shape)) >= p
-    mask = keep.astype(dtp) / np.asarray(1 - p, dtp)
-    return wrap(v(x) * mask, x.dtype), wrap(mask, x.dtype)
-
-
-def dropout_bwd(g, mask, p):
-    return wrap(v(g) * v(mask), g.dtype)
-
-
 from .reduce.cpu import *  # noqa: F401,F403,E402  (sum, mean, max/min along a dim)
 from .select.cpu import *  # noqa: F401,F403,E402  (where, masked_fill, clamp, maximum/minimum)
 from .normalization.cpu import *  # noqa: F401,F403,E402  (layer_norm, rms_norm, group_norm, batch_norm)
@@ -332,3 +319,4 @@ from .rnn.cpu import *  # noqa: F401,F403,E402  (the recurrent cells)
 from .optim_steps.cpu import *  # noqa: F401,F403,E402  (the optimizers' steps and state)
 from .attention.cpu import *  # noqa: F401,F403,E402  (scaled_dot_product_attention)
 from .cpu_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)
+from .dropout.cpu import *  # noqa: F401,F403,E402  (dropout and its masks)

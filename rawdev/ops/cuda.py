@@ -576,32 +576,6 @@ def index_add_(dst, outer, size, inner, idx, src):
 index_add_.native_low = lambda dst, *args: dst.dtype is _dt.float32 and args[-1].dtype in _INDEX_ADD_SRC  # type: ignore[attr-defined]  # noqa: E501
 
 
-# ------------------------------------------------------------------ dropout (dropout.ptx)
-def dropout(x, p, generator):
-    """y = keep ? x/(1-p) : 0 with keep from Philox(seed, 0); the seed is drawn from rawdev's generator (so
-    checkpoint's RNG restore recomputes the same mask). Returns (y, saved uint8 mask)."""
-    sfx = _storage("dropout", x)
-    rdev, n = _rdev(x), x.numel()
-    seed = int(generator.np.integers(0, 2 ** 63))
-    y = empty(x.shape, x.dtype, x.device, "dropout output")
-    mask = empty(x.shape, _dt.uint8, x.device, "dropout mask")
-    _ew(rdev, "dropout_fwd" + sfx, [y.data_ptr(), mask.data_ptr(), x.data_ptr(), n, float(p), 1.0 / (1.0 - p), seed, 0],
-        n, "dropout")
-    return y, mask
-
-
-def dropout_bwd(g, mask, p):
-    sfx = _storage("dropout backward", g)
-    gx = empty(g.shape, g.dtype, g.device, "dropout grad")
-    n = g.numel()
-    _ew(_rdev(g), "dropout_bwd" + sfx, [gx.data_ptr(), g.data_ptr(), mask.data_ptr(), n, 1.0 / (1.0 - p)], n,
-        "dropout backward")
-    return gx
-
-
-dropout.native_low = _native_unary  # type: ignore[attr-defined]
-dropout_bwd.native_low = _native_unary  # type: ignore[attr-defined]
-
 # ------------------------------------------------------------------ gradients in arenas
 _grad_arenas: dict = {}   # id(param arena DeviceBuffer) -> (weakref to it, weakref to grad arena, {offset: weakref})
 
@@ -658,3 +632,4 @@ from .cuda_math import *  # noqa: F401,F403,E402  (binary math, logical, classif
 from .cuda_scan_sort import *  # noqa: F401,F403,E402  (row scans and sorts)
 from .cuda_int import *  # noqa: F401,F403,E402  (integer casts, int64 unary math and reductions)
 from .cuda_sortlong import *  # noqa: F401,F403,E402  (sorting rows of any length)
+from .dropout.cuda import *  # noqa: F401,F403,E402  (dropout and its masks)
