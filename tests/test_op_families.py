@@ -34,6 +34,7 @@ DECLARED = {
                "argwhere", "unravel_index"},
     "reduce": {"sum", "mean", "max", "min", "argmax", "argmin"},
     "dropout": {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"},
+    "index_along_dim": {"index_select", "index_add", "index_copy", "index_add_", "index_copy_"},
 }
 
 
@@ -48,7 +49,7 @@ def _declaring_files(family):
 
 def test_the_families_are_folders():
     moved = ("normalization", "conv", "resample", "embedding_bag", "gather_scatter", "select", "rnn", "attention",
-             "reduce", "dropout")
+             "reduce", "dropout", "index_along_dim")
     assert set(moved) <= set(FAMILIES)
     for family in moved:
         assert not (OPS / f"{family}.py").exists(), f"rawdev/ops/{family}.py beside the folder"

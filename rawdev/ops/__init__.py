@@ -3,8 +3,8 @@
 Each family file declares its ops with registry.declare; `methods.install()` puts them on rawdev.Tensor, and
 `rawdev`/`nn.functional` export registry.names(...). Backends: cpu.py (numpy) and cuda.py (shipped PTX), chosen by
 dispatch.py; both star-import the per-family backend files: a family folder's own cpu.py and cuda.py
-(normalization/, conv/, resample/, embedding_bag/,
-gather_scatter/, select/, reduce/, rnn/, dropout/, optim_steps/), or the files beside them (cpu_math.py /
+(normalization/, conv/, resample/, embedding_bag/, gather_scatter/, select/, reduce/, rnn/, dropout/,
+index_along_dim/, optim_steps/), or the files beside them (cpu_math.py /
 cuda_math.py for binary_math.py, cuda_scan_sort.py and cuda_sortlong.py for scan_sort.py, ...).
 
 Families (the family name is the file's or the folder's; "composed" files hold ops built from declared ops, with
@@ -21,7 +21,7 @@ no kernels of their own, so both devices and autograd come with them):
 - shapes and indexing: shape.py (views of every element: view/reshape, transpose, permute, expand, squeeze, ...;
   clone/contiguous), slice_views.py (narrow, select, diagonal, as_strided, Tensor.unfold, unbind), view_copies.py
   (the *_copy forms, ravel), join.py (cat/stack, splits, repeat, roll, flip), structure.py (diff, kron, diag,
-  diag_embed, tril_indices, rot90, ...), index.py (x[...], index_put), index_along_dim.py (index_select/add/copy),
+  diag_embed, tril_indices, rot90, ...), index.py (x[...], index_put), index_along_dim/ (index_select/add/copy),
   gather_scatter/ (gather, scatter*, take, *_scatter, put, one_hot), select/ (where, masked_fill, clamp,
   maximum/minimum, nonzero, argwhere);
 - creation.py (tril/triu, meshgrid, Tensor.new_*), random_ops.py (normal, bernoulli, multinomial, random fills),
@@ -43,7 +43,8 @@ no kernels of their own, so both devices and autograd come with them):
 """
 from typing import TYPE_CHECKING, Any
 
-from . import activation, binary, index, index_along_dim, linalg, loss, shape, unary  # noqa: F401  (they declare)
+from . import activation, binary, index, linalg, loss, shape, unary  # noqa: F401  (they declare)
+from .index_along_dim import functions as _index_along_dim  # noqa: F401,E402  (it declares)
 from . import slice_views  # noqa: F401,E402  (it declares)
 from .reduce import functions as _reduce  # noqa: F401,E402  (it declares)
 from . import binary_math, creation, distance, embedding, join, random_ops  # noqa: F401,E402  (they declare)

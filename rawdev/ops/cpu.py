@@ -165,39 +165,6 @@ def cast(x, dt):
     return Tensor._make_cpu(_dt.convert_storage(x._host_storage(), x.dtype, dt), dt)
 
 
-def _checked_index(idx, size):
-    i = v(idx)
-    bad = (i < -size) | (i >= size)
-    if bad.any():
-        raise IndexError(f"index {int(i[bad][0])} is out of bounds for dimension with size {size}")
-    return np.where(i < 0, i + size, i)
-
-
-def index_select(x, outer, size, inner, idx):
-    """x viewed as [outer, size, inner] -> [outer, len(idx), inner]."""
-    return wrap(np.take(v(x).reshape(outer, size, inner), _checked_index(idx, size), axis=1), x.dtype)
-
-
-def index_copy_(dst, outer, size, inner, idx, src):
-    d = dst._host_storage().reshape(outer, size, inner)
-    d[:, _checked_index(idx, size), :] = src._host_storage().reshape(outer, -1, inner)
-    dst._bump_version()
-    return dst
-
-
-def index_add_(dst, outer, size, inner, idx, src):
-    if dst.dtype is _dt.bfloat16:
-        vals = v(dst).reshape(outer, size, inner).copy()
-        np.add.at(vals, (slice(None), _checked_index(idx, size), slice(None)),
-                  np.asarray(v(src), vals.dtype).reshape(outer, -1, inner))
-        dst._write(wrap(vals.reshape(tuple(dst.shape)), dst.dtype))
-        return dst
-    d = dst._host_storage().reshape(outer, size, inner)
-    np.add.at(d, (slice(None), _checked_index(idx, size), slice(None)), v(src).reshape(outer, -1, inner))
-    dst._bump_version()
-    return dst
-
-
 # ------------------------------------------------------------------ broadcasting
 def expand(x, shape):
     return wrap(np.broadcast_to(v(x), tuple(shape)), x.dtype)
@@ -320,3 +287,4 @@ from .optim_steps.cpu import *  # noqa: F401,F403,E402  (the optimizers' steps a
 from .attention.cpu import *  # noqa: F401,F403,E402  (scaled_dot_product_attention)
 from .cpu_math import *  # noqa: F401,F403,E402  (binary math, logical, classify)
 from .dropout.cpu import *  # noqa: F401,F403,E402  (dropout and its masks)
+from .index_along_dim.cpu import *  # noqa: F401,F403,E402  (index_select, index_copy_, index_add_)

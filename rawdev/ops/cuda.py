@@ -536,46 +536,6 @@ def cross_entropy_bwd(gy, saved, target, weight, ignore_index, reduction, smooth
     return gx
 
 
-# ------------------------------------------------------------------ indexing along a dim (index.ptx)
-def _index_launch(kernel, a, b, idx, outer, size, inner, op):
-    n = outer * idx.numel() * inner
-    _ew(_rdev(a), kernel, [a.data_ptr(), b.data_ptr(), idx.data_ptr(), outer, idx.numel(), size, inner], n, op)
-
-
-def index_select(x, outer, size, inner, idx):
-    """x viewed as [outer, size, inner] -> [outer, len(idx), inner] (any dtype; an index out of range trips
-    the kernel's device-side assert)."""
-    out = empty((outer, idx.numel(), inner), x.dtype, x.device, "index_select output")
-    _index_launch(f"index_select_b{x.dtype.itemsize}", out, x, idx, outer, size, inner, "index_select")
-    return out
-
-
-def index_copy_(dst, outer, size, inner, idx, src):
-    """In place: dst[o, idx[j], i] = src[o, j, i] (dst contiguous, viewed as [outer, size, inner])."""
-    _index_launch(f"index_copy_b{dst.dtype.itemsize}", dst, dense(src), idx, outer, size, inner, "index_copy_")
-    dst._bump_version()
-    return dst
-
-
-_INDEX_ADD_SRC = {_dt.float16: "_f16", _dt.bfloat16: "_bf16"}
-
-
-def index_add_(dst, outer, size, inner, idx, src):
-    """In place: dst[o, idx[j], i] += src[o, j, i] with atomics into float32; src float32, or float16/bfloat16
-    read from its own storage and widened in the kernel (index_add_f32_{f16,bf16}: a 16-bit gradient summed into
-    a float32 accumulator, as embedding's backward does, with no widened copy of src)."""
-    sfx = _INDEX_ADD_SRC.get(src.dtype, "") if dst.dtype is _dt.float32 else ""
-    if not sfx:
-        _f32("index_add_", dst, src)
-    _index_launch("index_add_f32" + sfx, dst, dense(src), idx, outer, size, inner, "index_add_")
-    dst._bump_version()
-    return dst
-
-
-# opmath passes a 16-bit src unwidened when the destination is the float32 accumulator
-index_add_.native_low = lambda dst, *args: dst.dtype is _dt.float32 and args[-1].dtype in _INDEX_ADD_SRC  # type: ignore[attr-defined]  # noqa: E501
-
-
 # ------------------------------------------------------------------ gradients in arenas
 _grad_arenas: dict = {}   # id(param arena DeviceBuffer) -> (weakref to it, weakref to grad arena, {offset: weakref})
 
@@ -633,3 +593,4 @@ from .cuda_scan_sort import *  # noqa: F401,F403,E402  (row scans and sorts)
 from .cuda_int import *  # noqa: F401,F403,E402  (integer casts, int64 unary math and reductions)
 from .cuda_sortlong import *  # noqa: F401,F403,E402  (sorting rows of any length)
 from .dropout.cuda import *  # noqa: F401,F403,E402  (dropout and its masks)
+from .index_along_dim.cuda import *  # noqa: F401,F403,E402  (index_select, index_copy_, index_add_)

@@ -13,7 +13,7 @@ from ..tensor.core import Tensor
 from .copy_slices import SlicePut as _SlicePut
 from .copy_slices import replay_as_strided
 from .dispatch import backend
-from .index_along_dim import _write_along, index_select
+from .index_along_dim.functions import _write_along, index_select
 from .inplace import check_graph_write, check_inplace_graph
 from .overlap import assert_no_internal_overlap
 from .registry import declare

@@ -52,6 +52,7 @@ _PASSTHROUGH = frozenset({
     "gather_dim", "linear_index", "where", "fill_where", "new_grad", "zeros_state", "alloc_states",
     "sgd_group", "adam_group", "rmsprop_group", "adagrad_group", "adadelta_group", "adamax_group",
     "nadam_group", "radam_group", "one_launch", "has_kernel", "set_poison", "cross_device_note", "int_cast",
+    "after_index_write",
 })
 
 # Functions that write their first argument in place: the destination is widened into a temporary,

@@ -36,7 +36,7 @@ class _MaxPool(Function):
 
         from ...autograd.function import linear_backward
         from ...tensor.factory import from_numpy
-        from ..index_along_dim import index_select
+        from ..index_along_dim.functions import index_select
         (idx,) = ctx.saved_tensors
         geom = ctx.geom
         N, C, H, W = geom[:4]

@@ -19,7 +19,7 @@ from ...tensor.core import Tensor
 from ...tensor.factory import full, ones, zeros
 from ..dispatch import backend
 from ..index import getitem
-from ..index_along_dim import _layout, index_select
+from ..index_along_dim.functions import _layout, index_select
 from ..registry import declare
 from ..shape import make_view, wrap_dim
 
@@ -369,7 +369,7 @@ class _MaskedScatter(Function):
 
 def _put_flat(out, pos, vals):
     """out.view(-1)[pos] = vals (out contiguous)."""
-    from ..index_along_dim import _write_along
+    from ..index_along_dim.functions import _write_along
     _write_along(out.reshape(-1), 0, pos, vals, accumulate=False)
 
 
@@ -395,7 +395,7 @@ class _IndexFill(Function):
 
     @staticmethod
     def forward(ctx, x, d, idx, value):
-        from ..index_along_dim import _write_along
+        from ..index_along_dim.functions import _write_along
         ctx.d = d
         ctx.save_for_backward(idx)
         out = x.contiguous().clone() if x.is_contiguous() else x.contiguous()

@@ -1,19 +1,20 @@
-"""Indexing along one dim with an index vector: index_select, index_add, index_copy and the in-place
-Tensor.index_add_ / index_copy_ (ops/index.py is x[...] and index_put; its advanced indexing selects and writes
-through index_select and _write_along here).
+"""Indexing along one dim with an index vector (rawdev/ops/index_along_dim/__init__.py): index_select, index_add,
+index_copy and the in-place Tensor.index_add_ / index_copy_ (ops/index.py is x[...] and index_put; its advanced
+indexing selects and writes through index_select and _write_along here). Device-free: what differs between the
+devices (an int32 index, the version count of a write) is the backends' check_int32_index / after_index_write.
 
 The tensor is viewed as [outer, size, inner] around the dim; the backends' index_select, index_copy_ and index_add_
 (kernels: ptx/src/index.cu) move whole [inner] rows, any dtype for select and copy, float32 (or a 16-bit source
 into a float32 accumulator) for the add. index_select's gradient adds its rows back; index_copy's sends nothing to
 the overwritten slices.
 """
-from ..autograd.function import Function
-from ..tensor.core import Tensor
-from ..tensor.factory import zeros
-from .dispatch import backend, backend_of
-from .inplace import check_graph_write
-from .registry import declare
-from .shape import wrap_dim
+from ...autograd.function import Function
+from ...tensor.core import Tensor
+from ...tensor.factory import zeros
+from ..dispatch import backend, backend_of
+from ..inplace import check_graph_write
+from ..registry import declare
+from ..shape import wrap_dim
 
 
 def _layout(x, d):
@@ -40,9 +41,7 @@ def _index_vector(index, op, device):
                            f"{device} and {index.device}! (when checking argument for argument index in method "
                            f"wrapper_CUDA__{op})")
     if index.dtype.name == "int32":
-        if index.is_cuda:
-            raise NotImplementedError(f"{op}() with an int32 index on cuda: rawdev's index kernels read int64 "
-                                      f"(use index.long())")
+        backend_of(index).check_int32_index(op)   # the cpu widens it; cuda's kernels read int64 only: refused
         index = index.long()
     return index.reshape(-1).contiguous().detach()
 
@@ -58,7 +57,7 @@ def _write_along(dst, d, idx, src, accumulate):
     if work is not dst:
         dst._write(work)
     else:
-        dst._bump_version() if dst.is_cpu else None
+        B.after_index_write(dst)   # the cpu's second version bump; nothing on cuda
 
 
 class _IndexSelect(Function):
@@ -84,7 +83,7 @@ class _IndexSelect(Function):
 
     @staticmethod
     def backward_graph(ctx, g):   # the scatter-add recorded; its adjoint is index_select again
-        from ..autograd.function import linear_backward
+        from ...autograd.function import linear_backward
         idx, = ctx.saved_tensors
         shape, d = ctx.shape, ctx.d
 
