@@ -63,8 +63,8 @@ class Generator:
     def get_state(self):
         if self.device.type == "cpu":
             return self.np.bit_generator.state
-        from .tensor.factory import from_numpy
-        return from_numpy(np.array([self._seed, self._offset], dtype=np.uint64).view(np.uint8).copy())
+        from .tensor.core import Tensor
+        return Tensor._make_cpu(np.array([self._seed, self._offset], dtype=np.uint64).view(np.uint8).copy())
 
     def set_state(self, state):
         if self.device.type == "cpu":

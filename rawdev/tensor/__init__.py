@@ -1,5 +1,13 @@
 """rawdev.tensor: the Tensor class, its constructors and rawdev.Size."""
 
+from . import core as _core
+
+# the modules core's methods hand device work to (they import core, so core is given them rather than importing
+# them back)
+from . import cuda_io as _cuda_io  # noqa: E402
+from . import dlpack as _dlpack  # noqa: E402
+from . import legacy as _legacy  # noqa: E402
+from . import moves as _moves  # noqa: E402
 from .core import Tensor
 from .dlpack import from_dlpack
 from .factory import (
@@ -27,6 +35,8 @@ from .factory import (
     zeros_like,
 )
 from .size import Size
+
+_core._parts.cuda_io, _core._parts.moves, _core._parts.legacy, _core._parts.dlpack = _cuda_io, _moves, _legacy, _dlpack
 
 
 def is_tensor(obj):

@@ -55,6 +55,19 @@ def _root_of(arr):
     return np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,)), strides
 
 
+class _Parts:
+    """The modules a tensor's methods hand device work to: the device half of the storage (cuda_io), moves
+    (moves), the legacy type names (legacy) and DLPack (dlpack). They build on this module, so it does not import
+    them back: rawdev/tensor/__init__.py sets these once it has imported them, before any tensor exists."""
+    cuda_io: Any = None
+    moves: Any = None
+    legacy: Any = None
+    dlpack: Any = None
+
+
+_parts = _Parts()
+
+
 # per-tensor autograd state kept in __dict__ (rawdev.autograd): never carried to a deepcopy
 _AUTOGRAD_PRIVATE = frozenset({"_accumulate_grad", "_output_nr", "_rewrites", "_replay", "_seen_rewrites"})
 
@@ -275,8 +288,7 @@ class Tensor:
         """A new contiguous tensor with this one's values (no graph node; rawdev.ops records CloneBackward0)."""
         if self._data is not None:   # a C-ordered copy of the storage array: in its dtype, contiguous
             return Tensor._make_cpu_contiguous(np.array(self._host_storage(), copy=True, order="C"), self._dtype)
-        from . import cuda_io
-        return cuda_io.clone(self, owner)
+        return _parts.cuda_io.clone(self, owner)
 
     @property
     def _version(self):
@@ -354,7 +366,7 @@ class Tensor:
         """No argument: the legacy type name ("rawdev.FloatTensor", "rawdev.cuda.FloatTensor"). With one: this
         tensor as that type (self when it already is): a dtype, a legacy class (rawdev.LongTensor,
         rawdev.cuda.FloatTensor) or its name ('torch.cuda.LongTensor', 'rawdev.FloatTensor'), which also moves it."""
-        from .legacy import legacy_type, type_name
+        legacy_type, type_name = _parts.legacy.legacy_type, _parts.legacy.type_name
         if dtype is None:
             return type_name(self._dtype, self.is_cuda)
         dt, cuda = legacy_type(dtype)
@@ -398,8 +410,7 @@ class Tensor:
         """A fresh contiguous host numpy array of the values' storage bytes (reads the device when on cuda)."""
         if self._data is not None:
             return np.array(self._host_storage(), copy=True, order="C")
-        from . import cuda_io
-        return cuda_io.download(self)
+        return _parts.cuda_io.download(self)
 
     def _values(self):
         """numpy array of the values (float32 for bfloat16); shares memory on cpu where it can."""
@@ -439,8 +450,7 @@ class Tensor:
                                "aren't required, use var.detach() to get Variable that doesn't require grad.")
         if self._dtype is _dt.bfloat16:
             raise TypeError("bfloat16 has no __cuda_array_interface__ typestr")
-        from . import cuda_io
-        handle = cuda_io.stream_handle(self._device)
+        handle = _parts.cuda_io.stream_handle(self._device)
         return {"version": 3, "shape": tuple(self._shape), "typestr": self._dtype.storage.str,
                 "data": (self.data_ptr() if self.numel() else 0, False),
                 "strides": None if self.is_contiguous() else tuple(st * self.itemsize for st in self._strides),
@@ -449,12 +459,10 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule of this tensor, shared (rawdev.tensor.dlpack). stream: the consumer's stream handle,
         made to wait for rawdev's queued work."""
-        from .dlpack import to_dlpack
-        return to_dlpack(self, stream)
+        return _parts.dlpack.to_dlpack(self, stream)
 
     def __dlpack_device__(self):
-        from .dlpack import dlpack_device
-        return dlpack_device(self)
+        return _parts.dlpack.dlpack_device(self)
 
     def item(self) -> builtins.int | builtins.float | builtins.bool:
         if self.numel() != 1:
@@ -540,8 +548,7 @@ class Tensor:
         """src's values into this tensor's storage: cast to this dtype, broadcast to this shape, any layout
         (a view writes its base). No autograd checks (copy_ and the in-place ops make them); bumps the version."""
         if self.is_cuda or src.is_cuda:
-            from . import cuda_io
-            cuda_io.copy_into(self, src, non_blocking=non_blocking)
+            _parts.cuda_io.copy_into(self, src, non_blocking=non_blocking)
         else:
             dst = self._host_storage()
             if src._dtype is self._dtype and src._shape == self._shape:
@@ -556,8 +563,7 @@ class Tensor:
         if self._data is not None:
             self._host_storage()[...] = 0
         else:
-            from . import cuda_io
-            cuda_io.memset_zero(self)
+            _parts.cuda_io.memset_zero(self)
         self._bump_version()
         return self
 
@@ -570,8 +576,7 @@ class Tensor:
         if self._data is not None:
             self._host_storage()[...] = _dt.to_storage(value, self._dtype)
         else:
-            from . import cuda_io
-            cuda_io.fill(self, value)
+            _parts.cuda_io.fill(self, value)
         self._bump_version()
         return self
 
@@ -614,8 +619,7 @@ class Tensor:
         dt = dt or self._dtype
         if dev == self._device and dt is self._dtype and not copy:
             return self
-        from . import moves
-        return moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
+        return _parts.moves.transfer_tensor(self, dev, dt, non_blocking=non_blocking)
 
     def cuda(self, device: Any = None, non_blocking: builtins.bool = False) -> Tensor:
         dev = as_device("cuda" if device is None else device)  # an int is a cuda index, as in PyTorch
