@@ -220,14 +220,6 @@ def test_a_group_of_mixed_dtypes_steps_each_on_its_storage(driver):
     assert p16.detach().float().cpu().numpy().tolist() == [0.5] * 4
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_optimizers_without_half_kernels_refuse_bfloat16(driver, device):
-    p = nn.Parameter(rawdev.ones(3, device=device).to(rawdev.bfloat16))
-    p.grad = rawdev.ones(3, device=device).to(rawdev.bfloat16)
-    with pytest.raises(TypeError, match="float32"):
-        optim.RMSprop([p], lr=0.1).step()
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_loaded_state_dict_keeps_the_16_bit_state_and_steps_alike(driver, dtype):
     dt = getattr(rawdev, dtype)

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .. import dtypes as _dt
 from ..autograd.engine import zero_grads
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.dispatch import backend_of
@@ -231,6 +232,8 @@ class Optimizer:
         count), else one parameter each, so that every unit either runs entirely or not at all."""
         if len(params) == 1 or not hasattr(B, "one_launch"):
             return [params]
+        if not self._half_storage and any(p.dtype in (_dt.float16, _dt.bfloat16) for p in params):
+            return [[p] for p in params]     # 16-bit parameters step one at a time, on float32 copies
         if any(hasattr(type(p), "_as_parameter") for p in params):
             return [[p] for p in params]     # sharded parameters step one by one, on their local shards
         states = [self.state[p] if p in self.state else {} for p in params]
@@ -276,13 +279,14 @@ class Optimizer:
     _half_storage = False
 
     def _check_dtypes(self, params):
-        """The fused update kernels are float32 (float16 and float64 also step on the cpu, in numpy); SGD and
-        Adam/AdamW also have float16/bfloat16 kernels."""
+        """The fused update kernels are float32 (float64 also steps on the cpu, in numpy); float16/bfloat16
+        parameters step with float32 math, each stored value rounded once: SGD and Adam/AdamW on their 16-bit
+        storage, the others on float32 copies (rawdev.ops.optim_steps.cpu.widen_16bit)."""
         from .. import dtypes as _dt
         for p in params:
-            if self._half_storage and p.dtype in (_dt.float16, _dt.bfloat16):
+            if p.dtype in (_dt.float16, _dt.bfloat16):
                 continue
-            if p.dtype is _dt.bfloat16 or (p.is_cuda and p.dtype is not _dt.float32):
+            if p.is_cuda and p.dtype is not _dt.float32:
                 raise TypeError(f"{type(self).__name__}: rawdev's optimizer kernels update float32 parameters, got "
                                 f"a {p.dtype} parameter of shape {list(p.shape)} on {p.device}; keep float32 "
                                 f"parameters (model.float()) and compute in lower precision inside the model, as "

@@ -5,6 +5,7 @@ The `*_group` functions step one parameter at a time; sgd_step and adam_step are
 sgd_group and adam_group run through _half_step, and radam_rect is RAdam's rectification, which cuda.py's
 radam_group computes on the host too.
 """
+import functools
 import math
 
 import numpy as np
@@ -100,6 +101,38 @@ def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weigh
                    weight_decay, decoupled, amsgrad, maximize, steps[i])
 
 
+def widen_16bit(n_lists):
+    """A group step (its first n_lists positional arguments per-parameter lists: params, grads, the state lists and
+    per-parameter keys such as step counts; a list may be None) that also steps float16/bfloat16 parameters the way
+    SGD's and Adam's 16-bit kernels do: each such parameter alone, on float32 copies of itself, its gradient and its
+    state tensors (of its dtype, as PyTorch's zeros_like(param)), then every updated value (the parameter, each
+    state tensor) rounded once back into its 16-bit storage. The same wrapper serves both backends (cuda.py beside
+    this file), whose float32 steps it runs."""
+    def wrap(step):
+        @functools.wraps(step)
+        def run(*args, **kwargs):
+            params = args[0]
+            if not any(p.dtype in _HALF for p in params):
+                return step(*args, **kwargs)
+            lists, rest = args[:n_lists], args[n_lists:]
+            for i, p in enumerate(params):
+                one = [None if lst is None else [lst[i]] for lst in lists]
+                if p.dtype not in _HALF:
+                    step(*one, *rest, **kwargs)
+                    continue
+                wide = [None if lst is None else [t.to(dtype=_dt.float32) if isinstance(t, Tensor) else t
+                                                  for t in lst] for lst in one]
+                step(*wide, *rest, **kwargs)
+                for k, (lst, w) in enumerate(zip(one, wide)):
+                    if k != 1 and lst is not None and isinstance(lst[0], Tensor):   # the gradient is only read
+                        lst[0]._write(w[0])
+        return run
+    return wrap
+
+
+_HALF = (_dt.float16, _dt.bfloat16)
+
+
 def _opt_grad(p, g, weight_decay, maximize, decoupled=False, lr=0.0):
     """(param storage, the gradient PyTorch's step uses) after maximize and (coupled or decoupled) weight decay."""
     pv, gv = p._host_storage(), v(g)
@@ -112,6 +145,7 @@ def _opt_grad(p, g, weight_decay, maximize, decoupled=False, lr=0.0):
     return pv, gv
 
 
+@widen_16bit(5)
 def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, momentum, centered, maximize):
     """PyTorch's RMSprop per parameter (square_avg, momentum_buffer, grad_avg), in place."""
     for i, (p, g) in enumerate(zip(params, grads)):
@@ -136,6 +170,7 @@ def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, m
         p._bump_version()
 
 
+@widen_16bit(4)
 def adagrad_group(params, grads, sums, steps, lr, lr_decay, eps, weight_decay, maximize):
     """PyTorch's Adagrad per parameter (sum), in place; clr = lr / (1 + (step - 1) * lr_decay)."""
     for i, (p, g) in enumerate(zip(params, grads)):
@@ -148,6 +183,7 @@ def adagrad_group(params, grads, sums, steps, lr, lr_decay, eps, weight_decay, m
         p._bump_version()
 
 
+@widen_16bit(4)
 def adadelta_group(params, grads, sqs, accs, lr, rho, eps, weight_decay, maximize):
     """PyTorch's Adadelta per parameter (square_avg, acc_delta), in place."""
     for i, (p, g) in enumerate(zip(params, grads)):
@@ -163,6 +199,7 @@ def adadelta_group(params, grads, sqs, accs, lr, rho, eps, weight_decay, maximiz
         p._bump_version()
 
 
+@widen_16bit(5)
 def adamax_group(params, grads, ms, us, steps, lr, beta1, beta2, eps, weight_decay, maximize):
     """PyTorch's Adamax per parameter (exp_avg, exp_inf), in place."""
     for i, (p, g) in enumerate(zip(params, grads)):
@@ -176,6 +213,7 @@ def adamax_group(params, grads, ms, us, steps, lr, beta1, beta2, eps, weight_dec
         p._bump_version()
 
 
+@widen_16bit(6)
 def nadam_group(params, grads, ms, vs, steps, mu_products, lr, beta1, beta2, eps, weight_decay, momentum_decay,
                 decoupled, maximize):
     """PyTorch's NAdam per parameter (exp_avg, exp_avg_sq); mu_products[i] is the product of mu up to this step."""
@@ -206,6 +244,7 @@ def radam_rect(beta2, step):
     return False, 1.0
 
 
+@widen_16bit(5)
 def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
     """PyTorch's RAdam per parameter (exp_avg, exp_avg_sq), in place."""
     for i, (p, g) in enumerate(zip(params, grads)):

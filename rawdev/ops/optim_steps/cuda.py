@@ -12,7 +12,7 @@ from ...runtime import memory
 from ...tensor.core import Tensor
 from ..cuda_launch import _SUFFIX, _f32, _kernel, _low, _rdev, full
 from ..owners import owner_of
-from .cpu import radam_rect
+from .cpu import radam_rect, widen_16bit
 
 __all__ = ["zeros_state", "alloc_states", "sgd_group", "adam_group", "rmsprop_group", "adagrad_group",
            "adadelta_group", "adamax_group", "nadam_group", "radam_group"]
@@ -170,6 +170,7 @@ def _launch_groups(kname, op, params, grads, states, args_of, keys=None):
         p._bump_version()
 
 
+@widen_16bit(5)
 def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, momentum, centered, maximize):
     _launch_groups("rmsprop_step", "RMSprop", params, grads,
                    [sqs, bufs if momentum > 0 else None, gas if centered else None],
@@ -177,24 +178,28 @@ def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, m
                                    float(momentum), int(bool(centered)), int(bool(maximize))])
 
 
+@widen_16bit(4)
 def adagrad_group(params, grads, sums, steps, lr, lr_decay, eps, weight_decay, maximize):
     _launch_groups("adagrad_step", "Adagrad", params, grads, [sums],
                    lambda step, n: [lr / (1 + (step - 1) * lr_decay), float(eps), float(weight_decay),
                                     int(bool(maximize))], steps)
 
 
+@widen_16bit(4)
 def adadelta_group(params, grads, sqs, accs, lr, rho, eps, weight_decay, maximize):
     _launch_groups("adadelta_step", "Adadelta", params, grads, [sqs, accs],
                    lambda key, n: [float(lr), float(rho), 1.0 - rho, float(eps), float(weight_decay),
                                    int(bool(maximize))])
 
 
+@widen_16bit(5)
 def adamax_group(params, grads, ms, us, steps, lr, beta1, beta2, eps, weight_decay, maximize):
     _launch_groups("adamax_step", "Adamax", params, grads, [ms, us],
                    lambda step, n: [1.0 - beta1, float(beta2), float(eps), float(weight_decay),
                                     lr / (1 - beta1 ** step), int(bool(maximize))], steps)
 
 
+@widen_16bit(6)
 def nadam_group(params, grads, ms, vs, steps, mu_products, lr, beta1, beta2, eps, weight_decay, momentum_decay,
                 decoupled, maximize):
     def args(key, n):
@@ -207,6 +212,7 @@ def nadam_group(params, grads, ms, vs, steps, mu_products, lr, beta1, beta2, eps
     _launch_groups("nadam_step", "NAdam", params, grads, [ms, vs], args, list(zip(steps, mu_products)))
 
 
+@widen_16bit(5)
 def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
     def args(step, n):
         rectified, rect = radam_rect(beta2, step)
