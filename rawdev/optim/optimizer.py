@@ -232,8 +232,9 @@ class Optimizer:
         count), else one parameter each, so that every unit either runs entirely or not at all."""
         if len(params) == 1 or not hasattr(B, "one_launch"):
             return [params]
-        if not self._half_storage and any(p.dtype in (_dt.float16, _dt.bfloat16) for p in params):
-            return [[p] for p in params]     # 16-bit parameters step one at a time, on float32 copies
+        if any(p.dtype is _dt.float64 or (not self._half_storage and p.dtype in (_dt.float16, _dt.bfloat16))
+               for p in params):
+            return [[p] for p in params]     # parameters stepped on copies (float32 or host ones) go one at a time
         if any(hasattr(type(p), "_as_parameter") for p in params):
             return [[p] for p in params]     # sharded parameters step one by one, on their local shards
         states = [self.state[p] if p in self.state else {} for p in params]
@@ -279,12 +280,13 @@ class Optimizer:
     _half_storage = False
 
     def _check_dtypes(self, params):
-        """The fused update kernels are float32 (float64 also steps on the cpu, in numpy); float16/bfloat16
-        parameters step with float32 math, each stored value rounded once: SGD and Adam/AdamW on their 16-bit
-        storage, the others on float32 copies (rawdev.ops.optim_steps.cpu.widen_16bit)."""
+        """The fused update kernels are float32. float16/bfloat16 parameters step with float32 math, each stored
+        value rounded once: SGD and Adam/AdamW on their 16-bit storage, the others on float32 copies
+        (rawdev.ops.optim_steps.cpu.widen_16bit). float64 steps on the cpu in numpy; a cuda one is copied there
+        and back (rawdev.ops.optim_steps.cuda). Other dtypes (integers) are refused."""
         from .. import dtypes as _dt
         for p in params:
-            if p.dtype in (_dt.float16, _dt.bfloat16):
+            if p.dtype in (_dt.float16, _dt.bfloat16, _dt.float64):
                 continue
             if p.is_cuda and p.dtype is not _dt.float32:
                 raise TypeError(f"{type(self).__name__}: rawdev's optimizer kernels update float32 parameters, got "

@@ -101,33 +101,41 @@ def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weigh
                    weight_decay, decoupled, amsgrad, maximize, steps[i])
 
 
-def widen_16bit(n_lists):
+def step_on_copies(n_lists, which, copy, on=None):
     """A group step (its first n_lists positional arguments per-parameter lists: params, grads, the state lists and
-    per-parameter keys such as step counts; a list may be None) that also steps float16/bfloat16 parameters the way
-    SGD's and Adam's 16-bit kernels do: each such parameter alone, on float32 copies of itself, its gradient and its
-    state tensors (of its dtype, as PyTorch's zeros_like(param)), then every updated value (the parameter, each
-    state tensor) rounded once back into its 16-bit storage. The same wrapper serves both backends (cuda.py beside
-    this file), whose float32 steps it runs."""
+    per-parameter keys such as step counts; a list may be None) in which each parameter p with which(p) steps alone,
+    on copy(t) of its tensors, through `on` (default: the step itself), and then the parameter and each state tensor
+    (not the gradient, which is only read) take the copies' new values (cast into their own dtype and storage)."""
     def wrap(step):
+        run_copies = on or step
+
         @functools.wraps(step)
         def run(*args, **kwargs):
             params = args[0]
-            if not any(p.dtype in _HALF for p in params):
+            if not any(which(p) for p in params):
                 return step(*args, **kwargs)
             lists, rest = args[:n_lists], args[n_lists:]
             for i, p in enumerate(params):
                 one = [None if lst is None else [lst[i]] for lst in lists]
-                if p.dtype not in _HALF:
+                if not which(p):
                     step(*one, *rest, **kwargs)
                     continue
-                wide = [None if lst is None else [t.to(dtype=_dt.float32) if isinstance(t, Tensor) else t
-                                                  for t in lst] for lst in one]
-                step(*wide, *rest, **kwargs)
-                for k, (lst, w) in enumerate(zip(one, wide)):
-                    if k != 1 and lst is not None and isinstance(lst[0], Tensor):   # the gradient is only read
-                        lst[0]._write(w[0])
+                copies = [None if lst is None else [copy(t) if isinstance(t, Tensor) else t for t in lst]
+                          for lst in one]
+                run_copies(*copies, *rest, **kwargs)
+                for k, (lst, c) in enumerate(zip(one, copies)):
+                    if k != 1 and lst is not None and isinstance(lst[0], Tensor):
+                        lst[0]._write(c[0])
         return run
     return wrap
+
+
+def widen_16bit(n_lists):
+    """step_on_copies for float16/bfloat16 parameters, as SGD's and Adam's 16-bit kernels step them: the float32
+    update on float32 copies of the parameter, its gradient and its state (of the parameter's dtype, as PyTorch's
+    zeros_like(param)), every updated value rounded once back into its 16-bit storage. Serves both backends (cuda.py
+    beside this file), whose float32 steps it runs."""
+    return step_on_copies(n_lists, lambda p: p.dtype in _HALF, lambda t: t.to(dtype=_dt.float32))
 
 
 _HALF = (_dt.float16, _dt.bfloat16)

@@ -8,11 +8,13 @@ contract the cpu backend shares).
 """
 import math
 
+from ... import dtypes as _dt
 from ...runtime import memory
 from ...tensor.core import Tensor
 from ..cuda_launch import _SUFFIX, _f32, _kernel, _low, _rdev, full
 from ..owners import owner_of
-from .cpu import radam_rect, widen_16bit
+from . import cpu as _cpu
+from .cpu import radam_rect, step_on_copies, widen_16bit
 
 __all__ = ["zeros_state", "alloc_states", "sgd_group", "adam_group", "rmsprop_group", "adagrad_group",
            "adadelta_group", "adamax_group", "nadam_group", "radam_group"]
@@ -110,6 +112,14 @@ def _step_storage(op, params, *lists):
     return ""
 
 
+def _float64_on_host(n_lists, name):
+    """A float64 parameter steps on the host: the optimizer kernels are float32, so its tensors are copied to the
+    cpu, stepped there in float64 by the cpu path's same-named step, and copied back (the copies are driver calls
+    in the trace like any other)."""
+    return step_on_copies(n_lists, lambda p: p.dtype is _dt.float64, lambda t: t.cpu(), on=getattr(_cpu, name))
+
+
+@_float64_on_host(4, "sgd_group")
 def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, weight_decay, maximize):
     suffix = _step_storage("SGD", params, grads, bufs if momentum else None)
     # one fused launch needs every param at the same stage (all first steps, or none) and of one dtype
@@ -128,6 +138,7 @@ def sgd_group(params, grads, bufs, first, lr, momentum, dampening, nesterov, wei
         p._bump_version()
 
 
+@_float64_on_host(6, "adam_group")
 def adam_group(params, grads, ms, vs, vmaxs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
                maximize):
     suffix = _step_storage("Adam", params, grads, ms, vs, vmaxs if amsgrad else None)
@@ -170,6 +181,7 @@ def _launch_groups(kname, op, params, grads, states, args_of, keys=None):
         p._bump_version()
 
 
+@_float64_on_host(5, "rmsprop_group")
 @widen_16bit(5)
 def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, momentum, centered, maximize):
     _launch_groups("rmsprop_step", "RMSprop", params, grads,
@@ -178,6 +190,7 @@ def rmsprop_group(params, grads, sqs, bufs, gas, lr, alpha, eps, weight_decay, m
                                    float(momentum), int(bool(centered)), int(bool(maximize))])
 
 
+@_float64_on_host(4, "adagrad_group")
 @widen_16bit(4)
 def adagrad_group(params, grads, sums, steps, lr, lr_decay, eps, weight_decay, maximize):
     _launch_groups("adagrad_step", "Adagrad", params, grads, [sums],
@@ -185,6 +198,7 @@ def adagrad_group(params, grads, sums, steps, lr, lr_decay, eps, weight_decay, m
                                     int(bool(maximize))], steps)
 
 
+@_float64_on_host(4, "adadelta_group")
 @widen_16bit(4)
 def adadelta_group(params, grads, sqs, accs, lr, rho, eps, weight_decay, maximize):
     _launch_groups("adadelta_step", "Adadelta", params, grads, [sqs, accs],
@@ -192,6 +206,7 @@ def adadelta_group(params, grads, sqs, accs, lr, rho, eps, weight_decay, maximiz
                                    int(bool(maximize))])
 
 
+@_float64_on_host(5, "adamax_group")
 @widen_16bit(5)
 def adamax_group(params, grads, ms, us, steps, lr, beta1, beta2, eps, weight_decay, maximize):
     _launch_groups("adamax_step", "Adamax", params, grads, [ms, us],
@@ -199,6 +214,7 @@ def adamax_group(params, grads, ms, us, steps, lr, beta1, beta2, eps, weight_dec
                                     lr / (1 - beta1 ** step), int(bool(maximize))], steps)
 
 
+@_float64_on_host(6, "nadam_group")
 @widen_16bit(6)
 def nadam_group(params, grads, ms, vs, steps, mu_products, lr, beta1, beta2, eps, weight_decay, momentum_decay,
                 decoupled, maximize):
@@ -212,6 +228,7 @@ def nadam_group(params, grads, ms, vs, steps, mu_products, lr, beta1, beta2, eps
     _launch_groups("nadam_step", "NAdam", params, grads, [ms, vs], args, list(zip(steps, mu_products)))
 
 
+@_float64_on_host(5, "radam_group")
 @widen_16bit(5)
 def radam_group(params, grads, ms, vs, steps, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
     def args(step, n):

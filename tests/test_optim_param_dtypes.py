@@ -1,9 +1,11 @@
-"""RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam on float16/bfloat16 parameters (PyTorch steps them; rawdev
-used to refuse): as SGD's and Adam's 16-bit kernels do, each step is the float32 update, and every stored value (the
+"""Optimizers on parameters of other dtypes than float32 (PyTorch steps them all; rawdev used to refuse these).
+RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam on float16/bfloat16 parameters: as SGD's and Adam's 16-bit
+kernels do, each step is the float32 update, and every stored value (the
 parameter, each state tensor, which has the parameter's dtype as PyTorch's zeros_like(param)) is rounded once into
 its 16-bit storage. Checked bit for bit against the float32 optimizer stepped on float32 copies that are rounded
 the same way after each step, on the cpu and on cuda; the two devices agree within one 16-bit ulp; a group mixing
-a float32 and a 16-bit parameter steps each by its own rule."""
+a float32 and a 16-bit parameter steps each by its own rule. Every optimizer on float64 cuda parameters: stepped on
+the host in float64, bit for bit what the cpu path gives."""
 import numpy as np
 import pytest
 import rawdev
@@ -109,8 +111,31 @@ def test_a_group_mixing_float32_and_bfloat16_parameters(driver, dev):
     assert not np.array_equal(_bits(w16), _bits(rawdev.tensor(p0).to(dtype=rawdev.bfloat16)))   # it moved
 
 
-def test_float64_on_cuda_is_still_refused(driver):
-    p = Parameter(rawdev.ones(3, dtype=rawdev.float64, device="cuda"))
-    p.grad = rawdev.ones(3, dtype=rawdev.float64, device="cuda")
+F64_OPTS = [("SGD", dict(lr=0.01, momentum=0.9, nesterov=True)), ("Adam", dict(lr=0.01, amsgrad=True)),
+            ("AdamW", dict(lr=0.01, weight_decay=0.1))] + OPTS
+
+
+@pytest.mark.parametrize("idx", range(len(F64_OPTS)), ids=[f"{n}-{i}" for i, (n, _) in enumerate(F64_OPTS)])
+def test_float64_cuda_parameters_step_as_on_the_cpu(driver, idx):
+    name, kw = F64_OPTS[idx]
+    p0, grads = _case()
+    out = {}
+    for dev in ("cpu", "cuda"):
+        w = Parameter(rawdev.tensor(p0.astype(np.float64), device=dev))
+        opt = getattr(optim, name)([w], **kw)
+        for g in grads:
+            w.grad = rawdev.tensor(g.astype(np.float64), device=dev)
+            opt.step()
+        assert w.dtype is rawdev.float64 and w.device.type == dev
+        assert all(v.device.type in ("cpu", dev) and (v.dtype is rawdev.float64 or v.numel() == 1)
+                   for v in opt.state[w].values())
+        out[dev] = np.asarray(w.detach().cpu())
+    assert np.array_equal(out["cpu"].view(np.uint64), out["cuda"].view(np.uint64))
+    assert not np.array_equal(out["cpu"], p0.astype(np.float64))
+
+
+def test_an_integer_tensor_on_cuda_is_refused(driver):
+    p = rawdev.ones(3, dtype=rawdev.int32, device="cuda")
+    p.grad = rawdev.ones(3, dtype=rawdev.int32, device="cuda")
     with pytest.raises(TypeError, match="update float32 parameters"):
         optim.RMSprop([p]).step()
