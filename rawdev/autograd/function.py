@@ -10,6 +10,7 @@ import itertools
 import threading
 import weakref
 from collections import OrderedDict
+from typing import Any
 
 from ..tensor.core import Tensor
 from .grad_mode import _state as _grad_state
@@ -20,8 +21,8 @@ class _GradOps:
     """The gradient arithmetic autograd's nodes need and the ops layer owns: adding into a leaf's .grad
     (PyTorch's AccumulateGrad) and a zero gradient for an output that got none. rawdev.ops.dispatch sets both
     when it is imported; the ops import this module (Function), so it cannot import them back."""
-    accumulate_leaf_grad = None
-    zeros_like_meta = None
+    accumulate_leaf_grad: Any = None
+    zeros_like_meta: Any = None
 
 
 GRAD_OPS = _GradOps()
