@@ -193,3 +193,30 @@ def test_copyslices_through_a_view_of_a_graph_tensor(device):
     p = rawdev.zeros(3, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         p[0:2][0] = 1.0
+
+
+IN_PLACE_WRITES = {
+    "add_": lambda x: x.add_(rawdev.ones_like(x)),
+    "mul_": lambda x: x.mul_(2.0),
+    "index_add_": lambda x: x.index_add_(0, rawdev.tensor([0, 2], device=x.device),
+                                         rawdev.ones(2, x.shape[1], device=x.device, dtype=x.dtype)),
+    "index_copy_": lambda x: x.index_copy_(0, rawdev.tensor([1], device=x.device),
+                                           rawdev.ones(1, x.shape[1], device=x.device, dtype=x.dtype)),
+    "scatter_add_": lambda x: x.scatter_add_(0, rawdev.zeros(1, x.shape[1], dtype=rawdev.int64, device=x.device),
+                                             rawdev.ones(1, x.shape[1], device=x.device, dtype=x.dtype)),
+    "setitem": lambda x: x.__setitem__(0, 1.0),
+}
+
+
+@pytest.mark.parametrize("strided", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("op", list(IN_PLACE_WRITES))
+def test_an_in_place_write_advances_the_version_by_one(device, op, dtype, strided):
+    # PyTorch's version counter moves by one per in-place op, on every device and dtype (the cpu index writes
+    # once counted two, and 16-bit cuda index_add_ two: widened and written back, then bumped again)
+    base = rawdev.zeros(4, 6, device=device, dtype=getattr(rawdev, dtype))
+    x = base[:, ::2] if strided else base
+    before = x._version
+    IN_PLACE_WRITES[op](x)
+    assert x._version == before + 1
+    assert base._version == x._version     # a view shares its base's counter

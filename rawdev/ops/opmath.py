@@ -52,7 +52,6 @@ _PASSTHROUGH = frozenset({
     "gather_dim", "linear_index", "where", "fill_where", "new_grad", "zeros_state", "alloc_states",
     "sgd_group", "adam_group", "rmsprop_group", "adagrad_group", "adadelta_group", "adamax_group",
     "nadam_group", "radam_group", "one_launch", "has_kernel", "set_poison", "cross_device_note", "int_cast",
-    "after_index_write",
 })
 
 # Functions that write their first argument in place: the destination is widened into a temporary,
@@ -208,8 +207,7 @@ def adapt(name, fn, cast, copy_into):
         if name in _IN_PLACE:
             dst = args[0]
             r = fn(*wargs, **wkw)
-            copy_into(dst, cast(wargs[0], dst.dtype))
-            dst._bump_version()
+            copy_into(dst, cast(wargs[0], dst.dtype))   # the write back bumps dst's version: the op's one bump
             return dst if r is wargs[0] else r
         r = fn(*wargs, **wkw)
         # the widened copies die before the results are rounded: at the rounding, only the float32 results and

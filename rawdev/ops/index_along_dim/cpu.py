@@ -5,7 +5,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ..cpu_values import v, wrap
 
-__all__ = ["index_select", "index_copy_", "index_add_", "check_int32_index", "after_index_write"]
+__all__ = ["index_select", "index_copy_", "index_add_", "check_int32_index"]
 
 
 def _checked_index(idx, size):
@@ -43,10 +43,3 @@ def index_add_(dst, outer, size, inner, idx, src):
 
 def check_int32_index(op):
     """An int32 index is taken on the cpu (the caller widens it to int64 first)."""
-
-
-def after_index_write(dst):
-    """After index_add_/index_copy_ wrote a contiguous dst in place for an op along a dim (functions._write_along):
-    the cpu counts that write as one more version than the backend write's own bump, as it always has (the cuda
-    path does not), so `_version` reads the same as before the ops were device-free."""
-    dst._bump_version()

@@ -5,7 +5,7 @@ device-side assert. Indices are int64 only."""
 from ... import dtypes as _dt
 from ..cuda_launch import _ew, _f32, _rdev, dense, empty
 
-__all__ = ["index_select", "index_copy_", "index_add_", "check_int32_index", "after_index_write"]
+__all__ = ["index_select", "index_copy_", "index_add_", "check_int32_index"]
 
 
 def _index_launch(kernel, a, b, idx, outer, size, inner, op):
@@ -51,8 +51,3 @@ def check_int32_index(op):
     """An int32 index is refused: the index kernels read int64."""
     raise NotImplementedError(f"{op}() with an int32 index on cuda: rawdev's index kernels read int64 "
                               f"(use index.long())")
-
-
-def after_index_write(dst):
-    """The cpu counts a write along a dim as one more version (its after_index_write); cuda's index_add_ /
-    index_copy_ bump dst once, which is all it has ever counted."""

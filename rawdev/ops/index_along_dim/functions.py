@@ -1,7 +1,7 @@
 """Indexing along one dim with an index vector (rawdev/ops/index_along_dim/__init__.py): index_select, index_add,
 index_copy and the in-place Tensor.index_add_ / index_copy_ (ops/index.py is x[...] and index_put; its advanced
 indexing selects and writes through index_select and _write_along here). Device-free: what differs between the
-devices (an int32 index, the version count of a write) is the backends' check_int32_index / after_index_write.
+devices (an int32 index: the cpu widens it, cuda refuses it) is the backends' check_int32_index.
 
 The tensor is viewed as [outer, size, inner] around the dim; the backends' index_select, index_copy_ and index_add_
 (kernels: ptx/src/index.cu) move whole [inner] rows, any dtype for select and copy, float32 (or a 16-bit source
@@ -56,8 +56,6 @@ def _write_along(dst, d, idx, src, accumulate):
     (B.index_add_ if accumulate else B.index_copy_)(work, outer, size, inner, idx, src.contiguous())
     if work is not dst:
         dst._write(work)
-    else:
-        B.after_index_write(dst)   # the cpu's second version bump; nothing on cuda
 
 
 class _IndexSelect(Function):
