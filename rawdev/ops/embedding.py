@@ -76,7 +76,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {got} instead (while checking arguments for embedding)")
     if sparse:
-        raise NotImplementedError("embedding(sparse=True): rawdev has no sparse tensors; use sparse=False")
+        raise NotImplementedError("embedding(sparse=True): rawdev's autograd makes dense "
+                                  "gradients only (it has sparse COO tensors, but no backward produces one); "
+                                  "use sparse=False")
     if scale_grad_by_freq:
         raise NotImplementedError("embedding(scale_grad_by_freq=True) is not supported by rawdev yet")
     if weight.ndim != 2:

@@ -88,7 +88,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
     if sparse:
-        raise NotImplementedError("embedding_bag(sparse=True): rawdev has no sparse tensors; use sparse=False")
+        raise NotImplementedError("embedding_bag(sparse=True): rawdev's autograd makes dense "
+                                  "gradients only (it has sparse COO tensors, but no backward produces one); "
+                                  "use sparse=False")
     if scale_grad_by_freq:
         raise NotImplementedError("embedding_bag(scale_grad_by_freq=True) is not supported by rawdev yet")
     V = weight.shape[0]
