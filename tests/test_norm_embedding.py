@@ -141,6 +141,45 @@ def test_embedding_padding_idx_and_from_pretrained(driver):
     assert list(nn.Embedding(6, 3).state_dict()) == ["weight"]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_embedding_scale_grad_by_freq_divides_each_row_by_its_count(driver, poison, dtype):
+    V, D = 9, 5
+    idx = RNG.integers(0, V, (4, 7))
+    idx[0, :4] = 3                                           # one index many times
+    idx[1, 0] = 1                                            # the padding row: no gradient whatever its count
+    w = RNG.standard_normal((V, D)).astype(np.float32)
+    g = RNG.standard_normal((4, 7, D)).astype(np.float32)
+    counts = np.bincount(idx.reshape(-1), minlength=V)
+    ref = np.zeros((V, D))
+    np.add.at(ref, idx.reshape(-1), g.reshape(-1, D).astype(np.float64) / counts[idx.reshape(-1)][:, None])
+    ref[1] = 0
+    dt = getattr(rawdev, dtype)
+    for dev in ("cpu", "cuda"):
+        e = nn.Embedding(V, D, padding_idx=1, scale_grad_by_freq=True).to(dev)
+        with rawdev.no_grad():
+            e.weight.copy_(rawdev.tensor(w))
+        e = e.to(dt)
+        out = e(rawdev.tensor(idx).to(dev))
+        (out * rawdev.tensor(g).to(dev).to(dt)).sum().backward()
+        got = e.weight.grad.float().cpu().numpy()
+        tol = 1e-6 if dt is rawdev.float32 else 1e-2      # bfloat16: the rounded gradient rows and the result
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+        assert e.weight.grad.dtype is dt
+
+
+def test_embedding_scale_grad_by_freq_second_order():
+    # for sum(out ** 2) each looked-up row's gradient is 2·w[i]·(count·1/count) = 2·w[i] (the scaling is not the
+    # true derivative, so gradcheck does not apply); the gradient of <grad, v> is then 2·v on those rows
+    idx = rawdev.tensor([[0, 2, 2], [1, 2, 0]])
+    w0, v = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    used = np.isin(np.arange(4), [0, 1, 2])[:, None]
+    w = rawdev.tensor(w0, requires_grad=True)
+    gw, = rawdev.autograd.grad((F.embedding(idx, w, scale_grad_by_freq=True) ** 2).sum(), w, create_graph=True)
+    np.testing.assert_allclose(gw.detach().numpy(), np.where(used, 2 * w0, 0), rtol=1e-12, atol=1e-14)
+    (gw * rawdev.tensor(v)).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.where(used, 2 * v, 0), rtol=1e-12, atol=1e-14)
+
+
 def test_embedding_max_norm_renormalizes_looked_up_rows():
     w = np.array([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]], dtype=np.float32)
     e = nn.Embedding.from_pretrained(rawdev.tensor(w), max_norm=1.0)
