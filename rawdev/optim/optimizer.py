@@ -284,7 +284,6 @@ class Optimizer:
         value rounded once: SGD and Adam/AdamW on their 16-bit storage, the others on float32 copies
         (rawdev.ops.optim_steps.cpu.widen_16bit). float64 steps on the cpu in numpy; a cuda one is copied there
         and back (rawdev.ops.optim_steps.cuda). Other dtypes (integers) are refused."""
-        from .. import dtypes as _dt
         for p in params:
             if p.dtype in (_dt.float16, _dt.bfloat16, _dt.float64):
                 continue
