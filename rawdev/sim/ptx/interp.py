@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_sequential
-from . import module_cache
+from . import module_cache, native
 from .counting import KernelCounts, counting
 from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
+from .native_ir import FAULT_VECTOR_MISALIGNED
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -161,6 +162,14 @@ class _GlobalVar:
 
 # ============================================================================== launch context
 _LANE_RANGES: dict = {}
+_SPANS: dict = {}   # module key -> where each entry's body lies in the text
+
+
+@dataclass
+class _FaultCtx:
+    """What reporting a native engine's fault needs of a launch context."""
+    T: int
+    mem: DeviceMemory
 
 
 def _lane_range(n):
@@ -579,6 +588,7 @@ class PtxModule:
             with _CACHE_LOCK:
                 cached = _CACHE.setdefault(key, cached)
         self.version, self.target, self.entries, self._const_bank, self._globals, self.opcodes = cached
+        self.key, self._text = key, text
         self._cbank = np.frombuffer(self._const_bank, np.uint8) if self._const_bank else np.zeros(16, np.uint8)
         self._global_addrs = {}   # id(memory) -> (memory, [addresses])
 
@@ -635,6 +645,16 @@ class PtxModule:
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
+    def entry_text(self, name):
+        """The module's text with every body but ``name``'s blanked (line numbers kept): what parsing one kernel
+        needs (the native engine lowers one kernel at a time)."""
+        spans = _SPANS.get(self.key)
+        if spans is None:
+            spans = _SPANS[self.key] = module_cache.body_spans(self._text)
+        if name not in spans:
+            return self._text
+        return module_cache.only_entry(self._text, spans, name)
+
     # -- module globals live in device memory, allocated on first launch with that memory
     def _gaddr(self, memory):
         if not self._globals:
@@ -664,7 +684,6 @@ class PtxModule:
         if name not in self.entries:
             raise KeyError(f"no .entry {name!r} in the module (has: {', '.join(self.entries)})")
         entry = self.entries[name]
-        code = entry.code
         grid = tuple(int(x) for x in (tuple(grid) + (1, 1, 1))[:3])
         block = tuple(int(x) for x in (tuple(block) + (1, 1, 1))[:3])
         params = bytes(params)
@@ -680,6 +699,78 @@ class PtxModule:
             count_banks = True
         if T == 0 or nblocks == 0:
             return stats
+        gaddr = self._gaddr(memory)
+        engine = native.mode()
+        if (engine != "interp" and not (sanitize and set(sanitize) - {"memcheck"}) and not count_banks
+                and max_chunk_threads is None and memory.shadow is None and native.available()):
+            k = native.kernel(self, name)
+            if k is not None:
+                if engine == "diff":
+                    return self._launch_diff(k, entry, grid, block, params, int(dynamic_shared), memory, stats)
+                self._launch_native(k, entry, grid, block, params, memory, stats)
+                return stats
+        return self._launch_interp(entry.code, grid, block, params, dynamic_shared, memory, stats, gaddr,
+                                   max_chunk_threads, count_banks, sanitize, kernel_stats, T, nblocks)
+
+    def _launch_native(self, k, entry, grid, block, params, memory, stats, reverse=False):
+        f = native.run(k, grid, block, params, memory, stats, reverse)
+        if f is None:
+            return
+        kind, iid, addr, size, b, t = f
+        if kind == FAULT_VECTOR_MISALIGNED:
+            err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte vector access at 0x{addr:x}")
+        else:
+            try:   # the memory's own check gives the interpreter's error for this address and size
+                memory._raise_lane(np.array([addr], np.uint64), 0, size)
+            except SimIllegalAddress as e:
+                err = e
+        X = _FaultCtx(block[0] * block[1] * block[2], memory)
+        self._kernel_fault(entry.code, _LaneFault(iid, t, err, "global"), None, X, b, grid, block)
+
+    def _launch_diff(self, k, entry, grid, block, params, dyn, memory, stats):
+        """RAWDEV_SIM_ENGINE=diff: the interpreter, then the native engine from the same memory; same bytes or
+        EngineMismatch. A fault must happen on both (the interpreter's is raised)."""
+        before = native.snapshot(memory)
+        ref = None
+        try:
+            st = self.launch(entry.name, grid, block, params, dyn, memory, max_chunk_threads=CHUNK_THREADS)
+        except KernelFault as e:
+            ref = e
+        after = native.snapshot(memory)
+        native.restore(memory, before)
+        try:
+            self._launch_native(k, entry, grid, block, params, memory, stats)
+        except KernelFault as e:
+            if ref is None:
+                raise native.EngineMismatch(f"kernel {entry.name}: the native engine faulted, the interpreter "
+                                            f"did not: {e}") from None
+            if e.code_name != ref.code_name:
+                raise native.EngineMismatch(f"kernel {entry.name}: the native engine faulted with {e.code_name}, "
+                                            f"the interpreter with {ref.code_name}") from None
+            raise ref from None
+        if ref is not None:
+            raise native.EngineMismatch(f"kernel {entry.name}: the interpreter faulted, the native engine did "
+                                        f"not: {ref}")
+        try:
+            native.compare(memory, after, entry.name, st.thread_instructions, stats.thread_instructions)
+        except native.EngineMismatch as e:
+            # a race? run the threads in reverse order from the same memory: a different end means the result
+            # depends on the order of the threads
+            forward = native.snapshot(memory)
+            native.restore(memory, before)
+            self._launch_native(k, entry, grid, block, params, memory, LaunchStats(entry.name, grid, block), True)
+            try:
+                native.compare(memory, forward, entry.name, 0, 0)
+            except native.EngineMismatch:
+                e.race = True
+                e.args = (f"{e.args[0]} (the native engine's own threads in reverse order end differently too: "
+                          f"they race on these bytes)",)
+            native.restore(memory, forward)
+            raise e from None
+        return stats
+
+    def _launch_interp(self, code, grid, block, params, dynamic_shared, memory, stats, gaddr, max_chunk_threads,
+                       count_banks, sanitize, kernel_stats, T, nblocks):
         bytes_per_lane = code.__dict__.get("_bytes_per_lane")
         if bytes_per_lane is None:
             bytes_per_lane = code._bytes_per_lane = sum(dt.itemsize for dt in code.slot_dtypes) + 8
@@ -687,7 +778,6 @@ class PtxModule:
         lanes = max(T, min(cap, REGISTER_BUDGET // bytes_per_lane))
         bpc = max(1, lanes // T)
         shsize = code.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else code.shared_static
-        gaddr = self._gaddr(memory)
         checked = None
         if sanitize and set(sanitize) - {"memcheck"}:
             # the checkers' context, chosen once per launch; rawdev.sim.ptx.checkers builds on this module and

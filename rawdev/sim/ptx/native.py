@@ -1,0 +1,303 @@
+"""The simulator's native engine: a kernel compiled once to machine code (PTX → LLVM IR → llvmlite) and run
+thread by thread, instead of interpreted lane-vector by lane-vector.
+
+Which engine runs a launch (``RAWDEV_SIM_ENGINE``):
+
+* ``auto`` (the default): native when llvmlite is installed and the kernel lowers (:mod:`.native_ir` says what
+  does), else the interpreter. A launch that asks for a checker (initcheck, racecheck, synccheck), kernel
+  statistics or bank counting always runs on the interpreter, which implements them.
+* ``interp``: always the interpreter (the reference).
+* ``diff``: both, on copies of device memory, and every byte of every allocation compared afterwards; a
+  difference raises :class:`EngineMismatch`. The suite's differential test runs kernels this way.
+
+Compiled kernels are kept per process and on disk next to the module index (:mod:`.module_cache`), keyed by a
+hash of the IR, the host CPU and llvmlite's version: a later process loads the object code (milliseconds)
+instead of compiling it again.
+
+What the native engine checks as the interpreter does: out-of-bounds and misaligned global accesses (the same
+messages, naming kernel, thread, block and PTX line), and the instruction count of the launch. What differs:
+threads run one after another, so a kernel whose threads race on the same global bytes (undefined on a GPU)
+may end with other bytes than the interpreter's lockstep lanes give; and when several threads would fault, the
+one reported is the first in thread order (the interpreter reports the first faulting instruction of a chunk).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+import time
+
+import numpy as np
+
+from . import module_cache
+from .decoder import Decoder
+from .native_ir import IR_VERSION, Unsupported, lower_entry
+from .parser import parse
+
+_LOCK = threading.RLock()
+_STATE: dict = {}          # "llvm": the binding (or None), "tm": target machine, "engine": the MCJIT engine
+_KERNELS: dict = {}        # (module key, entry name) -> _Native or None (does not lower)
+_WHY: dict = {}            # (module key, entry name) -> why it runs on the interpreter
+_LIBM_OK: dict = {}
+_TLS = threading.local()
+_FN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                            ctypes.c_void_p)
+
+
+class EngineMismatch(AssertionError):
+    """RAWDEV_SIM_ENGINE=diff: the native engine and the interpreter left different bytes or counts. ``race`` is
+    True where the native engine itself ends differently with its threads in reverse order: the kernel's threads
+    race on some bytes with these arguments (a GPU leaves them undefined), so no engine is wrong."""
+
+    race = False
+
+
+def mode():
+    m = os.environ.get("RAWDEV_SIM_ENGINE", "auto")
+    return m if m in ("auto", "interp", "diff") else "auto"
+
+
+def _llvm():
+    """The initialised llvmlite binding, or None when llvmlite is not installed."""
+    if "llvm" not in _STATE:
+        with _LOCK:
+            if "llvm" not in _STATE:
+                try:
+                    import llvmlite
+                    import llvmlite.binding as llvm
+                except ImportError:
+                    _STATE["llvm"] = None
+                    return None
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+                cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+                tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=2,
+                                                                            reloc="pic", codemodel="default")
+                _STATE["tm"] = tm
+                _STATE["engine"] = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+                _STATE["host"] = f"{llvmlite.__version__}|{cpu}|{features}"
+                _STATE["llvm"] = llvm
+    return _STATE["llvm"]
+
+
+def available():
+    """Is the native engine usable in this process (llvmlite importable)?"""
+    return _llvm() is not None
+
+
+def _libm_matches(name):
+    """Do numpy's float32 exp2/log2 (what the interpreter runs) give libm's exp2f/log2f bits on this machine? The
+    compiled code calls libm; where numpy uses its own SIMD code instead, kernels using them stay interpreted."""
+    ok = _LIBM_OK.get(name)
+    if ok is None:
+        try:
+            fn = getattr(ctypes.CDLL("libm.so.6"), name)
+        except (OSError, AttributeError):
+            _LIBM_OK[name] = False
+            return False
+        fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+        rng = np.random.default_rng(1234)
+        x = np.concatenate([rng.standard_normal(600) * 40, rng.random(300) * 1e-38, np.abs(rng.standard_normal(300)) *
+                            1e6, [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.5, 128.0, -150.0, -126.0]])
+        x = x.astype(np.float32)
+        with np.errstate(all="ignore"):
+            want = (np.exp2(x) if name == "exp2f" else np.log2(x)).view(np.uint32)
+        got = np.array([fn(float(v)) for v in x], np.float32).view(np.uint32)
+        ok = _LIBM_OK[name] = bool(np.array_equal(want, got))
+    return ok
+
+
+class _Native:
+    """One compiled kernel: its launch function and what a launch needs to know."""
+
+    def __init__(self, fn, symbol, sites):
+        self.fn, self.symbol, self.sites = fn, symbol, sites
+
+
+def _cache_path(key):
+    d = module_cache.cache_dir()
+    return None if d is None else d.parent / "native" / f"{key}.o"
+
+
+def _compile(ir, symbol):
+    llvm = _llvm()
+    tm = _STATE["tm"]
+    key = hashlib.sha256(f"{IR_VERSION}|{_STATE['host']}|".encode() + ir.encode()).hexdigest()[:32]
+    path = _cache_path(key)
+    obj = None
+    if path is not None:
+        try:
+            obj = path.read_bytes()
+        except OSError:
+            obj = None
+    if obj is None:
+        mod = llvm.parse_assembly(ir)
+        mod.verify()
+        # a short pipeline (registers to SSA, inlining, peepholes, CFG cleanup): the full -O2 costs three times the
+        # compile time and the kernels are short straight-line code the backend schedules well anyway
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_always_inliner_pass()
+        mpm.add_sroa_pass()
+        mpm.add_instruction_combine_pass()
+        mpm.add_simplify_cfg_pass()
+        mpm.run(mod, pb)
+        obj = tm.emit_object(mod)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                tmp.write_bytes(obj)
+                os.replace(tmp, path)
+            except OSError:
+                pass
+    eng = _STATE["engine"]
+    eng.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    eng.finalize_object()
+    addr = eng.get_function_address(symbol)
+    if not addr:
+        raise Unsupported(f"compiled object has no {symbol}")
+    return _FN_TYPE(addr)
+
+
+def kernel(module, name):
+    """The compiled form of entry ``name`` of ``module`` (a PtxModule), or None where it does not lower."""
+    key = (module.key, name)
+    k = _KERNELS.get(key, False)
+    if k is not False:
+        return k
+    with _LOCK:
+        k = _KERNELS.get(key, False)
+        if k is not False:
+            return k
+        k = None
+        try:
+            fn = parse(module.entry_text(name)).functions[name]
+            symbol = "k_" + hashlib.sha256(f"{module.key}|{name}".encode()).hexdigest()[:24]
+            ir = lower_entry(fn, Decoder.imm_value, symbol)
+            if ("@exp2f(" in ir and not _libm_matches("exp2f")) or ("@log2f(" in ir and not _libm_matches("log2f")):
+                raise Unsupported("numpy's exp2/log2 differ from libm's here")
+            sites = ir.count("call ptr @gptr(")
+            k = _Native(_compile(ir, symbol), symbol, sites)
+        except Unsupported as e:
+            k, _WHY[key] = None, f"not lowered: {e}"
+        except Exception as e:   # a lowering defect (invalid IR): the interpreter runs it, and reasons() says why
+            k, _WHY[key] = None, f"lowering failed: {type(e).__name__}: {str(e)[:300]}"
+        _KERNELS[key] = k
+        return k
+
+
+def reasons():
+    """{entry name: why it is not native} for the kernels this process tried to compile."""
+    return {name: why for (_, name), why in _WHY.items()}
+
+
+def _table(memory):
+    """(rows array, row count, buffers kept alive) of memory's live allocations: base, end, host pointer."""
+    t = memory._tables()
+    cached = memory.__dict__.get("_native_table")
+    if cached is not None and cached[0] is t:
+        return cached[1]
+    with memory._lock:
+        bases = list(memory._bases)
+        bufs = [memory._allocs[b][1] for b in bases]
+        rows = np.array([(b, b + memory._allocs[b][0], buf.ctypes.data) for b, buf in zip(bases, bufs)],
+                        np.uint64).reshape(-1, 3)
+    entry = (rows, len(bases), bufs)
+    memory._native_table = (t, entry)
+    return entry
+
+
+def _scratch():
+    s = getattr(_TLS, "bufs", None)
+    if s is None:
+        s = _TLS.bufs = (np.zeros(8, np.int64), np.zeros(9, np.int64))
+    return s
+
+
+def run(k, grid, block, params, memory, stats, reverse=False):
+    """Launch compiled kernel ``k``: every thread of the grid, in order. Fills ``stats``; returns None, or for a
+    faulting thread (kind, instruction index, address, size, block index, thread index) for the caller to report."""
+    rows, n, bufs = _table(memory)
+    out, dims = _scratch()
+    out[:] = 0
+    nblocks = grid[0] * grid[1] * grid[2]
+    dims[:] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, nblocks, int(reverse))
+    t0 = time.perf_counter()
+    r = k.fn(params, rows.ctypes.data, n, out.ctypes.data, dims.ctypes.data)
+    del bufs
+    stats.seconds = time.perf_counter() - t0
+    stats.thread_instructions = int(out[4])
+    stats.chunks = 1
+    if r:
+        kind, iid, addr, size, _, b, t = (int(v) for v in out[:7])
+        return kind, iid, addr & ((1 << 64) - 1), size, b, t
+    return None
+
+
+def snapshot(memory):
+    with memory._lock:
+        return {b: memory._allocs[b][1].copy() for b in memory._bases}
+
+
+def restore(memory, snap):
+    with memory._lock:
+        for b, saved in snap.items():
+            cur = memory._allocs.get(b)
+            if cur is not None and cur[1].shape == saved.shape:
+                cur[1][:] = saved
+
+
+def _nan_words(a, b, width):
+    """Per aligned word of ``width`` bytes: are a's and b's words both NaNs (float16 or bfloat16 for 2, float32 for 4,
+    float64 for 8)?"""
+    n = len(a) // width * width
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+    x, y = a[:n].view(u), b[:n].view(u)
+    if width == 2:
+        def nan(v):
+            return (((v & 0x7C00) == 0x7C00) & ((v & 0x3FF) != 0)) | (((v & 0x7F80) == 0x7F80) & ((v & 0x7F) != 0))
+        return nan(x) & nan(y)
+    f = {4: np.float32, 8: np.float64}[width]
+    return np.isnan(x.view(f)) & np.isnan(y.view(f))
+
+
+def differing(got, want):
+    """Byte positions where ``got`` and ``want`` (uint8 arrays of one allocation) differ, not counting NaNs: a word
+    that is a NaN of the same width on both sides is equal whatever its sign and payload. numpy's own NaN
+    propagation depends on the loop it picks (x86 keeps the first operand's NaN, and numpy's scalar and vector loops
+    order operands differently), so NaN bits are not reproducible even between two interpreter runs of different
+    sizes; a GPU returns its canonical NaN there."""
+    bad = np.flatnonzero(got != want)
+    if bad.size == 0:
+        return bad
+    ok = np.zeros(len(got), bool)
+    for w in (2, 4, 8):
+        if len(got) >= w:
+            same = np.repeat(_nan_words(got, want, w), w)
+            ok[:len(same)] |= same
+    return bad[~ok[bad]]
+
+
+def compare(memory, ref, name, ref_count, count):
+    """EngineMismatch unless memory's bytes equal ``ref`` (the interpreter's, NaNs as NaNs) and the instruction
+    counts agree."""
+    if ref_count != count:
+        raise EngineMismatch(f"kernel {name}: the native engine executed {count} thread-instructions, the "
+                             f"interpreter {ref_count}")
+    with memory._lock:
+        for b, want in ref.items():
+            cur = memory._allocs.get(b)
+            if cur is None or cur[1].shape != want.shape:
+                continue
+            got = cur[1]
+            bad = differing(got, want)
+            if bad.size:
+                i = int(bad[0])
+                raise EngineMismatch(
+                    f"kernel {name}: byte {i} of the allocation at 0x{b:x} is 0x{int(got[i]):02x} on the native "
+                    f"engine, 0x{int(want[i]):02x} on the interpreter (around it: native "
+                    f"{got[max(i - 4, 0):i + 4].tobytes().hex()}, interpreter "
+                    f"{want[max(i - 4, 0):i + 4].tobytes().hex()})")

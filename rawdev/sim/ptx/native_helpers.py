@@ -1,0 +1,500 @@
+"""LLVM IR of the native engine's shared pieces: the launch loop, the checked global-address lookup, and the
+numeric helpers whose semantics must match :mod:`rawdev.sim.ptx.ops` bit for bit (numpy's float16 rounding,
+PTX division by zero, directed rounding through float64 / x87 long double, bfi, prmt)."""
+
+from __future__ import annotations
+
+# what the thread body receives, in order (the launch loop passes them)
+SPECIAL_ARGS = ("%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z",
+                "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid")
+
+_DECLS = """
+declare float @llvm.fma.f32(float, float, float)
+declare float @llvm.fabs.f32(float)
+declare double @llvm.fabs.f64(double)
+declare float @llvm.sqrt.f32(float)
+declare double @llvm.sqrt.f64(double)
+declare float @llvm.roundeven.f32(float)
+declare double @llvm.roundeven.f64(double)
+declare float @llvm.trunc.f32(float)
+declare double @llvm.trunc.f64(double)
+declare float @llvm.floor.f32(float)
+declare double @llvm.floor.f64(double)
+declare float @llvm.ceil.f32(float)
+declare double @llvm.ceil.f64(double)
+declare i8 @llvm.fptosi.sat.i8.f64(double)
+declare i16 @llvm.fptosi.sat.i16.f64(double)
+declare i32 @llvm.fptosi.sat.i32.f64(double)
+declare i64 @llvm.fptosi.sat.i64.f64(double)
+declare i8 @llvm.fptoui.sat.i8.f64(double)
+declare i16 @llvm.fptoui.sat.i16.f64(double)
+declare i32 @llvm.fptoui.sat.i32.f64(double)
+declare i64 @llvm.fptoui.sat.i64.f64(double)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+"""
+
+# the allocation holding [addr, addr+size): a one-entry cache per access site, then a binary search of the
+# table (rows of base, end, host pointer; sorted by base); NULL for a misaligned or out-of-bounds access
+_GPTR = """
+define internal ptr @gptr(ptr %MT, i64 %N, ptr %CACHE, i64 %site, i64 %addr, i64 %size) alwaysinline {
+entry:
+  %m = sub i64 %size, 1
+  %al = and i64 %addr, %m
+  %aligned = icmp eq i64 %al, 0
+  br i1 %aligned, label %cache, label %fail
+cache:
+  %cp = getelementptr i64, ptr %CACHE, i64 %site
+  %ci = load i64, ptr %cp
+  %cok = icmp ult i64 %ci, %N
+  br i1 %cok, label %try, label %loop
+try:
+  %tb = mul i64 %ci, 3
+  %bp = getelementptr i64, ptr %MT, i64 %tb
+  %b = load i64, ptr %bp
+  %ep = getelementptr i64, ptr %bp, i64 1
+  %e = load i64, ptr %ep
+  %ge = icmp uge i64 %addr, %b
+  %lim = sub i64 %e, %size
+  %le = icmp ule i64 %addr, %lim
+  %hit = and i1 %ge, %le
+  br i1 %hit, label %found, label %loop
+found:
+  %pp = getelementptr i64, ptr %bp, i64 2
+  %hp = load i64, ptr %pp
+  %off = sub i64 %addr, %b
+  %h = add i64 %hp, %off
+  %hptr = inttoptr i64 %h to ptr
+  ret ptr %hptr
+loop:
+  %lo = phi i64 [0, %cache], [0, %try], [%lo2, %body]
+  %hi = phi i64 [%N, %cache], [%N, %try], [%hi2, %body]
+  %more = icmp ult i64 %lo, %hi
+  br i1 %more, label %body, label %done
+body:
+  %sum = add i64 %lo, %hi
+  %mid = lshr i64 %sum, 1
+  %mb = mul i64 %mid, 3
+  %mbp = getelementptr i64, ptr %MT, i64 %mb
+  %mbase = load i64, ptr %mbp
+  %le2 = icmp ule i64 %mbase, %addr
+  %mid1 = add i64 %mid, 1
+  %lo2 = select i1 %le2, i64 %mid1, i64 %lo
+  %hi2 = select i1 %le2, i64 %hi, i64 %mid
+  br label %loop
+done:
+  %z = icmp eq i64 %lo, 0
+  br i1 %z, label %fail, label %check
+check:
+  %i = sub i64 %lo, 1
+  %ib = mul i64 %i, 3
+  %ibp = getelementptr i64, ptr %MT, i64 %ib
+  %ibase = load i64, ptr %ibp
+  %iep = getelementptr i64, ptr %ibp, i64 1
+  %iend = load i64, ptr %iep
+  %lim2 = sub i64 %iend, %size
+  %ok = icmp ule i64 %addr, %lim2
+  br i1 %ok, label %hit2, label %fail
+hit2:
+  store i64 %i, ptr %cp
+  %ipp = getelementptr i64, ptr %ibp, i64 2
+  %ihp = load i64, ptr %ipp
+  %ioff = sub i64 %addr, %ibase
+  %ih = add i64 %ihp, %ioff
+  %ihptr = inttoptr i64 %ih to ptr
+  ret ptr %ihptr
+fail:
+  ret ptr null
+}
+"""
+
+_HELPERS = {
+    # ops.ftz32: |x| < FLT_MIN -> x * 0 (a zero of x's sign)
+    "ftz32": """
+define internal float @ftz32(float %x) alwaysinline {
+  %a = call float @llvm.fabs.f32(float %x)
+  %c = fcmp olt float %a, 0x3810000000000000
+  %z = fmul float %x, 0.0
+  %r = select i1 %c, float %z, float %x
+  ret float %r
+}""",
+    # ops.sat01: NaN -> +0, else numpy's clip to [0, 1] (which keeps -0)
+    "sat_float": """
+define internal float @sat_float(float %x) alwaysinline {
+  %n = fcmp uno float %x, %x
+  %lo = fcmp olt float %x, 0.0
+  %hi = fcmp ogt float %x, 1.0
+  %a = select i1 %hi, float 1.0, float %x
+  %b = select i1 %lo, float 0.0, float %a
+  %r = select i1 %n, float 0.0, float %b
+  ret float %r
+}""",
+    "sat_double": """
+define internal double @sat_double(double %x) alwaysinline {
+  %n = fcmp uno double %x, %x
+  %lo = fcmp olt double %x, 0.0
+  %hi = fcmp ogt double %x, 1.0
+  %a = select i1 %hi, double 1.0, double %x
+  %b = select i1 %lo, double 0.0, double %a
+  %r = select i1 %n, double 0.0, double %b
+  ret double %r
+}""",
+    # ops.round_f32: round to nearest, then one step toward zero / -inf / +inf (mode 0/1/2) when that overshot
+    "round_f32": """
+define internal float @round_f32(double %s, i32 %mode) alwaysinline {
+  %r = fptrunc double %s to float
+  %back = fpext float %r to double
+  %as = call double @llvm.fabs.f64(double %s)
+  %ab = call double @llvm.fabs.f64(double %back)
+  %fz = fcmp ogt double %ab, %as
+  %fm = fcmp ogt double %back, %s
+  %fp = fcmp olt double %back, %s
+  %isz = icmp eq i32 %mode, 0
+  %ism = icmp eq i32 %mode, 1
+  %f1 = select i1 %ism, i1 %fm, i1 %fp
+  %fix = select i1 %isz, i1 %fz, i1 %f1
+  %dir = select i1 %isz, i32 0, i32 %mode
+  %n = call float @nextafter_dir(float %r, i32 %dir)
+  %out = select i1 %fix, float %n, float %r
+  ret float %out
+}""",
+    # the same from an x87 long double (the interpreter's fma.rm/rz/rp.f32), mode 0..3 = rn/rz/rm/rp
+    "round_f32_x": """
+define internal float @round_f32_x(x86_fp80 %s, i32 %mode) alwaysinline {
+  %r = fptrunc x86_fp80 %s to float
+  %isn = icmp eq i32 %mode, 0
+  br i1 %isn, label %done, label %dir
+dir:
+  %back = fpext float %r to x86_fp80
+  %ns = fneg x86_fp80 %s
+  %neg = fcmp olt x86_fp80 %s, 0xK00000000000000000000
+  %as = select i1 %neg, x86_fp80 %ns, x86_fp80 %s
+  %nb = fneg x86_fp80 %back
+  %bneg = fcmp olt x86_fp80 %back, 0xK00000000000000000000
+  %ab = select i1 %bneg, x86_fp80 %nb, x86_fp80 %back
+  %fz = fcmp ogt x86_fp80 %ab, %as
+  %fm = fcmp ogt x86_fp80 %back, %s
+  %fp = fcmp olt x86_fp80 %back, %s
+  %isz = icmp eq i32 %mode, 1
+  %ism = icmp eq i32 %mode, 2
+  %f1 = select i1 %ism, i1 %fm, i1 %fp
+  %fix = select i1 %isz, i1 %fz, i1 %f1
+  %d = sub i32 %mode, 1
+  %n = call float @nextafter_dir(float %r, i32 %d)
+  %out = select i1 %fix, float %n, float %r
+  ret float %out
+done:
+  ret float %r
+}""",
+    # numpy's float32 -> float16 (npy_floatbits_to_halfbits: round half to even, NaN payload kept and kept NaN)
+    "f32_to_f16": """
+define internal i16 @f32_to_f16(float %x) alwaysinline {
+entry:
+  %f = bitcast float %x to i32
+  %sgn32 = and i32 %f, 2147483648
+  %sgn32s = lshr i32 %sgn32, 16
+  %hs = trunc i32 %sgn32s to i16
+  %fexp = and i32 %f, 2139095040
+  %big = icmp uge i32 %fexp, 1199570944
+  br i1 %big, label %over, label %notover
+over:
+  %isinfnan = icmp eq i32 %fexp, 2139095040
+  %fsig = and i32 %f, 8388607
+  %isnan = icmp ne i32 %fsig, 0
+  %nan = and i1 %isinfnan, %isnan
+  br i1 %nan, label %nanc, label %infc
+nanc:
+  %s13 = lshr i32 %fsig, 13
+  %r0 = add i32 %s13, 31744
+  %r0e = icmp eq i32 %r0, 31744
+  %r1 = select i1 %r0e, i32 31745, i32 %r0
+  %r1t = trunc i32 %r1 to i16
+  %rn = add i16 %hs, %r1t
+  ret i16 %rn
+infc:
+  %ri = add i16 %hs, 31744
+  ret i16 %ri
+notover:
+  %small = icmp ule i32 %fexp, 939524096
+  br i1 %small, label %under, label %normal
+under:
+  %zero = icmp ult i32 %fexp, 855638016
+  br i1 %zero, label %zc, label %subn
+zc:
+  ret i16 %hs
+subn:
+  %e = lshr i32 %fexp, 23
+  %m = and i32 %f, 8388607
+  %sig = add i32 %m, 8388608
+  %sh = sub i32 113, %e
+  %sig2 = lshr i32 %sig, %sh
+  %low = and i32 %sig2, 16383
+  %ne = icmp ne i32 %low, 4096
+  %fl = and i32 %f, 2047
+  %flnz = icmp ne i32 %fl, 0
+  %add = or i1 %ne, %flnz
+  %inc = select i1 %add, i32 4096, i32 0
+  %sig3 = add i32 %sig2, %inc
+  %hsig = lshr i32 %sig3, 13
+  %hsigt = trunc i32 %hsig to i16
+  %rs = add i16 %hs, %hsigt
+  ret i16 %rs
+normal:
+  %hexp0 = sub i32 %fexp, 939524096
+  %hexp = lshr i32 %hexp0, 13
+  %nsig = and i32 %f, 8388607
+  %nlow = and i32 %nsig, 16383
+  %nne = icmp ne i32 %nlow, 4096
+  %ninc = select i1 %nne, i32 4096, i32 0
+  %nsig2 = add i32 %nsig, %ninc
+  %nh = lshr i32 %nsig2, 13
+  %nsum = add i32 %nh, %hexp
+  %nsumt = trunc i32 %nsum to i16
+  %rr = add i16 %hs, %nsumt
+  ret i16 %rr
+}""",
+    # float16 bits -> float32 (exact)
+    "f16_to_f32": """
+define internal float @f16_to_f32(i16 %h16) alwaysinline {
+entry:
+  %h = zext i16 %h16 to i32
+  %hexp = and i32 %h, 31744
+  %sgn = and i32 %h, 32768
+  %fsgn = shl i32 %sgn, 16
+  %iszero = icmp eq i32 %hexp, 0
+  br i1 %iszero, label %sub, label %notsub
+sub:
+  %sig = and i32 %h, 1023
+  %sf = uitofp i32 %sig to float
+  %v = fmul float %sf, 0x3E70000000000000
+  %vb = bitcast float %v to i32
+  %vs = or i32 %vb, %fsgn
+  %r1 = bitcast i32 %vs to float
+  ret float %r1
+notsub:
+  %isinf = icmp eq i32 %hexp, 31744
+  br i1 %isinf, label %infnan, label %norm
+infnan:
+  %s2 = and i32 %h, 1023
+  %s2s = shl i32 %s2, 13
+  %b2 = or i32 %fsgn, 2139095040
+  %b3 = or i32 %b2, %s2s
+  %r2 = bitcast i32 %b3 to float
+  ret float %r2
+norm:
+  %m = and i32 %h, 32767
+  %m2 = add i32 %m, 114688
+  %m3 = shl i32 %m2, 13
+  %b4 = or i32 %fsgn, %m3
+  %r3 = bitcast i32 %b4 to float
+  ret float %r3
+}""",
+    # ops.f32_to_bf16: round half to even on the top 16 bits, NaN -> 0x7FC0
+    "f32_to_bf16": """
+define internal i16 @f32_to_bf16(float %x) alwaysinline {
+  %u32 = bitcast float %x to i32
+  %u = zext i32 %u32 to i64
+  %lsb0 = lshr i64 %u, 16
+  %lsb = and i64 %lsb0, 1
+  %a = add i64 %u, 32767
+  %b = add i64 %a, %lsb
+  %c = lshr i64 %b, 16
+  %t = trunc i64 %c to i16
+  %nan = fcmp uno float %x, %x
+  %r = select i1 %nan, i16 32704, i16 %t
+  ret i16 %r
+}""",
+    "bfi": """
+define internal i64 @bfi(i64 %a, i64 %b, i32 %pos32, i32 %len32, i64 %W) alwaysinline {
+  %p0 = and i32 %pos32, 255
+  %l0 = and i32 %len32, 255
+  %pos = zext i32 %p0 to i64
+  %ln0 = zext i32 %l0 to i64
+  %room0 = sub i64 %W, %pos
+  %neg = icmp slt i64 %room0, 0
+  %room = select i1 %neg, i64 0, i64 %room0
+  %lt = icmp slt i64 %ln0, %room
+  %ln = select i1 %lt, i64 %ln0, i64 %room
+  %ge64 = icmp sge i64 %ln, 64
+  %l63c = icmp slt i64 %ln, 63
+  %l63 = select i1 %l63c, i64 %ln, i64 63
+  %one = shl i64 1, %l63
+  %mk = sub i64 %one, 1
+  %mask = select i1 %ge64, i64 -1, i64 %mk
+  %p63c = icmp slt i64 %pos, 63
+  %p = select i1 %p63c, i64 %pos, i64 63
+  %ms = shl i64 %mask, %p
+  %nms = xor i64 %ms, -1
+  %bk = and i64 %b, %nms
+  %am = and i64 %a, %mask
+  %ams = shl i64 %am, %p
+  %res = or i64 %bk, %ams
+  %out = icmp sge i64 %pos, %W
+  %r = select i1 %out, i64 %b, i64 %res
+  ret i64 %r
+}""",
+}
+
+
+def _prmt():
+    lines = ["define internal i32 @prmt(i32 %a, i32 %b, i32 %c) alwaysinline {",
+             "  %xa = zext i32 %a to i64", "  %xb0 = zext i32 %b to i64", "  %xb = shl i64 %xb0, 32",
+             "  %x = or i64 %xa, %xb"]
+    acc = "0"
+    for i in range(4):
+        lines += [f"  %s{i}a = lshr i32 %c, {4 * i}", f"  %s{i} = and i32 %s{i}a, 15",
+                  f"  %k{i} = and i32 %s{i}, 7", f"  %k{i}b = shl i32 %k{i}, 3", f"  %k{i}w = zext i32 %k{i}b to i64",
+                  f"  %v{i}a = lshr i64 %x, %k{i}w", f"  %v{i}b = trunc i64 %v{i}a to i32",
+                  f"  %v{i} = and i32 %v{i}b, 255", f"  %sg{i}a = and i32 %s{i}, 8",
+                  f"  %sg{i} = icmp ne i32 %sg{i}a, 0",
+                  f"  %hb{i}a = and i32 %v{i}, 128", f"  %hb{i} = icmp ne i32 %hb{i}a, 0",
+                  f"  %f{i} = select i1 %hb{i}, i32 255, i32 0", f"  %w{i} = select i1 %sg{i}, i32 %f{i}, i32 %v{i}",
+                  f"  %y{i} = shl i32 %w{i}, {8 * i}", f"  %acc{i} = or i32 {acc}, %y{i}"]
+        acc = f"%acc{i}"
+    lines += [f"  ret i32 {acc}", "}"]
+    return "\n".join(lines)
+
+
+def _divrem(name, lt):
+    """ops.sdiv/udiv/srem/urem: x/0 is -1 (signed) or all ones (unsigned), x%0 is x; MIN/-1 wraps, MIN%-1 is 0."""
+    signed, div = name[0] == "s", name[1:4] == "div"
+    zero_val = ("-1" if signed else "-1") if div else "%a"
+    op = ("sdiv" if signed else "udiv") if div else ("srem" if signed else "urem")
+    lines = [f"define internal {lt} @{name}_{lt}({lt} %a, {lt} %b) alwaysinline {{", "entry:",
+             f"  %z = icmp eq {lt} %b, 0", "  br i1 %z, label %zero, label %nz", "zero:",
+             f"  ret {lt} {zero_val}", "nz:"]
+    if signed:
+        lines += [f"  %m1 = icmp eq {lt} %b, -1", "  br i1 %m1, label %minus, label %plain", "minus:",
+                  f"  %ng = sub {lt} 0, %a", f"  ret {lt} {'%ng' if div else '0'}", "plain:"]
+    lines += [f"  %q = {op} {lt} %a, %b", f"  ret {lt} %q", "}"]
+    return "\n".join(lines)
+
+
+_NEXTAFTER = """
+define internal float @nextafter_dir(float %r, i32 %dir) alwaysinline {
+  ; one float32 step from r toward 0 (dir 0), -inf (dir 1) or +inf (dir 2); r is finite or an overshooting inf
+  %u = bitcast float %r to i32
+  %mag = and i32 %u, 2147483647
+  %iszero = icmp eq i32 %mag, 0
+  %neg = icmp slt i32 %u, 0
+  %up = add i32 %u, 1
+  %down = sub i32 %u, 1
+  %away1 = select i1 %neg, i32 %up, i32 %down
+  %tow2 = select i1 %neg, i32 %down, i32 %up
+  %z1 = select i1 %iszero, i32 2147483649, i32 %away1
+  %z2 = select i1 %iszero, i32 1, i32 %tow2
+  %isd1 = icmp eq i32 %dir, 1
+  %isd2 = icmp eq i32 %dir, 2
+  %a = select i1 %isd1, i32 %z1, i32 %down
+  %b = select i1 %isd2, i32 %z2, i32 %a
+  %r2 = bitcast i32 %b to float
+  ret float %r2
+}
+"""
+
+
+def helpers(need):
+    out = [_DECLS, _GPTR]
+    for name in sorted(need):
+        if name in _HELPERS:
+            out.append(_HELPERS[name])
+        elif name == "prmt":
+            out.append(_prmt())
+        elif name in ("exp2f", "log2f"):
+            out.append(f"declare float @{name}(float)")
+        else:
+            base, lt = name.split("_")
+            out.append(_divrem(base, lt))
+    if need & {"round_f32", "round_f32_x"}:
+        out.append(_NEXTAFTER)
+    return "\n".join(out) + "\n"
+
+
+def runner(sites, symbol="run"):
+    """``@<symbol>(params, table, table rows, out, dims)``: every thread of blocks [dims[6], dims[7]) in order, or in
+    reverse order where dims[8] is set (diff mode's check that a result does not depend on the order)."""
+    args = ", ".join(f"i32 %{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
+    return f"""
+define i32 @{symbol}(ptr %P, ptr %MT, i64 %NMT, ptr %OUT, ptr %DIMS) {{
+entry:
+  %CACHE = alloca i64, i64 {max(sites, 1)}
+  call void @llvm.memset.p0.i64(ptr %CACHE, i8 -1, i64 {8 * max(sites, 1)}, i1 false)
+  %gxp = getelementptr i64, ptr %DIMS, i64 0
+  %gx = load i64, ptr %gxp
+  %gyp = getelementptr i64, ptr %DIMS, i64 1
+  %gy = load i64, ptr %gyp
+  %gzp = getelementptr i64, ptr %DIMS, i64 2
+  %gz = load i64, ptr %gzp
+  %bxp = getelementptr i64, ptr %DIMS, i64 3
+  %bx = load i64, ptr %bxp
+  %byp = getelementptr i64, ptr %DIMS, i64 4
+  %by = load i64, ptr %byp
+  %bzp = getelementptr i64, ptr %DIMS, i64 5
+  %bz = load i64, ptr %bzp
+  %b0p = getelementptr i64, ptr %DIMS, i64 6
+  %b0 = load i64, ptr %b0p
+  %b1p = getelementptr i64, ptr %DIMS, i64 7
+  %b1 = load i64, ptr %b1p
+  %revp = getelementptr i64, ptr %DIMS, i64 8
+  %rev64 = load i64, ptr %revp
+  %rev = icmp ne i64 %rev64, 0
+  %bsum = add i64 %b0, %b1
+  %blast = sub i64 %bsum, 1
+  %bxy = mul i64 %bx, %by
+  %T = mul i64 %bxy, %bz
+  %gxy = mul i64 %gx, %gy
+  %ntid_x = trunc i64 %bx to i32
+  %ntid_y = trunc i64 %by to i32
+  %ntid_z = trunc i64 %bz to i32
+  %nctaid_x = trunc i64 %gx to i32
+  %nctaid_y = trunc i64 %gy to i32
+  %nctaid_z = trunc i64 %gz to i32
+  %any = icmp ult i64 %b0, %b1
+  br i1 %any, label %blk, label %done
+blk:
+  %bi = phi i64 [%b0, %entry], [%bn, %blkend]
+  %brev = sub i64 %blast, %bi
+  %b = select i1 %rev, i64 %brev, i64 %bi
+  %cx64 = urem i64 %b, %gx
+  %cq = udiv i64 %b, %gx
+  %cy64 = urem i64 %cq, %gy
+  %cz64 = udiv i64 %b, %gxy
+  %ctaid_x = trunc i64 %cx64 to i32
+  %ctaid_y = trunc i64 %cy64 to i32
+  %ctaid_z = trunc i64 %cz64 to i32
+  br label %thr
+thr:
+  %ti = phi i64 [0, %blk], [%tn, %next]
+  %tlast = sub i64 %T, 1
+  %trev = sub i64 %tlast, %ti
+  %t = select i1 %rev, i64 %trev, i64 %ti
+  %tx64 = urem i64 %t, %bx
+  %tq = udiv i64 %t, %bx
+  %ty64 = urem i64 %tq, %by
+  %tz64 = udiv i64 %t, %bxy
+  %tid_x = trunc i64 %tx64 to i32
+  %tid_y = trunc i64 %ty64 to i32
+  %tid_z = trunc i64 %tz64 to i32
+  %t32 = trunc i64 %t to i32
+  %laneid = and i32 %t32, 31
+  %warpid = lshr i32 %t32, 5
+  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, {args})
+  %bad = icmp ne i32 %r, 0
+  br i1 %bad, label %fault, label %next
+next:
+  %tn = add i64 %ti, 1
+  %tmore = icmp ult i64 %tn, %T
+  br i1 %tmore, label %thr, label %blkend
+blkend:
+  %bn = add i64 %bi, 1
+  %bmore = icmp ult i64 %bn, %b1
+  br i1 %bmore, label %blk, label %done
+fault:
+  %o5 = getelementptr i64, ptr %OUT, i64 5
+  store i64 %b, ptr %o5
+  %o6 = getelementptr i64, ptr %OUT, i64 6
+  store i64 %t, ptr %o6
+  ret i32 %r
+done:
+  ret i32 0
+}}
+"""

@@ -1,0 +1,936 @@
+"""One PTX ``.entry`` (the parser's syntax tree) lowered to LLVM IR for the native engine.
+
+Each thread runs the kernel body as straight native code: PTX registers become LLVM locals (``alloca``, promoted
+to SSA by LLVM), labels become basic blocks, and every instruction is lowered to the same arithmetic the
+interpreter's numpy code does (:mod:`rawdev.sim.ptx.decoder`, :mod:`rawdev.sim.ptx.ops`) so that results are
+bit-identical: float64 and x87 long-double intermediates where the interpreter uses them, numpy's fmin/fmax and
+float16 rounding, PTX's clamped shifts, division by zero and saturating conversions.
+
+Only kernels whose threads never talk to each other are lowered (no barriers, warp-wide instructions, shared or
+local memory, atomics, calls or traps); anything else raises :class:`Unsupported` and the kernel stays on the
+interpreter. Every global access goes through ``@gptr``, which finds the allocation holding it (a sorted table
+passed in by the launcher, a one-entry cache per access site) and returns NULL for an access the interpreter
+would fault on; the access site then records (kind, instruction, address, size) and the thread stops.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from .native_helpers import SPECIAL_ARGS, helpers, runner
+from .parser import TYPE_SIZES, Addr, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
+
+IR_VERSION = 2   # part of the disk cache key of compiled kernels
+
+
+class Unsupported(Exception):
+    """This kernel uses something the native engine does not lower; the interpreter runs it."""
+
+
+FAULT_OOB, FAULT_MISALIGNED, FAULT_VECTOR_MISALIGNED = 1, 2, 3
+_SPACES = {"global", "shared", "local", "param", "const"}
+_IGNORED_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "weak", "gpu", "sys",
+                 "cta", "uni", "aligned"}
+
+
+def ltype(t):
+    if t == "pred":
+        return "i1"
+    if t == "f32":
+        return "float"
+    if t == "f64":
+        return "double"
+    return f"i{8 * TYPE_SIZES[t]}"
+
+
+def kind(t):
+    """numpy kind of the register/value a PTX type is held in (f16/bf16 are uint16 bits)."""
+    if t == "pred":
+        return "b"
+    if t in ("f32", "f64"):
+        return "f"
+    if t[0] == "s":
+        return "i"
+    return "u"
+
+
+def _int_const(v, bits):
+    v = int(v) & ((1 << bits) - 1)
+    return str(v - (1 << bits) if v >= 1 << (bits - 1) else v)
+
+
+class Lowering:
+    """Builds the IR of one entry: ``lower()`` returns the module text with ``@run``."""
+
+    def __init__(self, fn, imm_value, symbol):
+        self.fn, self.symbol = fn, symbol
+        self.imm_value = imm_value   # the decoder's immediate rule (same bits as the interpreter)
+        self.out: list[str] = []
+        self.ntmp = 0
+        self.regs: dict[str, str] = {}     # PTX register -> declared PTX type
+        self.params: dict[str, tuple] = {}  # name -> (offset, size)
+        self.sites = 0                     # global access sites (one cache slot each)
+        self.need: set[str] = set()        # helper functions used
+
+    # ---------------------------------------------------------------- plumbing
+    def t(self):
+        self.ntmp += 1
+        return f"%t{self.ntmp}"
+
+    def emit(self, s):
+        self.out.append("  " + s)
+
+    def label(self, name):
+        self.out.append(f"{name}:")
+
+    @staticmethod
+    def rname(name):
+        return "%R." + name.lstrip("%").replace("$", "_S")
+
+    # ---------------------------------------------------------------- values
+    def const(self, v, t):
+        """An SSA value of PTX type t holding the immediate value v (a numpy scalar from imm_value)."""
+        lt = ltype(t)
+        if lt == "i1":
+            return "true" if bool(v) else "false"
+        if lt == "float":
+            x = self.t()
+            self.emit(f"{x} = bitcast i32 {_int_const(np.float32(v).view(np.uint32), 32)} to float")
+            return x
+        if lt == "double":
+            x = self.t()
+            self.emit(f"{x} = bitcast i64 {_int_const(np.float64(v).view(np.uint64), 64)} to double")
+            return x
+        return _int_const(int(np.asarray(v).astype(np.uint64 if np.asarray(v).dtype.kind == "u" else np.int64)),
+                          8 * TYPE_SIZES[t])
+
+    def fconst(self, x, lt):
+        bits = struct.unpack("<I", struct.pack("<f", x))[0] if lt == "float" else \
+            struct.unpack("<Q", struct.pack("<d", x))[0]
+        v = self.t()
+        self.emit(f"{v} = bitcast {'i32' if lt == 'float' else 'i64'} {_int_const(bits, 32 if lt == 'float' else 64)}"
+                  f" to {lt}")
+        return v
+
+    def convert(self, v, D, T):
+        """A value held as PTX type D read as PTX type T (the decoder's ``src`` rules)."""
+        ld, lt = ltype(D), ltype(T)
+        kd, kt = kind(D), kind(T)
+        if ld == lt:
+            return v
+        sd, st = (TYPE_SIZES[D] if D != "pred" else 0), (TYPE_SIZES[T] if T != "pred" else 0)
+        x = self.t()
+        if sd == st and kd != "b" and kt != "b":
+            self.emit(f"{x} = bitcast {ld} {v} to {lt}")
+        elif kt == "b":
+            self.emit(f"{x} = fcmp une {ld} {v}, 0.0" if kd == "f" else f"{x} = icmp ne {ld} {v}, 0")
+        elif kd == "b":
+            if kt == "f":
+                raise Unsupported("a predicate read as a float")
+            self.emit(f"{x} = zext i1 {v} to {lt}")
+        elif kd in "iu" and kt in "iu":
+            op = "trunc" if st < sd else ("sext" if kt == "i" else "zext")
+            self.emit(f"{x} = {op} {ld} {v} to {lt}")
+        elif kt == "f" and kd in "iu" and st < sd:
+            y = self.t()
+            self.emit(f"{y} = trunc {ld} {v} to i{8 * st}")
+            self.emit(f"{x} = bitcast i{8 * st} {y} to {lt}")
+        else:
+            raise Unsupported(f"reading a .{D} register as .{T}")
+        return x
+
+    def store_conv(self, v, T, D):
+        """A value of PTX type T written into a register declared D (the decoder's ``dst`` rules)."""
+        ld, lt = ltype(D), ltype(T)
+        kd, kt = kind(D), kind(T)
+        if ld == lt:
+            return v
+        sd, st = (TYPE_SIZES[D] if D != "pred" else 0), (TYPE_SIZES[T] if T != "pred" else 0)
+        x = self.t()
+        if sd == st and kd != "b" and kt != "b":
+            self.emit(f"{x} = bitcast {lt} {v} to {ld}")
+        elif kd == "b":
+            self.emit(f"{x} = fcmp une {lt} {v}, 0.0" if kt == "f" else f"{x} = icmp ne {lt} {v}, 0")
+        elif kt == "b":
+            if kd == "f":
+                raise Unsupported("a predicate written to a float register")
+            self.emit(f"{x} = zext i1 {v} to {ld}")
+        elif kd == "f":
+            raise Unsupported(f"a .{T} value written to a .{D} register")
+        elif sd > st:
+            if kt == "f":
+                y = self.t()
+                self.emit(f"{y} = bitcast {lt} {v} to i{8 * st}")
+                self.emit(f"{x} = zext i{8 * st} {y} to {ld}")
+            else:
+                self.emit(f"{x} = {'sext' if kt == 'i' else 'zext'} {lt} {v} to {ld}")
+        else:
+            if kt == "f":
+                y = self.t()
+                self.emit(f"{y} = bitcast {lt} {v} to i{8 * st}")
+                self.emit(f"{x} = trunc i{8 * st} {y} to {ld}")
+            else:
+                self.emit(f"{x} = trunc {lt} {v} to {ld}")
+        return x
+
+    def src(self, op, t):
+        if isinstance(op, Reg):
+            if op.name in SPECIAL_ARGS:
+                return self.convert("%S." + op.name[1:].replace(".", "_"), "u32", t)
+            D = self.regs.get(op.name)
+            if D is None:
+                raise Unsupported(f"register {op.name}")
+            x = self.t()
+            self.emit(f"{x} = load {ltype(D)}, ptr {self.rname(op.name)}")
+            return self.convert(x, D, t)
+        if isinstance(op, NegPred):
+            v = self.src(Reg(op.name), "pred")
+            x = self.t()
+            self.emit(f"{x} = xor i1 {v}, true")
+            return self.convert(x, "pred", t)
+        if isinstance(op, Imm):
+            return self.const(self.imm_value(None, op, t), t)
+        raise Unsupported(f"operand {op!r}")
+
+    def dst(self, op, t, v):
+        if not isinstance(op, Reg) or op.name not in self.regs:
+            raise Unsupported(f"destination {op!r}")
+        D = self.regs[op.name]
+        v = self.store_conv(v, t, D)
+        self.emit(f"store {ltype(D)} {v}, ptr {self.rname(op.name)}")
+
+    def call(self, ret, fn, *args):
+        x = self.t()
+        self.emit(f"{x} = call {ret} {fn}({', '.join(args)})")
+        return x
+
+    def op2(self, op, lt, a, b):
+        x = self.t()
+        self.emit(f"{x} = {op} {lt} {a}, {b}")
+        return x
+
+    def select(self, c, lt, a, b):
+        x = self.t()
+        self.emit(f"{x} = select i1 {c}, {lt} {a}, {lt} {b}")
+        return x
+
+    # ---------------------------------------------------------------- the entry
+    def lower(self):
+        fn = self.fn
+        off = 0
+        for p in fn.params:
+            size = p.count * p.elem_size
+            off = -(-off // p.align) * p.align
+            self.params[p.name] = (off, size)
+            off += size
+        self.param_size = off
+        stmts = []
+        for st in fn.body:
+            if isinstance(st, RegDecl):
+                for name in st.names:
+                    self.regs[name] = st.type
+            elif isinstance(st, VarDecl):
+                raise Unsupported(f".{st.space} variable {st.name}")
+            elif isinstance(st, (Inst, Label)):
+                stmts.append(st)
+        # groups exactly as the decoder splits blocks (their sizes are the instruction counts)
+        groups, cur, labels, pend = [], [], {}, []
+        for st in stmts:
+            if isinstance(st, Label):
+                if cur:
+                    groups.append(cur)
+                    cur = []
+                pend.append(st.name)
+                continue
+            if not cur:
+                for lb in pend:
+                    labels[lb] = len(groups)
+                pend = []
+            cur.append(st)
+            if st.opcode.split(".")[0] in ("bra", "ret", "exit", "trap"):
+                groups.append(cur)
+                cur = []
+        if cur:
+            groups.append(cur)
+        for lb in pend:
+            labels[lb] = len(groups)
+        self.labels = labels
+        head = []
+        for name, t in self.regs.items():
+            head.append(f"  {self.rname(name)} = alloca {ltype(t)}")
+            head.append(f"  store {ltype(t)} {'false' if t == 'pred' else ('0.0' if kind(t) == 'f' else '0')}, "
+                        f"ptr {self.rname(name)}")
+        head.append("  %cnt = alloca i64")
+        head.append("  store i64 0, ptr %cnt")
+        self.emit("br label %G0")
+        iid = 0
+        for gi, insts in enumerate(groups):
+            self.label(f"G{gi}")
+            self.count(len(insts))
+            ended = False
+            for inst in insts:
+                ended = self.inst(inst, iid, gi)
+                iid += 1
+            if not ended:
+                self.emit(f"br label %G{gi + 1}")
+        self.label(f"G{len(groups)}")
+        self.emit("br label %EXIT")
+        args = ", ".join(f"i32 %S.{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
+        body = [f"define internal i32 @body(ptr noalias %P, ptr noalias %MT, i64 %NMT, ptr noalias %CACHE, "
+                f"ptr noalias %OUT, {args}) alwaysinline {{", "entry:"] + head + self.out + [
+            "EXIT:", "  %cnt.x = load i64, ptr %cnt", "  %o4 = getelementptr i64, ptr %OUT, i64 4",
+            "  %o4v = load i64, ptr %o4", "  %o4n = add i64 %o4v, %cnt.x", "  store i64 %o4n, ptr %o4",
+            "  ret i32 0",
+            "FAULT:", "  %cnt.f = load i64, ptr %cnt", "  %o4f = getelementptr i64, ptr %OUT, i64 4",
+            "  %o4fv = load i64, ptr %o4f", "  %o4fn = add i64 %o4fv, %cnt.f", "  store i64 %o4fn, ptr %o4f",
+            "  ret i32 1", "}"]
+        return "\n".join(body) + "\n" + runner(self.sites, self.symbol) + helpers(self.need)
+
+    def count(self, n):
+        if n:
+            a, b = self.t(), self.t()
+            self.emit(f"{a} = load i64, ptr %cnt")
+            self.emit(f"{b} = add i64 {a}, {n}")
+            self.emit(f"store i64 {b}, ptr %cnt")
+
+    # ---------------------------------------------------------------- instructions
+    def inst(self, inst, iid, gi):
+        """Lower one instruction; True when it ended the block (a branch or exit)."""
+        parts = inst.opcode.split(".")
+        base, mods = parts[0], parts[1:]
+        if base in ("bra", "ret", "exit"):
+            nxt = f"%G{gi + 1}"
+            tgt = "%EXIT"
+            if base == "bra":
+                op = inst.operands[0]
+                if not isinstance(op, Sym) or op.name not in self.labels:
+                    raise Unsupported("branch to an unknown label")
+                tgt = f"%G{self.labels[op.name]}"
+            if inst.pred is None:
+                self.emit(f"br label {tgt}")
+            else:
+                p = self.src(Reg(inst.pred), "pred")
+                a, b = (nxt, tgt) if inst.pred_neg else (tgt, nxt)
+                self.emit(f"br i1 {p}, label {a}, label {b}")
+            return True
+        h = getattr(self, f"op_{base}", None)
+        if h is None:
+            raise Unsupported(f"opcode {inst.opcode}")
+        if inst.pred is not None:
+            p = self.src(Reg(inst.pred), "pred")
+            a, b = (f"%N{iid}", f"%I{iid}") if inst.pred_neg else (f"%I{iid}", f"%N{iid}")
+            self.emit(f"br i1 {p}, label {a}, label {b}")
+            self.label(f"I{iid}")
+            h(inst, mods, iid)
+            self.emit(f"br label %N{iid}")
+            self.label(f"N{iid}")
+        else:
+            h(inst, mods, iid)
+        return False
+
+    @staticmethod
+    def ty(mods):
+        t = mods[-1] if mods else None
+        if t not in TYPE_SIZES:
+            raise Unsupported("missing type")
+        return t
+
+    @staticmethod
+    def rnd(mods):
+        return next((r for r in ("rn", "rz", "rm", "rp") if r in mods), None)
+
+    def n_ops(self, inst, n):
+        if len(inst.operands) != n:
+            raise Unsupported("operand count")
+        return inst.operands
+
+    # -- float helpers
+    def ftz(self, v):
+        self.need.add("ftz32")
+        return self.call("float", "@ftz32", f"float {v}")
+
+    def sat(self, v, lt):
+        self.need.add("sat_" + lt)
+        return self.call(lt, f"@sat_{lt}", f"{lt} {v}")
+
+    def fbin(self, inst, mods, t, op):
+        if t not in ("f32", "f64"):
+            raise Unsupported(f"{inst.opcode}")
+        d, a, b = self.n_ops(inst, 3)
+        lt = ltype(t)
+        va, vb = self.src(a, t), self.src(b, t)
+        ftz = "ftz" in mods and t == "f32"
+        if ftz:
+            va, vb = self.ftz(va), self.ftz(vb)
+        r = self.rnd(mods)
+        if r in (None, "rn"):
+            x = self.op2(op, lt, va, vb)
+        elif t == "f32":
+            da, db = self.t(), self.t()
+            self.emit(f"{da} = fpext float {va} to double")
+            self.emit(f"{db} = fpext float {vb} to double")
+            s = self.op2(op, "double", da, db)
+            self.need.add("round_f32")
+            x = self.call("float", "@round_f32", f"double {s}", f"i32 {'zmp'.index(r[1])}")
+        else:
+            raise Unsupported(f"{inst.opcode}")
+        if ftz:
+            x = self.ftz(x)
+        if "sat" in mods:
+            x = self.sat(x, lt)
+        self.dst(d, t, x)
+
+    # -- arithmetic
+    def op_add(self, inst, mods, iid):
+        self.arith(inst, mods, "fadd", "add")
+
+    def op_sub(self, inst, mods, iid):
+        self.arith(inst, mods, "fsub", "sub")
+
+    def arith(self, inst, mods, fop, iop):
+        t = self.ty(mods)
+        if kind(t) == "f" or t in ("f16", "bf16", "f16x2", "bf16x2"):
+            return self.fbin(inst, mods, t, fop)
+        if "sat" in mods or "cc" in mods:
+            raise Unsupported(inst.opcode)
+        d, a, b = self.n_ops(inst, 3)
+        self.dst(d, t, self.op2(iop, ltype(t), self.src(a, t), self.src(b, t)))
+
+    _WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
+
+    def ext(self, v, t, w):
+        x = self.t()
+        self.emit(f"{x} = {'sext' if t[0] == 's' else 'zext'} {ltype(t)} {v} to {ltype(w)}")
+        return x
+
+    def mulhi(self, va, vb, t):
+        bits = 8 * TYPE_SIZES[t]
+        w = f"i{2 * bits}"
+        e = "sext" if t[0] == "s" else "zext"
+        a2, b2, p, h, x = self.t(), self.t(), self.t(), self.t(), self.t()
+        self.emit(f"{a2} = {e} i{bits} {va} to {w}")
+        self.emit(f"{b2} = {e} i{bits} {vb} to {w}")
+        self.emit(f"{p} = mul {w} {a2}, {b2}")
+        self.emit(f"{h} = lshr {w} {p}, {bits}")
+        self.emit(f"{x} = trunc {w} {h} to i{bits}")
+        return x
+
+    def op_mul(self, inst, mods, iid):
+        t = self.ty(mods)
+        if kind(t) == "f" or t in ("f16", "bf16", "f16x2", "bf16x2"):
+            return self.fbin(inst, mods, t, "fmul")
+        d, a, b = self.n_ops(inst, 3)
+        va, vb = self.src(a, t), self.src(b, t)
+        if "wide" in mods:
+            w = self._WIDE[t]
+            return self.dst(d, w, self.op2("mul", ltype(w), self.ext(va, t, w), self.ext(vb, t, w)))
+        if "hi" in mods:
+            return self.dst(d, t, self.mulhi(va, vb, t))
+        self.dst(d, t, self.op2("mul", ltype(t), va, vb))
+
+    def op_mad(self, inst, mods, iid):
+        t = self.ty(mods)
+        if kind(t) == "f" or t in ("f16", "bf16"):
+            return self.op_fma(inst, mods, iid)
+        if "cc" in mods:
+            raise Unsupported(inst.opcode)
+        d, a, b, c = self.n_ops(inst, 4)
+        va, vb = self.src(a, t), self.src(b, t)
+        if "wide" in mods:
+            w = self._WIDE[t]
+            p = self.op2("mul", ltype(w), self.ext(va, t, w), self.ext(vb, t, w))
+            return self.dst(d, w, self.op2("add", ltype(w), p, self.src(c, w)))
+        p = self.mulhi(va, vb, t) if "hi" in mods else self.op2("mul", ltype(t), va, vb)
+        self.dst(d, t, self.op2("add", ltype(t), p, self.src(c, t)))
+
+    def op_fma(self, inst, mods, iid):
+        t = self.ty(mods)
+        if t not in ("f32", "f64"):
+            raise Unsupported(inst.opcode)
+        d, a, b, c = self.n_ops(inst, 4)
+        r = self.rnd(mods) or "rn"
+        va, vb, vc = self.src(a, t), self.src(b, t), self.src(c, t)
+        ftz = "ftz" in mods and t == "f32"
+        if ftz:
+            va, vb, vc = self.ftz(va), self.ftz(vb), self.ftz(vc)
+        if t == "f32" and r == "rn":
+            x = self.call("float", "@llvm.fma.f32", f"float {va}", f"float {vb}", f"float {vc}")
+        else:
+            # the interpreter's long double (x87) product and sum, then one rounding
+            lt = ltype(t)
+            xa, xb, xc = self.t(), self.t(), self.t()
+            for x_, v_ in ((xa, va), (xb, vb), (xc, vc)):
+                self.emit(f"{x_} = fpext {lt} {v_} to x86_fp80")
+            s = self.op2("fadd", "x86_fp80", self.op2("fmul", "x86_fp80", xa, xb), xc)
+            if t == "f64" and r == "rn":
+                x = self.t()
+                self.emit(f"{x} = fptrunc x86_fp80 {s} to double")
+            elif t == "f32":
+                self.need.add("round_f32_x")
+                x = self.call("float", "@round_f32_x", f"x86_fp80 {s}", f"i32 {'nzmp'.index(r[1])}")
+            else:
+                raise Unsupported(inst.opcode)
+        if ftz:
+            x = self.ftz(x)
+        if "sat" in mods:
+            x = self.sat(x, ltype(t))
+        self.dst(d, t, x)
+
+    def op_div(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a, b = self.n_ops(inst, 3)
+        if kind(t) == "f":
+            r = self.rnd(mods)
+            if not (r in (None, "rn") or "approx" in mods or "full" in mods):
+                raise Unsupported(inst.opcode)
+            return self.fbin(inst, [m for m in mods if m not in ("rn", "approx", "full")], t, "fdiv")
+        if t in ("f16", "bf16"):
+            raise Unsupported(inst.opcode)
+        lt = ltype(t)
+        va, vb = self.src(a, t), self.src(b, t)
+        self.need.add(f"{'s' if t[0] == 's' else 'u'}div_{lt}")
+        self.dst(d, t, self.call(lt, f"@{'s' if t[0] == 's' else 'u'}div_{lt}", f"{lt} {va}", f"{lt} {vb}"))
+
+    def op_rem(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a, b = self.n_ops(inst, 3)
+        lt = ltype(t)
+        va, vb = self.src(a, t), self.src(b, t)
+        self.need.add(f"{'s' if t[0] == 's' else 'u'}rem_{lt}")
+        self.dst(d, t, self.call(lt, f"@{'s' if t[0] == 's' else 'u'}rem_{lt}", f"{lt} {va}", f"{lt} {vb}"))
+
+    def op_abs(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a = self.n_ops(inst, 2)
+        va = self.src(a, t)
+        if t in ("f16", "bf16"):
+            return self.dst(d, t, self.op2("and", "i16", va, "32767"))
+        if kind(t) == "f":
+            x = self.call(ltype(t), f"@llvm.fabs.{'f32' if t == 'f32' else 'f64'}", f"{ltype(t)} {va}")
+            return self.dst(d, t, self.ftz(x) if "ftz" in mods and t == "f32" else x)
+        lt = ltype(t)
+        neg = self.op2("sub", lt, "0", va)
+        c = self.op2("icmp slt", lt, va, "0")
+        self.dst(d, t, self.select(c, lt, neg, va))
+
+    def op_neg(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a = self.n_ops(inst, 2)
+        va = self.src(a, t)
+        if t in ("f16", "bf16"):
+            return self.dst(d, t, self.op2("xor", "i16", va, "-32768"))
+        if kind(t) == "f":
+            x = self.t()
+            self.emit(f"{x} = fneg {ltype(t)} {va}")
+            return self.dst(d, t, self.ftz(x) if "ftz" in mods and t == "f32" else x)
+        self.dst(d, t, self.op2("sub", ltype(t), "0", va))
+
+    def minmax(self, inst, mods, which):
+        t = self.ty(mods)
+        d, a, b = self.n_ops(inst, 3)
+        lt = ltype(t)
+        va, vb = self.src(a, t), self.src(b, t)
+        if kind(t) == "f":
+            if "NaN" in mods or "xorsign" in mods:
+                raise Unsupported(inst.opcode)
+            # numpy's fmin/fmax: a if (a < b, resp. a > b) or b is NaN, else b
+            c = self.op2(f"fcmp {'olt' if which == 'min' else 'ogt'}", lt, va, vb)
+            nb = self.op2("fcmp uno", lt, vb, vb)
+            x = self.select(self.op2("or", "i1", c, nb), lt, va, vb)
+            return self.dst(d, t, self.ftz(x) if "ftz" in mods and t == "f32" else x)
+        if t in ("f16", "bf16", "f16x2", "bf16x2"):
+            raise Unsupported(inst.opcode)
+        cmp = ("slt" if which == "min" else "sgt") if t[0] == "s" else ("ult" if which == "min" else "ugt")
+        self.dst(d, t, self.select(self.op2(f"icmp {cmp}", lt, va, vb), lt, va, vb))
+
+    def op_min(self, inst, mods, iid):
+        self.minmax(inst, mods, "min")
+
+    def op_max(self, inst, mods, iid):
+        self.minmax(inst, mods, "max")
+
+    def bitop(self, inst, mods, op):
+        t = self.ty(mods)
+        d, a, b = self.n_ops(inst, 3)
+        self.dst(d, t, self.op2(op, ltype(t), self.src(a, t), self.src(b, t)))
+
+    def op_and(self, inst, mods, iid):
+        self.bitop(inst, mods, "and")
+
+    def op_or(self, inst, mods, iid):
+        self.bitop(inst, mods, "or")
+
+    def op_xor(self, inst, mods, iid):
+        self.bitop(inst, mods, "xor")
+
+    def op_not(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a = self.n_ops(inst, 2)
+        self.dst(d, t, self.op2("xor", ltype(t), self.src(a, t), "true" if t == "pred" else "-1"))
+
+    def shift(self, inst, mods, which):
+        t = self.ty(mods)
+        d, a, b = self.n_ops(inst, 3)
+        W = 8 * TYPE_SIZES[t]
+        lt = ltype(t)
+        va = self.src(a, t)
+        signed = t[0] == "s"
+        if isinstance(b, Imm):
+            k = int(b.value)
+            if k >= W:
+                x = self.op2("ashr", lt, va, str(W - 1)) if which == "shr" and signed else "0"
+            else:
+                x = self.op2("shl" if which == "shl" else ("ashr" if signed else "lshr"), lt, va, str(k))
+            return self.dst(d, t, x)
+        vb = self.src(b, "u32")
+        big = self.op2("icmp uge", "i32", vb, str(W))
+        # clamped to W-1 before narrowing to the value's width (a signed shr by >= W is a shift by W-1)
+        c32 = self.select(self.op2("icmp ult", "i32", vb, str(W - 1)), "i32", vb, str(W - 1))
+        clamped = c32 if W == 32 else self.convert_int(c32, 32, W)
+        if which == "shr" and signed:
+            return self.dst(d, t, self.op2("ashr", lt, va, clamped))
+        x = self.op2("shl" if which == "shl" else "lshr", lt, va, clamped)
+        self.dst(d, t, self.select(big, lt, "0", x))
+
+    def convert_int(self, v, frm, to):
+        x = self.t()
+        self.emit(f"{x} = {'zext' if to > frm else 'trunc'} i{frm} {v} to i{to}")
+        return x
+
+    def op_shl(self, inst, mods, iid):
+        self.shift(inst, mods, "shl")
+
+    def op_shr(self, inst, mods, iid):
+        self.shift(inst, mods, "shr")
+
+    def op_bfi(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a, b, c, e = self.n_ops(inst, 5)
+        W = 8 * TYPE_SIZES[t]
+        va, vb = self.src(a, t), self.src(b, t)
+        vp, vl = self.src(c, "u32"), self.src(e, "u32")
+        self.need.add("bfi")
+        ua = va if W == 64 else self.convert_int(va, 32, 64)
+        ub = vb if W == 64 else self.convert_int(vb, 32, 64)
+        x = self.call("i64", "@bfi", f"i64 {ua}", f"i64 {ub}", f"i32 {vp}", f"i32 {vl}", f"i64 {W}")
+        self.dst(d, t, x if W == 64 else self.convert_int(x, 64, 32))
+
+    def op_prmt(self, inst, mods, iid):
+        if any(m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16") for m in mods):
+            raise Unsupported(inst.opcode)
+        d, a, b, c = self.n_ops(inst, 4)
+        self.need.add("prmt")
+        self.dst(d, "b32", self.call("i32", "@prmt", f"i32 {self.src(a, 'b32')}", f"i32 {self.src(b, 'b32')}",
+                                     f"i32 {self.src(c, 'b32')}"))
+
+    # -- transcendentals (the interpreter's numpy float32 functions are libm's here: checked at startup)
+    def unary_f(self, inst, mods, make):
+        t = self.ty(mods)
+        d, a = self.n_ops(inst, 2)
+        if t not in ("f32", "f64"):
+            raise Unsupported(inst.opcode)
+        va = self.src(a, t)
+        ftz = "ftz" in mods and t == "f32"
+        if ftz:
+            va = self.ftz(va)
+        x = make(va, ltype(t), t)
+        self.dst(d, t, self.ftz(x) if ftz else x)
+
+    def op_rcp(self, inst, mods, iid):
+        r = self.rnd(mods)
+        if not (r in (None, "rn") or "approx" in mods):
+            raise Unsupported(inst.opcode)
+        self.unary_f(inst, mods, lambda v, lt, t: self.op2("fdiv", lt, self.fconst(1.0, lt), v))
+
+    def op_sqrt(self, inst, mods, iid):
+        r = self.rnd(mods)
+        if not (r in (None, "rn") or "approx" in mods):
+            raise Unsupported(inst.opcode)
+        self.unary_f(inst, mods, lambda v, lt, t: self.call(lt, f"@llvm.sqrt.{t}", f"{lt} {v}"))
+
+    def libm32(self, inst, mods, name):
+        if self.ty(mods) != "f32":
+            raise Unsupported(inst.opcode)
+        self.need.add(name)
+        self.unary_f(inst, mods, lambda v, lt, t: self.call("float", f"@{name}", f"float {v}"))
+
+    def op_ex2(self, inst, mods, iid):
+        self.libm32(inst, mods, "exp2f")
+
+    def op_lg2(self, inst, mods, iid):
+        self.libm32(inst, mods, "log2f")
+
+    # -- comparisons / selection
+    _ICMP = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+             "lo": "ult", "ls": "ule", "hi": "ugt", "hs": "uge"}
+    _FCMP = {"eq": "oeq", "ne": "one", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "equ": "ueq",
+             "neu": "une", "ltu": "ult", "leu": "ule", "gtu": "ugt", "geu": "uge", "num": "ord", "nan": "uno"}
+
+    def compare(self, cmp, t, va, vb):
+        lt = ltype(t)
+        if kind(t) == "f":
+            if cmp not in self._FCMP:
+                raise Unsupported(f"setp.{cmp}")
+            return self.op2(f"fcmp {self._FCMP[cmp]}", lt, va, vb)
+        if t in ("f16", "bf16", "f16x2", "bf16x2") or cmp not in self._ICMP:
+            raise Unsupported(f"setp.{cmp}.{t}")
+        p = self._ICMP[cmp]
+        if p in ("eq", "ne") or p[0] == "u":
+            return self.op2(f"icmp {p}", lt, va, vb)
+        return self.op2(f"icmp {'s' if t[0] == 's' else 'u'}{p}", lt, va, vb)
+
+    def op_setp(self, inst, mods, iid):
+        t = self.ty(mods)
+        cmp = mods[0]
+        boolop = mods[1] if len(mods) > 2 and mods[1] in ("and", "or", "xor") else None
+        ops_ = inst.operands
+        d, q = ops_[0], None
+        if isinstance(d, Pipe):
+            d, q = d.first, d.second
+        r = self.compare(cmp, t, self.src(ops_[1], t), self.src(ops_[2], t))
+        c = self.src(ops_[3], "pred") if boolop else None
+        if q is not None:
+            nq = self.op2("xor", "i1", r, "true")
+            self.dst(q, "pred", self.op2(boolop, "i1", nq, c) if boolop else nq)
+        self.dst(d, "pred", self.op2(boolop, "i1", r, c) if boolop else r)
+
+    def op_selp(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a, b, c = self.n_ops(inst, 4)
+        va, vb, vc = self.src(a, t), self.src(b, t), self.src(c, "pred")
+        self.dst(d, t, self.select(vc, ltype(t), va, vb))
+
+    # -- conversions / moves
+    def op_cvt(self, inst, mods, iid):
+        dt, at = mods[-2], mods[-1]
+        flags = set(mods[:-2])
+        d, a = self.n_ops(inst, 2)
+        r = next((m for m in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi") if m in flags), None)
+        ftz, sat = "ftz" in flags, "sat" in flags
+        isf = lambda t: t in ("f16", "bf16", "f32", "f64")  # noqa: E731
+        if dt in ("tf32",) or at in ("tf32",) or "rna" in flags:
+            raise Unsupported(inst.opcode)
+        va = self.src(a, at)
+        if at == "f16":
+            self.need.add("f16_to_f32")
+            val, vt = self.call("float", "@f16_to_f32", f"i16 {va}"), "f32"
+        elif at == "bf16":
+            z, x = self.t(), self.t()
+            self.emit(f"{z} = zext i16 {va} to i32")
+            s = self.op2("shl", "i32", z, "16")
+            self.emit(f"{x} = bitcast i32 {s} to float")
+            val, vt = x, "f32"
+        else:
+            val, vt = va, at
+        if ftz and vt == "f32":
+            val = self.ftz(val)
+        if isf(dt) and isf(at):
+            if dt in ("f16", "bf16"):
+                if r not in (None, "rn") or vt != "f32":
+                    raise Unsupported(inst.opcode)
+                if sat:
+                    val = self.sat(val, "float")
+                self.need.add(f"f32_to_{dt}")
+                return self.dst(d, dt, self.call("i16", f"@f32_to_{dt}", f"float {val}"))
+            ld = ltype(dt)
+            if r in ("rni", "rzi", "rmi", "rpi"):
+                if vt != dt:
+                    raise Unsupported(inst.opcode)
+                fn = {"rni": "roundeven", "rzi": "trunc", "rmi": "floor", "rpi": "ceil"}[r]
+                x = self.call(ld, f"@llvm.{fn}.{dt}", f"{ld} {val}")
+            elif vt == dt:
+                x = val
+            elif dt == "f32" and vt == "f64":
+                if r not in (None, "rn"):
+                    raise Unsupported(inst.opcode)
+                x = self.t()
+                self.emit(f"{x} = fptrunc double {val} to float")
+            elif dt == "f64" and vt == "f32":
+                x = self.t()
+                self.emit(f"{x} = fpext float {val} to double")
+            else:
+                raise Unsupported(inst.opcode)
+            if sat:
+                x = self.sat(x, ld)
+            if ftz and dt == "f32":
+                x = self.ftz(x)
+            return self.dst(d, dt, x)
+        if isf(dt):   # int -> float
+            if dt not in ("f32", "f64") or r not in (None, "rn") or sat:
+                raise Unsupported(inst.opcode)
+            x = self.t()
+            self.emit(f"{x} = {'sitofp' if at[0] == 's' else 'uitofp'} {ltype(at)} {val} to {ltype(dt)}")
+            return self.dst(d, dt, x)
+        if isf(at):   # float -> int: round in float64, saturate, NaN -> 0
+            if r is None:
+                raise Unsupported(inst.opcode)
+            if vt == "f32":
+                y = self.t()
+                self.emit(f"{y} = fpext float {val} to double")
+                val = y
+            fn = {"rni": "roundeven", "rn": "roundeven", "rzi": "trunc", "rz": "trunc", "rmi": "floor",
+                  "rm": "floor", "rpi": "ceil", "rp": "ceil"}[r]
+            rr = self.call("double", f"@llvm.{fn}.f64", f"double {val}")
+            li = ltype(dt)
+            sfx = f"{li}.f64"
+            return self.dst(d, dt, self.call(li, f"@llvm.fpto{'s' if dt[0] == 's' else 'u'}i.sat.{sfx}",
+                                             f"double {rr}"))
+        if sat:   # int -> int
+            raise Unsupported(inst.opcode)
+        sa, sd = TYPE_SIZES[at], TYPE_SIZES[dt]
+        if sa == sd:
+            return self.dst(d, dt, val)
+        x = self.t()
+        op = "trunc" if sd < sa else ("sext" if at[0] == "s" else "zext")
+        self.emit(f"{x} = {op} {ltype(at)} {val} to {ltype(dt)}")
+        self.dst(d, dt, x)
+
+    def op_cvta(self, inst, mods, iid):
+        t = self.ty(mods)
+        if "global" not in mods:
+            raise Unsupported(inst.opcode)
+        d, a = self.n_ops(inst, 2)
+        self.dst(d, t, self.src(a, t))
+
+    def op_mov(self, inst, mods, iid):
+        t = self.ty(mods)
+        d, a = self.n_ops(inst, 2)
+        if isinstance(d, Vec) or isinstance(a, Vec):
+            size = TYPE_SIZES[t]
+            items = (d if isinstance(d, Vec) else a).items
+            piece = size // len(items)
+            pt = {1: "b8", 2: "b16", 4: "b32"}[piece]
+            lw = f"i{8 * size}"
+            if isinstance(d, Vec):   # unpack
+                w = self.convert(self.src(a, t), t, f"b{8 * size}")
+                for i, it in enumerate(items):
+                    if it is not None:
+                        s = self.op2("lshr", lw, w, str(8 * piece * i))
+                        x = self.t()
+                        self.emit(f"{x} = trunc {lw} {s} to i{8 * piece}")
+                        self.dst(it, pt, x)
+                return
+            acc = "0"
+            for i, it in enumerate(items):
+                v = self.src(it, pt)
+                z = self.t()
+                self.emit(f"{z} = zext i{8 * piece} {v} to {lw}")
+                acc = self.op2("or", lw, acc, self.op2("shl", lw, z, str(8 * piece * i)))
+            return self.dst(d, t, self.convert(acc, f"b{8 * size}", t))
+        if isinstance(a, Sym):
+            raise Unsupported("mov of a symbol address")
+        self.dst(d, t, self.src(a, t))
+
+    def op_membar(self, inst, mods, iid):
+        pass
+
+    op_fence = op_nanosleep = op_prefetch = op_prefetchu = op_pmevent = op_membar
+
+    # -- memory
+    def mem_parse(self, inst, mods):
+        space, vec, t = "generic", 1, None
+        for m in mods:
+            if m in _SPACES:
+                space = m
+            elif m in ("v2", "v4"):
+                vec = int(m[1:])
+            elif m in TYPE_SIZES:
+                t = m
+            elif m in _IGNORED_MODS or m.startswith(("L1::", "L2::", "level::")):
+                pass
+            else:
+                raise Unsupported(inst.opcode)
+        if t is None or t == "b128":
+            raise Unsupported(inst.opcode)
+        return space, vec, t
+
+    def gaddr(self, a, iid, size, vec):
+        """(pointer, fault label) for a global access of vec elements of size bytes at operand a."""
+        if not isinstance(a, Addr) or not isinstance(a.base, Reg):
+            raise Unsupported("a global address that is not [register+offset]")
+        base = self.src(a.base, "u64")
+        addr = self.op2("add", "i64", base, str(a.offset)) if a.offset else base
+        ptrs = []
+        if vec > 1:   # the whole vector's alignment first (the interpreter's check order)
+            bad = self.op2("and", "i64", addr, str(size * vec - 1))
+            ok = self.op2("icmp eq", "i64", bad, "0")
+            self.fault_unless(ok, FAULT_VECTOR_MISALIGNED, iid, addr, size * vec)
+        for k in range(vec):
+            ak = self.op2("add", "i64", addr, str(k * size)) if k else addr
+            site = self.sites
+            self.sites += 1
+            p = self.call("ptr", "@gptr", "ptr %MT", "i64 %NMT", "ptr %CACHE", f"i64 {site}", f"i64 {ak}",
+                          f"i64 {size}")
+            ok = self.op2("icmp ne", "ptr", p, "null")
+            kind_ = self.select(self.op2("icmp eq", "i64", self.op2("and", "i64", ak, str(size - 1)), "0"),
+                                "i64", str(FAULT_OOB), str(FAULT_MISALIGNED)) if size > 1 else str(FAULT_OOB)
+            self.fault_unless(ok, kind_, iid, ak, size)
+            ptrs.append(p)
+        return ptrs
+
+    def fault_unless(self, ok, kind_, iid, addr, size):
+        self.ntmp += 1
+        good, bad = f"OK{self.ntmp}", f"BAD{self.ntmp}"
+        self.emit(f"br i1 {ok}, label %{good}, label %{bad}")
+        self.label(bad)
+        for i, v in enumerate((kind_, iid, addr, size)):
+            q = self.t()
+            self.emit(f"{q} = getelementptr i64, ptr %OUT, i64 {i}")
+            self.emit(f"store i64 {v}, ptr {q}")
+        self.emit("br label %FAULT")
+        self.label(good)
+
+    def op_ld(self, inst, mods, iid):
+        space, vec, t = self.mem_parse(inst, mods)
+        d, a = self.n_ops(inst, 2)
+        size = TYPE_SIZES[t]
+        lt = ltype(t) if t != "pred" else "i8"
+        items = d.items if isinstance(d, Vec) else (d,)
+        if len(items) != vec:
+            raise Unsupported("vector width")
+        if space == "param":
+            if not isinstance(a, Addr) or not isinstance(a.base, Sym) or a.base.name not in self.params:
+                raise Unsupported("ld.param of something other than a kernel parameter")
+            off = self.params[a.base.name][0] + a.base.offset + a.offset
+            if off + size * vec > self.param_size:
+                raise Unsupported("ld.param past the parameter buffer")
+            for k, it in enumerate(items):
+                p, x = self.t(), self.t()
+                self.emit(f"{p} = getelementptr i8, ptr %P, i64 {off + k * size}")
+                self.emit(f"{x} = load {lt}, ptr {p}, align 1")
+                if it is not None:
+                    self.dst(it, t, x)
+            return
+        if space != "global":
+            raise Unsupported(f"ld.{space}")
+        ptrs = self.gaddr(a, iid, size, vec)
+        for p, it in zip(ptrs, items):
+            x = self.t()
+            self.emit(f"{x} = load {lt}, ptr {p}, align 1")
+            if it is not None:
+                self.dst(it, t, x)
+
+    op_ldu = op_ld
+
+    def op_st(self, inst, mods, iid):
+        space, vec, t = self.mem_parse(inst, mods)
+        a, v = self.n_ops(inst, 2)
+        if space != "global":
+            raise Unsupported(f"st.{space}")
+        size = TYPE_SIZES[t]
+        items = v.items if isinstance(v, Vec) else (v,)
+        if len(items) != vec:
+            raise Unsupported("vector width")
+        vals = [self.src(it, t) for it in items]
+        ptrs = self.gaddr(a, iid, size, vec)
+        for p, x in zip(ptrs, vals):
+            self.emit(f"store {ltype(t)} {x}, ptr {p}, align 1")
+
+
+def lower_entry(fn, imm_value, symbol="run"):
+    """The LLVM IR module text of entry ``fn``, its launch function named ``symbol`` (raises :class:`Unsupported`)."""
+    if fn.kind != "entry":
+        raise Unsupported("not an entry")
+    return Lowering(fn, imm_value, symbol).lower()

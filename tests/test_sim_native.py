@@ -1,0 +1,283 @@
+"""The simulator's native engine (PTX compiled through LLVM) against the interpreter, the reference.
+
+The differential test launches every kernel of every shipped PTX file that the native engine compiles, with
+arguments drawn from its manifest signature (buffers of floats with the special values or of small integers;
+every integer scalar one value, large or small; random floats), on both engines from the same device memory, and requires the same bytes in every allocation
+(a NaN equal to a NaN of the same width: numpy's own NaN payloads depend on its loops) and the same instruction
+count, or the same fault on both (``RAWDEV_SIM_ENGINE=diff``). Then: the conversions
+written by hand in IR over every float16 value, faults reported as the interpreter reports them, and the
+engine's choice rules (checkers and statistics run interpreted)."""
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rawdev.sim.memory import DeviceMemory
+from rawdev.sim.ptx import PtxModule, native
+from rawdev.sim.ptx.interp import KernelFault
+
+from _refs import rng
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the native engine needs llvmlite")
+
+PTX_DIR = Path(__file__).resolve().parents[1] / "ptx"
+MANIFEST = json.loads((PTX_DIR / "manifest.json").read_text())["files"]
+BUF = 1 << 14   # bytes per pointer argument
+NEEDS_VALID_INPUT = ("merge_runs_",)   # see test_kernels_that_need_valid_input_match_through_the_ops_that_call_them
+
+
+SPECIALS = np.array([0x7FFFFFFF, 0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001, 0x807FFFFF, 0x3F800000,
+                     0x7F7FFFFF, 0x00800000], np.uint32).view(np.float32)
+
+
+def _quiet(raw):
+    """The bytes with every signalling NaN pattern of float16, bfloat16 and float32 made quiet: numpy's own fmin/fmax
+    of a signalling NaN depend on the array's length (its scalar and vector loops differ), so the interpreter has no
+    one answer for them to match. Half-precision kernels read float32 data as pairs of 16-bit halves, where any bit
+    pattern occurs."""
+    h = raw.view(np.uint16)
+    f16_snan = ((h & 0x7C00) == 0x7C00) & ((h & 0x3FF) != 0) & ((h & 0x200) == 0)
+    h[f16_snan] |= 0x200
+    bf_snan = ((h & 0x7F80) == 0x7F80) & ((h & 0x7F) != 0) & ((h & 0x40) == 0)
+    h[bf_snan] |= 0x40
+    w = raw.view(np.uint32)
+    f32_snan = ((w & 0x7F800000) == 0x7F800000) & ((w & 0x7FFFFF) != 0) & ((w & 0x400000) == 0)
+    w[f32_snan] |= 0x400000
+    return raw
+
+
+def _buffer(g):
+    """Random contents: floats (normal, tiny, huge, and the special values: the GPU's canonical NaN, zeros of both
+    signs, infinities, subnormals), or small integers of 1, 2, 4 or 8 bytes (indices, counts, lengths)."""
+    return _quiet(_raw_buffer(g))
+
+
+def _raw_buffer(g):
+    pick = g.integers(0, 3)
+    if pick == 0:
+        x = (g.standard_normal(BUF // 4) * np.exp2(g.integers(-20, 20, BUF // 4))).astype(np.float32)
+        sp = g.random(BUF // 4) < 0.05
+        x[sp] = g.choice(SPECIALS, int(sp.sum()))
+        return x.view(np.uint8)
+    if pick == 1:
+        return g.standard_normal(BUF // 4).astype(np.float32).view(np.uint8)
+    width = int(g.choice([1, 2, 4, 8]))
+    return g.integers(0, 24, BUF // width).astype(f"<u{width}").view(np.uint8)
+
+
+def _args(g, mem, params, ival):
+    """Packed arguments: a fresh buffer per pointer, ``ival`` for every integer (sizes, leading dimensions and
+    strides equal, so rows never overlap: different values make threads write the same bytes), random floats."""
+    out = bytearray()
+    for p in params:
+        t, _, count = p["type"].partition("[")
+        size = {"u64": 8, "s64": 8, "b64": 8, "f64": 8, "u32": 4, "s32": 4, "b32": 4, "f32": 4, "u16": 2, "s16": 2,
+                "b16": 2, "u8": 1, "s8": 1, "b8": 1}[t]
+        if count:   # a struct passed by value (shapes, strides): small fields, int64 where they can be
+            nbytes = size * int(count.rstrip("]"))
+            w = 8 if nbytes % 8 == 0 else 4
+            out += bytes(-len(out) % w)
+            out += g.integers(1, 4, nbytes // w).astype(f"<i{w}").tobytes()
+            continue
+        out += bytes(-len(out) % size)
+        if p["ctype"].endswith("*"):
+            a = mem.alloc(BUF)
+            mem.write(a, _buffer(g).tobytes())
+            out += int(a).to_bytes(8, "little")
+        elif t.startswith("f"):
+            out += np.array(g.standard_normal() * 3, np.float32 if size == 4 else np.float64).tobytes()
+        else:
+            out += int(ival).to_bytes(size, "little")
+    return bytes(out)
+
+
+@pytest.mark.parametrize("fname", sorted(MANIFEST))
+def test_every_compiled_kernel_matches_the_interpreter_byte_for_byte(fname, monkeypatch):
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", "diff")
+    g = rng()
+    mod = PtxModule((PTX_DIR / fname).read_text())
+    ran = races = 0
+    for name, meta in MANIFEST[fname]["entries"].items():
+        if native.kernel(mod, name) is None or name.startswith(NEEDS_VALID_INPUT):
+            continue
+        # sizes that fill the buffers and cross the blocks; sizes of 1 to 3 (and flags set)
+        for (grid, block), ival in ((((2, 1, 1), (64, 1, 1)), int(g.integers(8, 48))),
+                                    (((1, 1, 1), (33, 1, 1)), int(g.integers(1, 4)))):
+            mem = DeviceMemory(64 << 20)
+            params = _args(g, mem, meta["params"], ival)
+            try:
+                mod.launch(name, grid, block, params, memory=mem)
+            except KernelFault:   # the same fault on both engines (diff mode raises EngineMismatch otherwise)
+                pass
+            except native.EngineMismatch as e:
+                # random arguments can make threads write the same bytes (a leading dimension below the row
+                # length): a race, undefined on a GPU; diff mode proves it by running the threads in reverse order
+                if not e.race:
+                    raise
+                races += 1
+            ran += 1
+    if not ran:
+        pytest.skip(f"no kernel of {fname} runs natively")
+    assert races < ran / 4, f"{fname}: {races} of {ran} launches raced: the arguments test too little"
+
+
+def test_kernels_that_need_valid_input_match_through_the_ops_that_call_them(driver, monkeypatch):
+    """merge_runs_* with random keys (runs that are not sorted) has two threads write one element, a race whose
+    winner differs between lockstep lanes and threads in order; rawdev's sort gives it sorted runs."""
+    import rawdev
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", "diff")
+    g = rng()
+    for dtype, n in ((rawdev.float32, 5000), (rawdev.int64, 4500)):
+        x = rawdev.tensor(g.integers(-50, 50, (2, n)), dtype=dtype).to("cuda")
+        vals, idx = rawdev.sort(x, dim=1, stable=True)
+        want = np.sort(x.cpu().numpy(), axis=1, kind="stable")
+        assert np.array_equal(vals.cpu().numpy(), want)
+        assert np.array_equal(np.take_along_axis(x.cpu().numpy(), idx.cpu().numpy(), 1), want)
+
+
+CONVERT = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry conv(.param .u64 p_h, .param .u64 p_f, .param .u64 p_x, .param .u64 p_hx, .param .u64 p_bx,
+                     .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b16 %rs<4>;
+    .reg .f32 %f<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [p_h];
+    ld.param.u64 %rd2, [p_f];
+    ld.param.u64 %rd3, [p_x];
+    ld.param.u64 %rd4, [p_hx];
+    ld.param.u64 %rd5, [p_bx];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r2, %r2, %r3, %tid.x;
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra DONE;
+    mul.wide.u32 %rd6, %r2, 2;
+    mul.wide.u32 %rd7, %r2, 4;
+    add.s64 %rd8, %rd1, %rd6;
+    ld.global.u16 %rs1, [%rd8];
+    cvt.f32.f16 %f1, %rs1;
+    add.s64 %rd9, %rd2, %rd7;
+    st.global.f32 [%rd9], %f1;
+    add.s64 %rd10, %rd3, %rd7;
+    ld.global.f32 %f2, [%rd10];
+    cvt.rn.f16.f32 %rs2, %f2;
+    add.s64 %rd11, %rd4, %rd6;
+    st.global.u16 [%rd11], %rs2;
+    cvt.rn.bf16.f32 %rs3, %f2;
+    add.s64 %rd11, %rd5, %rd6;
+    st.global.u16 [%rd11], %rs3;
+DONE:
+    ret;
+}
+"""
+
+
+def test_float16_and_bfloat16_conversions_match_numpy_for_every_value():
+    mod = PtxModule(CONVERT)
+    assert native.kernel(mod, "conv") is not None, native.reasons()
+    n = 1 << 16
+    halves = np.arange(n, dtype=np.uint32).astype(np.uint16)
+    g = rng()
+    floats = np.concatenate([
+        g.integers(0, 1 << 32, n - 4096, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        # around float16's overflow, subnormal and rounding boundaries
+        (halves[:4096].view(np.float16).astype(np.float32).view(np.uint32) + np.uint32(0x1000)).view(np.float32)])
+    mem = DeviceMemory(64 << 20)
+    ph, pf, px, phx, pbx = (mem.alloc(n * s) for s in (2, 4, 4, 2, 2))
+    mem.write(ph, halves.tobytes())
+    mem.write(px, floats.tobytes())
+    params = b"".join(int(a).to_bytes(8, "little") for a in (ph, pf, px, phx, pbx)) + n.to_bytes(4, "little")
+    mod.launch("conv", (n // 256, 1, 1), (256, 1, 1), params, memory=mem)
+    got_f = np.frombuffer(mem.read(pf, n * 4), np.uint32)
+    got_h = np.frombuffer(mem.read(phx, n * 2), np.uint16)
+    got_b = np.frombuffer(mem.read(pbx, n * 2), np.uint16)
+    assert np.array_equal(got_f, halves.view(np.float16).astype(np.float32).view(np.uint32))
+    with np.errstate(all="ignore"):
+        want_h = floats.astype(np.float16).view(np.uint16)
+    quiet = ~(np.isnan(floats) & ((floats.view(np.uint32) & 0x400000) == 0))   # signalling NaNs: see below
+    assert np.array_equal(got_h[quiet], want_h[quiet])
+    # a signalling NaN stays a NaN of the same sign (numpy's software and F16C paths differ in its payload)
+    sn = ~quiet
+    assert np.all((got_h[sn] & 0x7C00) == 0x7C00) and np.all((got_h[sn] & 0x3FF) != 0)
+    u = floats.view(np.uint32).astype(np.uint64)
+    want_b = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    want_b[np.isnan(floats)] = 0x7FC0
+    assert np.array_equal(got_b, want_b)
+
+
+OOB = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry poke(.param .u64 p, .param .u32 bad)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<3>;
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [bad];
+    mov.u32 %r2, %tid.x;
+    setp.eq.u32 %p1, %r2, %r1;
+    mul.wide.u32 %rd2, %r2, 4;
+    @%p1 add.s64 %rd2, %rd2, 4096;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f1, [%rd3];
+    st.global.f32 [%rd3], %f1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["interp", "auto"])
+def test_an_out_of_bounds_thread_is_reported_with_its_line_and_address(engine, monkeypatch):
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+    mod = PtxModule(OOB)
+    mem = DeviceMemory(1 << 20)
+    a = mem.alloc(128 * 4)
+    with pytest.raises(KernelFault) as ei:
+        mod.launch("poke", (1, 1, 1), (128, 1, 1), int(a).to_bytes(8, "little") + (77).to_bytes(4, "little"),
+                   memory=mem)
+    e = ei.value
+    assert e.code_name == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert e.thread == (77, 0, 0) and e.block == (0, 0, 0)
+    assert e.address == a + 77 * 4 + 4096
+    assert "ld.global.f32" in e.ptx and "poke" in str(e) and "past the end" in str(e)
+
+
+def test_checkers_and_statistics_run_on_the_interpreter(monkeypatch):
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", "auto")
+    mod = PtxModule(OOB)
+    mem = DeviceMemory(1 << 20)
+    a = mem.alloc(128 * 4)
+    params = int(a).to_bytes(8, "little") + (999).to_bytes(4, "little")
+    plain = mod.launch("poke", (1, 1, 1), (128, 1, 1), params, memory=mem)
+    counted = mod.launch("poke", (1, 1, 1), (128, 1, 1), params, memory=mem, kernel_stats=True)
+    assert counted.counts is not None
+    # both engines count the same instructions: 10 per thread, the predicated add and the ret included
+    assert plain.thread_instructions == counted.thread_instructions == 128 * 10
+
+
+def test_compiled_kernels_are_reused_from_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAWDEV_CACHE_DIR", str(tmp_path))
+    mod = PtxModule(OOB.replace("poke", "poke2"))
+    assert native.kernel(mod, "poke2") is not None
+    objs = list(tmp_path.rglob("*.o"))
+    assert len(objs) == 1 and objs[0].stat().st_size > 0
+    # a second process reads the object instead of compiling (the same key)
+    import subprocess
+    import sys
+    code = ("from rawdev.sim.ptx import PtxModule, native; import sys; "
+            "m = PtxModule(sys.stdin.read()); assert native.kernel(m, 'poke2') is not None; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], input=OOB.replace("poke", "poke2"), capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "RAWDEV_CACHE_DIR": str(tmp_path)})
+    assert r.stdout.strip() == "ok", r.stderr
+    assert list(tmp_path.rglob("*.o")) == objs
