@@ -281,41 +281,52 @@ class _Accounting:
             self.running += requested_bytes(b)
         self.peak = self.running
 
+    def _settle(self):
+        """settle() with the lock already held."""
+        counted = self.counted
+        if counted:
+            for ptr, (b, r) in list(counted.items()):
+                now = requested_bytes(b)
+                if now != r:
+                    self.running += now - r
+                if b.parts:
+                    counted[ptr] = (b, now)
+                else:   # not an arena by now: its requested bytes are the block's and stay so
+                    del counted[ptr]
+                    self.fixed[ptr] = now
+        if self.running > self.peak:
+            self.peak = self.running
+
     @_locked
     def settle(self):
         """Recount the watched blocks (arenas and blocks allocated since the last event) and update the peak."""
-        for ptr, (b, r) in list(self.counted.items()):
-            now = requested_bytes(b)
-            if now != r:
-                self.running += now - r
-            if b.parts:
-                self.counted[ptr] = (b, now)
-            else:   # not an arena by now: its requested bytes are the block's and stay so
-                del self.counted[ptr]
-                self.fixed[ptr] = now
-        self.peak = max(self.peak, self.running)
+        self._settle()
 
-    @_locked
     def on_event(self, kind, block):
-        if kind == "alloc":
-            self.settle()
-            # a free at this address has run, or the pool handed its block to this allocation (same-stream
-            # reuse in stream order): either way the pool no longer counts it
-            self.queued.pop(block.ptr, None)
-            self.counted[block.ptr] = (block, block.nbytes)
-            self.running += block.nbytes
-        elif kind == "free":
-            self.settle()
-            r = requested_bytes(block)
-            counted = self.fixed.pop(block.ptr, None)
-            if counted is None:
-                counted = self.counted.pop(block.ptr, (None, r))[1]
-            self.running -= counted
-            self.freed += r
-            self.queued.pop(block.ptr, None)
-            self.queued[block.ptr] = (_Freed(block.ptr, block.nbytes), block.nbytes)
-            if len(self.queued) > _QUEUED_MAX:
-                del self.queued[next(iter(self.queued))]
+        # every allocation and free of every op comes here: the lock taken once, settle's body called unwrapped
+        with self.lock:
+            if kind == "alloc":
+                self._settle()
+                # a free at this address has run, or the pool handed its block to this allocation (same-stream
+                # reuse in stream order): either way the pool no longer counts it
+                ptr, n = block.ptr, block.nbytes
+                self.queued.pop(ptr, None)
+                self.counted[ptr] = (block, n)
+                self.running += n
+            elif kind == "free":
+                self._settle()
+                ptr = block.ptr
+                r = block.nbytes if not block.parts else requested_bytes(block)
+                counted = self.fixed.pop(ptr, None)
+                if counted is None:
+                    counted = self.counted.pop(ptr, (None, r))[1]
+                self.running -= counted
+                self.freed += r
+                queued = self.queued
+                queued.pop(ptr, None)
+                queued[ptr] = (_Freed(ptr, block.nbytes), block.nbytes)
+                if len(queued) > _QUEUED_MAX:
+                    del queued[next(iter(queued))]
 
     @_locked
     def figures(self, live):

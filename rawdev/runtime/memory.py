@@ -125,14 +125,18 @@ class Allocator:
         stack = traceback.format_stack()[:-1] if self.record_stacks else None
         block = Block(int(ptr), nbytes, stream, owner, stack)
         with self.lock:
-            self.live[block.ptr] = block
+            live = self.live
+            live[block.ptr] = block
             s = self.stats
-            s["allocated"] += nbytes
+            s["allocated"] = allocated = s["allocated"] + nbytes
             s["allocated_total"] += nbytes
             s["alloc_count"] += 1
-            s["peak"] = max(s["peak"], s["allocated"])
-            s["count_peak"] = max(s["count_peak"], len(self.live))
-        self._notify("alloc", block)
+            if allocated > s["peak"]:
+                s["peak"] = allocated
+            if len(live) > s["count_peak"]:
+                s["count_peak"] = len(live)
+        for fn in self.listeners:   # _notify, inlined: once per allocation
+            fn("alloc", block)
         return block
 
     def _check_fraction(self, nbytes, stream, owner, ctx):
@@ -287,13 +291,23 @@ class Allocator:
 
 
 class DeviceBuffer:
-    """A device allocation from the pool. Freed by .free() or, once unreachable, by a queued finalizer."""
-    __slots__ = ("device", "block", "ptr", "nbytes", "_finalizer", "__weakref__")
+    """A device allocation from the pool. Freed by .free() or, once unreachable, by a queued free."""
+    __slots__ = ("device", "block", "ptr", "nbytes", "_unfreed", "__weakref__")
 
     def __init__(self, device, block):
         self.device, self.block, self.ptr, self.nbytes = device, block, block.ptr, block.nbytes
-        self._finalizer = weakref.finalize(self, device.allocator.pending_frees.append,
-                                           (block.ptr, block.stream.handle)) if block.ptr else None
+        # The free this buffer still owes: (queue, entry), taken by whichever of free() and __del__ comes first.
+        # A list popped rather than a flag tested and set: list.pop is atomic, so two threads calling free()
+        # at once free it once. (__del__ rather than weakref.finalize: every op output is one of these, and a
+        # finalizer costs microseconds to register and to run.)
+        self._unfreed = [(device.allocator.pending_frees, (block.ptr, block.stream.handle))] if block.ptr else []
+
+    def __del__(self):
+        # never calls the driver: the free is queued and flushed at the next safe point (the next allocation)
+        unfreed = self._unfreed
+        if unfreed:
+            queue, entry = unfreed.pop()
+            queue.append(entry)
 
     @classmethod
     def alloc(cls, device, nbytes, stream=None, owner=None):
@@ -319,13 +333,15 @@ class DeviceBuffer:
     def free(self, stream=None):
         """Free now, in order on `stream` (default: the stream it was allocated on). If the driver refuses,
         the CudaError propagates and the buffer stays allocated and freeable (again, or by its finalizer)."""
-        if self._finalizer is not None and self._finalizer.detach():
-            try:
-                self.device.allocator.free(self.ptr, (stream or self.block.stream).handle)
-            except BaseException:
-                self._finalizer = weakref.finalize(self, self.device.allocator.pending_frees.append,
-                                                   (self.block.ptr, self.block.stream.handle))
-                raise
+        try:
+            owed = self._unfreed.pop()
+        except IndexError:   # freed already (or an empty buffer)
+            return
+        try:
+            self.device.allocator.free(self.ptr, (stream or self.block.stream).handle)
+        except BaseException:
+            self._unfreed.append(owed)
+            raise
 
     def __repr__(self):
         return f"<DeviceBuffer {fmt_bytes(self.nbytes)} at 0x{self.ptr:x} on {self.device} owner={self.owner!r}>"
