@@ -103,11 +103,25 @@ def _tn(x):
 CPU = device("cpu")
 
 
+# One device object per (type, index) for what as_device parses or resolves: tensors made from "cuda" or "cuda:0"
+# then share their device object, and the per-op device checks pass on identity (`is`) before __eq__.
+_interned: dict = {}
+
+
+def _intern(d):
+    key = (d._type, d._index)
+    hit = _interned.get(key)
+    if hit is None:
+        hit = _interned.setdefault(key, d)
+    return hit
+
+
 def as_device(d):
     """None -> None; "cuda" -> device("cuda", 0) (the index resolved); anything else -> device."""
     if d is None:
         return None
-    d = d if isinstance(d, device) else device(d)
-    if d.type == "cuda" and d.index is None:
-        return device("cuda", current_cuda_index())  # "cuda" means the current device, as in PyTorch
+    if not isinstance(d, device):
+        d = _intern(device(d))
+    if d._type == "cuda" and d._index is None:
+        return _intern(device("cuda", current_cuda_index()))  # "cuda" means the current device, as in PyTorch
     return d

@@ -35,6 +35,7 @@ from .cuda_launch import (_GEMM_TILES, _SUFFIX, _bcast, _cols, _ew, _f32, _kerne
 from .owners import owner_of
 
 NAME = "cuda"
+_F32 = _dt.float32
 
 
 def _bshape(a, b):
@@ -299,21 +300,27 @@ def _as_dt(dt, *ts):
 
 
 def add(a, b, alpha=1.0, dt=None):
-    a, b = _as_dt(dt, a, b)
-    if _i64(a, b) and _int_scalar(alpha):
-        from .cuda_math import binary_i64
-        return binary_i64(a, b, "add", int(alpha))
-    sfx = _storage("add", a, b)
-    shape = _bshape(a, b)
+    da, db = a._dtype, b._dtype
+    if da is _F32 and db is _F32 and (dt is None or dt is _F32):   # float32 + float32, the common case
+        sfx = ""
+    else:
+        a, b = _as_dt(dt, a, b)
+        if _i64(a, b) and _int_scalar(alpha):
+            from .cuda_math import binary_i64
+            return binary_i64(a, b, "add", int(alpha))
+        sfx = _storage("add", a, b)
+    sa = a._shape
+    shape = sa if sa == b._shape else _bshape(a, b)
     rdev = _rdev(a)
-    if not sfx and tuple(a.shape) == shape and b.ndim == 1 and len(shape) >= 2 and b.numel() == shape[-1] \
+    if b.ndim == 1 and not sfx and len(shape) >= 2 and tuple(a.shape) == shape and b.numel() == shape[-1] \
             and alpha == 1:
         # [.., N] + [N] in float32: the GEMM epilogue's bias on a copy of a
         y = clone(a, "add output")
         return _epilogue_(y, bias=b, rows=a.numel() // b.numel(), cols=b.numel())
-    a, b = _bcast(a, shape), _bcast(b, shape)
+    a = dense(a) if a._shape == shape else _bcast(a, shape)
+    b = dense(b) if b._shape == shape else _bcast(b, shape)
     n = math.prod(shape)
-    y = empty(shape, a.dtype, a.device, "add output")
+    y = empty(shape, a._dtype, a._device, "add output")
     if alpha == 1:
         _ew(rdev, "add" + sfx, [y.data_ptr(), a.data_ptr(), b.data_ptr(), n], n, "add")
     else:

@@ -74,7 +74,9 @@ def set_poison(flag):
 
 def empty(shape, dt, dev, owner=None, scoped=True):
     owner = owner or "output"
-    t = cuda_io.empty(Size(tuple(shape)), dt, dev, current_owner(owner) if scoped else owner)
+    if type(shape) is not Size:
+        shape = Size(tuple(shape))
+    t = cuda_io.empty(shape, dt, dev, current_owner(owner) if scoped else owner)
     if _poison and t.nbytes:   # NaN for 32-bit floats, 0xFF bytes for the rest (bool 255, int -1)
         if dt.itemsize == 4:
             memory.memset_d32(t.data_ptr(), 0x7FC00000, t.numel(), _rdev(dev).compute_stream)

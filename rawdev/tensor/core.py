@@ -135,6 +135,20 @@ class Tensor:
         t._requires_grad, t._grad, t.grad_fn = bool(requires_grad), None, None
         return t
 
+    @classmethod
+    def _make_cuda_contiguous(cls, buf, shape, dt, dev):
+        """_make_cuda for a fresh contiguous tensor at the start of buf (every cuda op's output is made here),
+        with _make_cuda's conversions done only where they change something."""
+        t = cls.__new__(cls)
+        if type(shape) is not Size:
+            shape = Size(shape)
+        t._data, t._root, t._buf, t._offset, t._pending, t._soff = None, None, buf, 0, None, 0
+        t._shape, t._dtype, t._strides = shape, dt, _layout.contiguous_strides(shape)
+        t._device = dev if type(dev) is _device_cls and dev._index is not None else as_device(dev)
+        t._vc, t._base = [0], None
+        t._requires_grad, t._grad, t.grad_fn = False, None, None
+        return t
+
     def _set_cuda(self, buf, offset, shape, dt, dev, strides=None, soff=0):
         self._data, self._root, self._buf, self._offset, self._pending = None, None, buf, int(offset), None
         self._shape, self._dtype, self._device = shape, dt, dev

@@ -33,13 +33,19 @@ def stream_handle(dev):
     return int(runtime_device(dev).compute_stream.handle)
 
 
+_Tensor = None   # rawdev.tensor.core.Tensor, imported on first use (core imports this module)
+
+
 def empty(shape, dt, dev, owner=None):
     """An uninitialized contiguous cuda tensor: one pool allocation, ordered on the compute stream."""
-    from .core import Tensor
+    global _Tensor
+    if _Tensor is None:   # an import statement per call costs more than the rest of this function
+        from .core import Tensor
+        _Tensor = Tensor
     rdev = runtime_device(dev)
     nbytes = shape.numel() * dt.itemsize
     buf = memory.DeviceBuffer.alloc(rdev, nbytes, stream=rdev.compute_stream, owner=owner)
-    return Tensor._make_cuda(buf, 0, shape, dt, dev)
+    return _Tensor._make_cuda_contiguous(buf, shape, dt, dev)
 
 
 def upload(arr, dt, dev, owner=None):

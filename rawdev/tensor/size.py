@@ -9,7 +9,7 @@ class Size(tuple):
     def __new__(cls, dims=()):
         if type(dims) is Size and cls is Size:   # immutable and already ints: the same object will do
             return dims
-        return super().__new__(cls, (int(d) for d in dims))
+        return super().__new__(cls, map(int, dims))
 
     def __repr__(self):
         return f"rawdev.Size([{', '.join(str(d) for d in self)}])"
