@@ -7,6 +7,7 @@ from . import cpu as _cpu_module
 
 __all__ = ["backend", "check_same_device", "owner_scope", "current_owner"]
 
+from .cuda_call import fast_call  # noqa: E402
 from .held_args import hold_args  # noqa: E402
 from .owners import current_owner, owner_scope  # noqa: E402,F401  (re-exported: the layers' import path)
 
@@ -51,7 +52,8 @@ class _DenseCuda:
         from .opmath import adapt
         fn = getattr(cuda, name)
         if callable(fn) and not name.startswith("_") and not isinstance(fn, type):
-            if name not in self._WRITERS:
+            raw, writer = fn, name in self._WRITERS
+            if not writer:
                 dense = cuda.dense
 
                 def call(*args, _fn=fn, **kwargs):
@@ -62,7 +64,9 @@ class _DenseCuda:
                 fn = call
             fn = adapt(name, fn, cuda.cast, cuda.copy_into)   # float16/bfloat16 and narrow ints: opmath.py
             # writers write into their first argument (its own storage, kept as it is); the others are read
-            fn = hold_args(name, fn, 1 if name in self._WRITERS else 0)
+            fn = hold_args(name, fn, 1 if writer else 0)
+            # the common call (positional, plain tensors, no widening) in one pass; the layers above otherwise
+            fn = fast_call(name, raw, 1 if writer else 0, None if writer else cuda.dense, fn)
         setattr(self, name, fn)
         return fn
 
