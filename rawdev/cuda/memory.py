@@ -286,7 +286,7 @@ class _Accounting:
         counted = self.counted
         if counted:
             for ptr, (b, r) in list(counted.items()):
-                now = requested_bytes(b)
+                now = requested_bytes(b) if b.parts else b.nbytes
                 if now != r:
                     self.running += now - r
                 if b.parts:

@@ -21,7 +21,7 @@ def _held(op, t, first):
     a._grad, a._pending, a._data, a._root = None, None, None, None
     a._base = t._base if t._base is not None else t   # a view made of the alias is a view of the caller's tensor
     # read after the fields: a switch to the cpu sets _data before _device, one to cuda sets _data (None) first
-    if t._data is not None or a._device.type != "cuda" or (t._device is not a._device and t._device != a._device):
+    if t._data is not None or a._device._type != "cuda" or (t._device is not a._device and t._device != a._device):
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{first} and {t.device}! (when checking argument for {op}: a tensor was moved to "
                            f"{t.device} while the op ran)")

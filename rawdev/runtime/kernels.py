@@ -148,6 +148,7 @@ class Kernel:
         self._size, self._offsets = max(off, 1), offsets
         self._local = threading.local()   # .bufs = (argument buffer, void*[n] address) of one thread
         self._fn = self.handle
+        self._nparams = len(self.params)
 
     def _new_buffers(self):
         """This thread's argument buffer and the void*[n] array pointing into it (kept alive together)."""
@@ -175,7 +176,7 @@ class Kernel:
 
         Device pointers are ints (or objects with a .ptr, e.g. DeviceBuffer).
         """
-        if len(args) != len(self.params):
+        if len(args) != self._nparams:
             raise self._bad_args(args, f"{self.name} takes {len(self.params)} argument(s), not {len(args)}")
         for i, size in self._blobs:   # struct.pack would pad or cut a bytes argument of the wrong length
             a = args[i]
@@ -192,8 +193,8 @@ class Kernel:
         except struct.error:
             args = self._coerce(args)
             self._struct.pack_into(buf, 0, *args)
-        gx, gy, gz = _dim3(grid)
-        bx, by, bz = _dim3(block)
+        gx, gy, gz = (grid, 1, 1) if type(grid) is int else _dim3(grid)
+        bx, by, bz = (block, 1, 1) if type(block) is int else _dim3(block)
         s = stream or self.module.device.compute_stream
         s.device.activate()
         call("cuLaunchKernel", self._fn, gx, gy, gz, bx, by, bz, shared_mem, s.handle, argv_addr, 0,
@@ -247,8 +248,14 @@ _images: dict = {}
 _modules_lock = threading.RLock()
 
 
+_found: dict = {}   # (device index, kernel name) -> the Kernel get_kernel gave for it (every launch asks)
+
+
 def get_kernel(device, name):
     """The shipped kernel `name` on `device`, loading its PTX file on first use."""
+    k = _found.get((device.index, name))
+    if k is not None and k.module.device is device:   # found before for this very device: checked then
+        return k
     try:
         fname, params, doc = manifest()[name]
     except KeyError:
@@ -267,6 +274,7 @@ def get_kernel(device, name):
             k = mod.kernels.get(name)
             if k is None:
                 k = mod.kernels[name] = Kernel(mod, name, params, doc)
+    _found[(device.index, name)] = k
     return k
 
 
@@ -302,5 +310,6 @@ def _forget_modules(contexts_survive=False):
     never released by rawdev), so reopening a device does not JIT its PTX again."""
     with _modules_lock:
         _modules.clear()
+        _found.clear()
         if not contexts_survive:
             _images.clear()

@@ -20,7 +20,7 @@ __all__ = ["runtime_device", "stream_handle", "empty", "upload", "download", "cl
 
 def runtime_device(dev):
     """The runtime Device behind a rawdev.device("cuda:N"); NoDeviceError (with the fix) when there is none."""
-    opened = _rt_device._devices.get(dev.index or 0)
+    opened = _rt_device._devices.get(dev._index or 0)
     if opened is not None:   # on every cuda op: an opened device needs no driver or device-count check
         return opened
     from ..runtime import get_device, is_available, seam
