@@ -16,6 +16,7 @@ import atexit
 import collections
 import functools
 import json
+import operator
 import os
 import re
 import sys
@@ -236,9 +237,12 @@ def empty_cache(device: Any = None) -> None:
 def requested_bytes(block):
     """Bytes the tensors in a block asked for: an arena's parts (without the padding that starts each at a
     multiple of ARENA_ALIGN), else the whole block (rawdev asks the pool for exactly the bytes a tensor needs)."""
-    if block.parts:
-        return sum(n for _, n, _ in block.parts)
+    if block.parts:   # summed in C: the accounting recounts every arena at each allocation and free
+        return sum(map(_part_bytes, block.parts))
     return block.nbytes
+
+
+_part_bytes = operator.itemgetter(1)   # (offset, nbytes, owner) -> nbytes
 
 
 _QUEUED_MAX = 100_000

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from .. import flags as _flags
 from ..runtime import kernels as _kernels
 from ..runtime import memory
 from ..tensor.core import Tensor
@@ -114,24 +115,32 @@ def _gemm_raw(rdev, layout, y, a, b, M, N, K, lda, ldb, ldy, alpha=1.0, beta=0.0
 def _tf32_ok(rdev, layout):
     """PyTorch's rule: float32 matmuls may use TF32 tensor cores only when
     rawdev.backends.cuda.matmul.allow_tf32 is True (False by default); the kernel needs sm_80 or newer."""
-    from .. import flags
-    return bool(flags.matmul.allow_tf32) and _kernels.runs_on(rdev, f"gemm_{layout}_tf32_128x128")
+    return bool(_flags.matmul.allow_tf32) and _kernels.runs_on(rdev, f"gemm_{layout}_tf32_128x128")
 
 
-def _gemm_operand(m):
-    """(pointer, leading dimension, transposed) for reading the logical matrix m [R, C] without a copy:
-    row-major rows (stride (ld, 1)) or a transposed view of a row-major matrix (stride (1, ld)); any other
-    layout is copied first."""
-    R, C = m.shape
-    sr, sc = m.stride()
+def _gemm_operand(m, t=False):
+    """(pointer, leading dimension, transposed) for reading the logical matrix m [R, C] (t: m's transpose, read
+    from m's own sizes and strides, no view made) without a copy: row-major rows (stride (ld, 1)) or a transposed
+    view of a row-major matrix (stride (1, ld)); any other layout is copied first."""
+    R, C = m._shape
+    sr, sc = m._strides
+    if t:
+        R, C, sr, sc = C, R, sc, sr
     if sc == 1 or C == 1:
         if sr >= C or R == 1:
             return m.data_ptr(), max(sr if R > 1 else C, 1), False
     if sr == 1 or R == 1:
         if sc >= R or C == 1:
             return m.data_ptr(), max(sc if C > 1 else R, 1), True
-    m = m._contiguous_copy("gemm operand")
+    m = (_transpose(m) if t else m)._contiguous_copy("gemm operand")
     return m.data_ptr(), max(C, 1), False
+
+
+def _transpose(m):
+    """The transposed view of a 2-D tensor (rawdev.ops.shape.transpose, imported when first needed: shape sits
+    beside this module and imports the dispatcher, which imports this module)."""
+    from .shape import transpose
+    return transpose(m, 0, 1)
 
 
 _NATIVE_KINDS = {_dt.bfloat16: "bf16", _dt.float16: "f16"}
@@ -160,19 +169,17 @@ def gemm(a, b, ta=False, tb=False, bias=None, act=0, alpha=1.0, owner=None):
     if kind is None:
         _f32("matmul", a, b, bias)
     rdev = _rdev(a)
-    from .shape import transpose
-    A = transpose(a, 0, 1) if ta else a      # the logical operands, as views
-    B = transpose(b, 0, 1) if tb else b
-    M, K = A.shape
-    N = B.shape[1]
+    # the logical operands op(a) [M, K] and op(b) [K, N], read through a's and b's strides (no transposed views)
+    M, K = a._shape[::-1] if ta else a._shape
+    N = b._shape[0] if tb else b._shape[1]
     if K == 0 and bias is None and act == 0:
         return full((M, N), 0.0, a.dtype, a.device, owner or "matmul output")
     y = empty((M, N), a.dtype, a.device, owner or "matmul output")
-    pa, lda, at = _gemm_operand(A)
+    pa, lda, at = _gemm_operand(a, ta)
     # op(B)[k, n]: "n" reads B row-major [K, N]; "t" reads B^T row-major [N, K]
-    pb, ldb, bt = _gemm_operand(B)
+    pb, ldb, bt = _gemm_operand(b, tb)
     if at and bt:   # no tt kernel: copy the smaller operand
-        B = B._contiguous_copy("gemm operand")
+        B = (_transpose(b) if tb else b)._contiguous_copy("gemm operand")
         pb, ldb, bt = B.data_ptr(), max(N, 1), False
     layout = "tn" if at else ("nt" if bt else "nn")
     bias = dense(bias)
