@@ -22,10 +22,13 @@ class _Add(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha):
-        _bcast_shape(a, b)
+        sa, sb = a._shape, b._shape
+        if sa != sb:
+            _bcast_shape(a, b)   # PyTorch's error when they do not broadcast
         B = backend("add", a, b)
-        ctx.sa, ctx.sb, ctx.alpha = a.shape, b.shape, alpha
-        return B.add(a, b, alpha, _result_dt(a, b))
+        ctx.sa, ctx.sb, ctx.alpha = sa, sb, alpha
+        da = a._dtype
+        return B.add(a, b, alpha, da if da is b._dtype else _result_dt(a, b))
 
     @staticmethod
     def backward(ctx, g):
@@ -214,7 +217,8 @@ class _Neg(Function):
 
 def add(input, other, *, alpha=1):  # noqa: A002
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        input, other = same_device(input, other)
+        if input._device is not other._device:   # one device object (as_device interns them): nothing to move
+            input, other = same_device(input, other)
         return _Add.apply(input, other, alpha)
     if isinstance(input, Tensor) and _is_scalar(other):
         return _AddScalar.apply(input, other if alpha == 1 else other * alpha)  # True * 1 would be an int

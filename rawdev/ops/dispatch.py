@@ -154,7 +154,11 @@ cpu = _QuietCpu()
 
 def backend(op, *tensors):
     """The backend module for tensors that must share a device (RuntimeError naming both otherwise)."""
-    dev = check_same_device(op, *tensors)
+    if len(tensors) == 2 and type(tensors[0]) is Tensor and type(tensors[1]) is Tensor \
+            and tensors[0]._device is tensors[1]._device:   # a binary op's operands on one device, the usual case
+        dev = tensors[0]._device
+    else:
+        dev = check_same_device(op, *tensors)
     if dev is None or dev.type == "cpu":
         return cpu
     return _cuda

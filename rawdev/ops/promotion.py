@@ -48,8 +48,9 @@ def _for_scalar(x, s):
 
 
 def _bcast_shape(a, b):
-    if a.shape == b.shape:   # the common case, without numpy's general broadcast
-        return tuple(a.shape)
+    sa = a.shape
+    if sa == b.shape:   # the common case, without numpy's general broadcast
+        return tuple(sa)
     try:
         return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     except ValueError:
