@@ -2,11 +2,12 @@
 
 The differential test launches every kernel of every shipped PTX file that the native engine compiles, with
 arguments drawn from its manifest signature (buffers of floats with the special values or of small integers;
-every integer scalar one value, large or small; random floats), on both engines from the same device memory, and requires the same bytes in every allocation
-(a NaN equal to a NaN of the same width: numpy's own NaN payloads depend on its loops) and the same instruction
-count, or the same fault on both (``RAWDEV_SIM_ENGINE=diff``). Then: the conversions
-written by hand in IR over every float16 value, faults reported as the interpreter reports them, and the
-engine's choice rules (checkers and statistics run interpreted)."""
+every integer scalar one value, large or small; random floats), on both engines from the same device memory,
+and requires the same bytes in every allocation (a NaN equal to a NaN of the same width: numpy's own NaN
+payloads depend on its loops) and the same instruction count, or the same fault on both
+(``RAWDEV_SIM_ENGINE=diff``). Then: the conversions written by hand in IR over every float16 value, faults
+reported as the interpreter reports them, and the engine's choice rules (checkers and statistics run
+interpreted)."""
 import json
 import os
 from pathlib import Path
