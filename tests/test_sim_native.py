@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from rawdev.sim.memory import DeviceMemory
 from rawdev.sim.ptx import PtxModule, native
-from rawdev.sim.ptx.interp import KernelFault
+from rawdev.sim.ptx.interp import BarrierError, KernelFault
 
 from _refs import rng
 
@@ -109,7 +109,7 @@ def test_every_compiled_kernel_matches_the_interpreter_byte_for_byte(fname, monk
             params = _args(g, mem, meta["params"], ival)
             try:
                 mod.launch(name, grid, block, params, memory=mem)
-            except KernelFault:   # the same fault on both engines (diff mode raises EngineMismatch otherwise)
+            except (KernelFault, BarrierError):   # the same fault on both (diff mode raises EngineMismatch otherwise)
                 pass
             except native.EngineMismatch as e:
                 # random arguments can make threads write the same bytes (a leading dimension below the row
@@ -282,3 +282,88 @@ def test_compiled_kernels_are_reused_from_disk(tmp_path, monkeypatch):
                        text=True, timeout=300, env={**os.environ, "RAWDEV_CACHE_DIR": str(tmp_path)})
     assert r.stdout.strip() == "ok", r.stderr
     assert list(tmp_path.rglob("*.o")) == objs
+
+
+ROTATE = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry rotate(.param .u64 p, .param .u32 shift, .param .u32 mask)
+{
+    .reg .b32 %r<5>;
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<6>;
+    .shared .align 4 .b8 buf[256];
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [shift];
+    ld.param.u32 %r4, [mask];
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f1, [%rd3];
+    mov.u64 %rd4, buf;
+    add.s64 %rd5, %rd4, %rd2;
+    st.shared.f32 [%rd5], %f1;
+    bar.sync 0;
+    add.u32 %r3, %r2, %r1;
+    and.b32 %r3, %r3, %r4;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd5, %rd4, %rd2;
+    ld.shared.f32 %f1, [%rd5];
+    st.global.f32 [%rd3], %f1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_shared_memory_and_a_barrier_run_natively(dynamic, monkeypatch):
+    """Every thread writes shared memory, waits at bar.sync, then reads a neighbour's value: the threads run in
+    phases between barriers with their registers saved; an index past the window faults like the interpreter."""
+    src = ROTATE.replace(".shared .align 4 .b8 buf[256];", ".extern .shared .align 16 .b8 buf[];") if dynamic \
+        else ROTATE
+    dyn = 256 if dynamic else 0
+    mod = PtxModule(src)
+    assert native.kernel(mod, "rotate") is not None, native.reasons()
+    g = rng()
+    x = g.standard_normal((3, 64)).astype(np.float32)
+    got = {}
+    for engine in ("interp", "auto"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        mem = DeviceMemory(1 << 20)
+        a = mem.alloc(x.nbytes)
+        mem.write(a, x.tobytes())
+        for blk in range(3):   # one block per launch, the window cleared in between on both engines
+            params = (int(a) + blk * 256).to_bytes(8, "little") + (blk + 1).to_bytes(4, "little") + \
+                (63).to_bytes(4, "little")
+            mod.launch("rotate", (1, 1, 1), (64, 1, 1), params, dyn, memory=mem)
+        got[engine] = np.frombuffer(mem.read(a, x.nbytes), np.float32).reshape(3, 64)
+        with pytest.raises(KernelFault) as ei:
+            mod.launch("rotate", (1, 1, 1), (64, 1, 1), int(a).to_bytes(8, "little") + (5).to_bytes(4, "little") +
+                       (0xFFFF).to_bytes(4, "little"), dyn, memory=mem)
+        e = ei.value
+        assert e.code_name == "CUDA_ERROR_ILLEGAL_ADDRESS" and e.thread == (59, 0, 0), str(e)
+        assert "ld.shared.f32" in e.ptx and "outside the 256-byte shared window" in str(e), str(e)
+    want = np.stack([np.roll(x[i], -(i + 1)) for i in range(3)])
+    assert np.array_equal(got["interp"], want) and np.array_equal(got["auto"], want)
+
+
+def test_a_divergent_barrier_is_reported_as_the_interpreter_reports_it(monkeypatch):
+    """bad_barrier: threads with tid >= limit return before bar.sync while the others wait there."""
+    mod = PtxModule((PTX_DIR / "testkernels.ptx").read_text())
+    assert native.kernel(mod, "bad_barrier") is not None, native.reasons()
+    msgs = {}
+    for engine in ("interp", "auto"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        mem = DeviceMemory(1 << 20)
+        out, inp = mem.alloc(256), mem.alloc(256)
+        mem.write(inp, np.arange(64, dtype=np.float32).tobytes())
+        ok = int(out).to_bytes(8, "little") + int(inp).to_bytes(8, "little") + (64).to_bytes(4, "little")
+        mod.launch("bad_barrier", (1, 1, 1), (64, 1, 1), ok + (64).to_bytes(4, "little"), memory=mem)
+        assert np.array_equal(np.frombuffer(mem.read(out, 256), np.float32),
+                              np.roll(np.arange(64), -1) + np.arange(64))
+        with pytest.raises(BarrierError) as ei:
+            mod.launch("bad_barrier", (1, 1, 1), (64, 1, 1), ok + (14).to_bytes(4, "little"), memory=mem)
+        msgs[engine] = str(ei.value)
+    assert "only 14 of 64 live threads arrived" in msgs["auto"]
+    assert msgs["auto"] == msgs["interp"]

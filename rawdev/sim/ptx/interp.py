@@ -24,7 +24,7 @@ from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_
 from . import module_cache, native
 from .counting import KernelCounts, counting
 from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
-from .native_ir import FAULT_VECTOR_MISALIGNED
+from .native_ir import FAULT_SHARED_MISALIGNED, FAULT_SHARED_OOB, FAULT_VECTOR_MISALIGNED
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -163,6 +163,13 @@ class _GlobalVar:
 # ============================================================================== launch context
 _LANE_RANGES: dict = {}
 _SPANS: dict = {}   # module key -> where each entry's body lies in the text
+
+
+@dataclass
+class _BarrierAt:
+    """What a barrier report needs of the barrier (the decoder's Block has these)."""
+    line: int
+    text: str
 
 
 @dataclass
@@ -707,25 +714,47 @@ class PtxModule:
             if k is not None:
                 if engine == "diff":
                     return self._launch_diff(k, entry, grid, block, params, int(dynamic_shared), memory, stats)
-                self._launch_native(k, entry, grid, block, params, memory, stats)
+                self._launch_native(k, entry, grid, block, params, memory, stats, int(dynamic_shared))
                 return stats
         return self._launch_interp(entry.code, grid, block, params, dynamic_shared, memory, stats, gaddr,
                                    max_chunk_threads, count_banks, sanitize, kernel_stats, T, nblocks)
 
-    def _launch_native(self, k, entry, grid, block, params, memory, stats, reverse=False):
-        f = native.run(k, grid, block, params, memory, stats, reverse)
+    def _launch_native(self, k, entry, grid, block, params, memory, stats, dynamic_shared=0, reverse=False,
+                       blocks=None):
+        f = native.run(k, grid, block, params, memory, stats, dynamic_shared, reverse, blocks)
         if f is None:
             return
-        kind, iid, addr, size, b, t = f
-        if kind == FAULT_VECTOR_MISALIGNED:
-            err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte vector access at 0x{addr:x}")
-        else:
-            try:   # the memory's own check gives the interpreter's error for this address and size
-                memory._raise_lane(np.array([addr], np.uint64), 0, size)
-            except SimIllegalAddress as e:
-                err = e
-        X = _FaultCtx(block[0] * block[1] * block[2], memory)
-        self._kernel_fault(entry.code, _LaneFault(iid, t, err, "global"), None, X, b, grid, block)
+        code = entry.code
+        T = block[0] * block[1] * block[2]
+        what, a, b_, c, d, blk, t = f
+        if what == 1:   # a faulting thread: (kind, instruction, address, size)
+            kind, iid, addr, size = a, b_, c, d
+            space = "global"
+            if kind == FAULT_VECTOR_MISALIGNED:
+                err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte vector access at 0x{addr:x}")
+            elif kind == FAULT_SHARED_OOB:
+                space, limit = "shared", k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared \
+                    else k.shared_static
+                err = SimIllegalAddress(0, addr, f"{size}-byte shared access at offset 0x{addr:x} is outside the "
+                                                 f"{limit}-byte shared window")
+            elif kind == FAULT_SHARED_MISALIGNED:
+                space = "shared"
+                err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte shared access at offset 0x{addr:x}")
+            else:
+                try:   # the memory's own check gives the interpreter's error for this address and size
+                    memory._raise_lane(np.array([addr], np.uint64), 0, size)
+                except SimIllegalAddress as e:
+                    err = e
+            self._kernel_fault(code, _LaneFault(iid, t, err, space), None, _FaultCtx(T, memory), blk, grid, block)
+        line, text = code.insts[k.barriers[a]]
+        bar = _BarrierAt(line, text)
+        if what == 2:   # threads at two barriers
+            other = code.insts[k.barriers[b_]][0]
+            self._barrier_error(code, bar, blk, grid, block, c, T,
+                                f"threads of the block wait at different barriers: at line {line} and at line "
+                                f"{other} (thread {self._tid(t, block)})")
+        self._barrier_error(code, bar, blk, grid, block, b_, b_ + c,
+                            f"{c} thread(s) exited without reaching it (first: threadIdx {self._tid(d, block)})")
 
     def _launch_diff(self, k, entry, grid, block, params, dyn, memory, stats):
         """RAWDEV_SIM_ENGINE=diff: the interpreter, then the native engine from the same memory; same bytes or
@@ -734,13 +763,13 @@ class PtxModule:
         ref = None
         try:
             st = self.launch(entry.name, grid, block, params, dyn, memory, max_chunk_threads=CHUNK_THREADS)
-        except KernelFault as e:
+        except (KernelFault, BarrierError) as e:
             ref = e
         after = native.snapshot(memory)
         native.restore(memory, before)
         try:
-            self._launch_native(k, entry, grid, block, params, memory, stats)
-        except KernelFault as e:
+            self._launch_native(k, entry, grid, block, params, memory, stats, dyn)
+        except (KernelFault, BarrierError) as e:
             if ref is None:
                 raise native.EngineMismatch(f"kernel {entry.name}: the native engine faulted, the interpreter "
                                             f"did not: {e}") from None
@@ -758,13 +787,21 @@ class PtxModule:
             # depends on the order of the threads
             forward = native.snapshot(memory)
             native.restore(memory, before)
-            self._launch_native(k, entry, grid, block, params, memory, LaunchStats(entry.name, grid, block), True)
+            self._launch_native(k, entry, grid, block, params, memory, LaunchStats(entry.name, grid, block), dyn,
+                                True)
             try:
                 native.compare(memory, forward, entry.name, 0, 0)
             except native.EngineMismatch:
                 e.race = True
                 e.args = (f"{e.args[0]} (the native engine's own threads in reverse order end differently too: "
                           f"they race on these bytes)",)
+            nblocks = grid[0] * grid[1] * grid[2]
+            if not e.race and nblocks > 1 and native.blocks_overlap(
+                    memory, before, lambda b: self._launch_native(
+                        k, entry, grid, block, params, memory, LaunchStats(entry.name, grid, block), dyn,
+                        blocks=(b, b + 1)), nblocks):
+                e.race = True
+                e.args = (f"{e.args[0]} (two thread blocks write the same bytes: a race between blocks)",)
             native.restore(memory, forward)
             raise e from None
         return stats

@@ -43,7 +43,7 @@ _WHY: dict = {}            # (module key, entry name) -> why it runs on the inte
 _LIBM_OK: dict = {}
 _TLS = threading.local()
 _FN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                            ctypes.c_void_p)
+                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class EngineMismatch(AssertionError):
@@ -110,10 +110,14 @@ def _libm_matches(name):
 
 
 class _Native:
-    """One compiled kernel: its launch function and what a launch needs to know."""
+    """One compiled kernel: its launch function and what a launch needs to know (its barriers' instruction
+    indices, the bytes of a thread's saved registers, its shared memory layout)."""
 
-    def __init__(self, fn, symbol, sites):
-        self.fn, self.symbol, self.sites = fn, symbol, sites
+    def __init__(self, fn, low):
+        self.fn, self.symbol = fn, low.symbol
+        self.barriers = [iid for iid, _ in low.syncs]
+        self.state_size = low.state_size if low.syncs else 0
+        self.shared_static, self.dyn_shared_offset = low.shared_static, low.dyn_shared_offset
 
 
 def _cache_path(key):
@@ -174,13 +178,13 @@ def kernel(module, name):
             return k
         k = None
         try:
-            fn = parse(module.entry_text(name)).functions[name]
+            ast = parse(module.entry_text(name))
             symbol = "k_" + hashlib.sha256(f"{module.key}|{name}".encode()).hexdigest()[:24]
-            ir = lower_entry(fn, Decoder.imm_value, symbol)
+            low = lower_entry(ast, ast.functions[name], Decoder.imm_value, symbol)
+            ir = low.ir
             if ("@exp2f(" in ir and not _libm_matches("exp2f")) or ("@log2f(" in ir and not _libm_matches("log2f")):
                 raise Unsupported("numpy's exp2/log2 differ from libm's here")
-            sites = ir.count("call ptr @gptr(")
-            k = _Native(_compile(ir, symbol), symbol, sites)
+            k = _Native(_compile(ir, symbol), low)
         except Unsupported as e:
             k, _WHY[key] = None, f"not lowered: {e}"
         except Exception as e:   # a lowering defect (invalid IR): the interpreter runs it, and reasons() says why
@@ -210,36 +214,81 @@ def _table(memory):
     return entry
 
 
-def _scratch():
-    s = getattr(_TLS, "bufs", None)
-    if s is None:
-        s = _TLS.bufs = (np.zeros(8, np.int64), np.zeros(9, np.int64))
-    return s
+def _scratch(key, nbytes):
+    """A per-thread reusable zeroed-on-demand byte buffer (shared memory, saved registers, resume points)."""
+    bufs = getattr(_TLS, "bufs", None)
+    if bufs is None:
+        bufs = _TLS.bufs = {}
+    b = bufs.get(key)
+    if b is None or b.shape[0] < nbytes:
+        b = bufs[key] = np.zeros(max(nbytes, 64), np.uint8)
+    return b
 
 
-def run(k, grid, block, params, memory, stats, reverse=False):
-    """Launch compiled kernel ``k``: every thread of the grid, in order. Fills ``stats``; returns None, or for a
-    faulting thread (kind, instruction index, address, size, block index, thread index) for the caller to report."""
+def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, blocks=None):
+    """Launch compiled kernel ``k``: every thread of the grid, in order. Fills ``stats``; returns None, or what
+    stopped it: (1, kind, instruction index, address, size, block, thread) for a faulting thread, (2, first barrier,
+    other barrier, threads arrived, 0, block, thread) for threads at different barriers, (3, barrier, threads
+    arrived, threads exited, first exited thread, block, 0) for a thread that exited while others waited."""
     rows, n, bufs = _table(memory)
-    out, dims = _scratch()
+    out = _scratch("out", 64).view(np.int64)[:8]
+    dims = _scratch("dims", 96).view(np.int64)[:11]
     out[:] = 0
+    T = block[0] * block[1] * block[2]
+    shsize = k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else k.shared_static
+    sh = _scratch("shared", shsize)
+    state = _scratch("state", T * k.state_size)
+    res = _scratch("resume", 4 * T)
     nblocks = grid[0] * grid[1] * grid[2]
-    dims[:] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, nblocks, int(reverse))
+    b0, b1 = (0, nblocks) if blocks is None else blocks
+    dims[:] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], b0, b1, int(reverse), shsize,
+               k.state_size)
     t0 = time.perf_counter()
-    r = k.fn(params, rows.ctypes.data, n, out.ctypes.data, dims.ctypes.data)
+    r = k.fn(params, rows.ctypes.data, n, out.ctypes.data, dims.ctypes.data, sh.ctypes.data, state.ctypes.data,
+             res.ctypes.data)
     del bufs
     stats.seconds = time.perf_counter() - t0
     stats.thread_instructions = int(out[4])
     stats.chunks = 1
     if r:
-        kind, iid, addr, size, _, b, t = (int(v) for v in out[:7])
-        return kind, iid, addr & ((1 << 64) - 1), size, b, t
+        v = [int(x) for x in out[:7]]
+        if r == 1:
+            v[2] &= (1 << 64) - 1
+            return (1, v[0], v[1], v[2], v[3], v[5], v[6])
+        return (r, v[0], v[1], v[2], v[3], v[5], v[6])
     return None
 
 
 def snapshot(memory):
     with memory._lock:
         return {b: memory._allocs[b][1].copy() for b in memory._bases}
+
+
+def blocks_overlap(memory, before, run_block, nblocks):
+    """Whether two thread blocks change the same bytes: each block run alone from ``before`` (``run_block(b)``),
+    its changed bytes marked. A race between blocks that write the same value from the same read (a
+    read-modify-write by two blocks) ends the same in either order, and only this finds it."""
+    seen = {}
+    try:
+        for b in range(nblocks):
+            restore(memory, before)
+            run_block(b)
+            with memory._lock:
+                for base, want in before.items():
+                    cur = memory._allocs.get(base)
+                    if cur is None or cur[1].shape != want.shape:
+                        continue
+                    changed = cur[1] != want
+                    prev = seen.get(base)
+                    if prev is None:
+                        seen[base] = changed
+                    elif (prev & changed).any():
+                        return True
+                    else:
+                        prev |= changed
+    finally:
+        restore(memory, before)
+    return False
 
 
 def restore(memory, snap):

@@ -409,38 +409,29 @@ def helpers(need):
     return "\n".join(out) + "\n"
 
 
-def runner(sites, symbol="run"):
-    """``@<symbol>(params, table, table rows, out, dims)``: every thread of blocks [dims[6], dims[7]) in order, or in
-    reverse order where dims[8] is set (diff mode's check that a result does not depend on the order)."""
+def runner(sites, symbol="run", barriers=False):
+    """``@<symbol>(params, table, rows, out, dims, shared, state, resume)``: every thread of blocks
+    [dims[6], dims[7]) in order, or in reverse order where dims[8] is set (diff mode's check that a result does not
+    depend on the order); dims[9] is the block's shared memory size, dims[10] the bytes of one thread's saved
+    registers. With ``barriers``, each block runs in phases: every live thread up to its next ``bar.sync`` (the body
+    returns 2 + the barrier's index, its registers saved in its state), then all of them on from there; a thread
+    that reaches another barrier than the others (returns 2), or exits while others wait (returns 3), stops the
+    launch with out[0..3] saying which."""
     args = ", ".join(f"i32 %{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
-    return f"""
-define i32 @{symbol}(ptr %P, ptr %MT, i64 %NMT, ptr %OUT, ptr %DIMS) {{
+    head = f"""
+define i32 @{symbol}(ptr %P, ptr %MT, i64 %NMT, ptr %OUT, ptr %DIMS, ptr %SH, ptr %STATE, ptr %RES) {{
 entry:
   %CACHE = alloca i64, i64 {max(sites, 1)}
   call void @llvm.memset.p0.i64(ptr %CACHE, i8 -1, i64 {8 * max(sites, 1)}, i1 false)
-  %gxp = getelementptr i64, ptr %DIMS, i64 0
-  %gx = load i64, ptr %gxp
-  %gyp = getelementptr i64, ptr %DIMS, i64 1
-  %gy = load i64, ptr %gyp
-  %gzp = getelementptr i64, ptr %DIMS, i64 2
-  %gz = load i64, ptr %gzp
-  %bxp = getelementptr i64, ptr %DIMS, i64 3
-  %bx = load i64, ptr %bxp
-  %byp = getelementptr i64, ptr %DIMS, i64 4
-  %by = load i64, ptr %byp
-  %bzp = getelementptr i64, ptr %DIMS, i64 5
-  %bz = load i64, ptr %bzp
-  %b0p = getelementptr i64, ptr %DIMS, i64 6
-  %b0 = load i64, ptr %b0p
-  %b1p = getelementptr i64, ptr %DIMS, i64 7
-  %b1 = load i64, ptr %b1p
-  %revp = getelementptr i64, ptr %DIMS, i64 8
-  %rev64 = load i64, ptr %revp
+""" + "".join(f"""  %d{i}p = getelementptr i64, ptr %DIMS, i64 {i}
+  %{n} = load i64, ptr %d{i}p
+""" for i, n in enumerate(("gx", "gy", "gz", "bx", "by", "bz", "b0", "b1", "rev64", "SHSIZE", "SSTRIDE"))) + """
   %rev = icmp ne i64 %rev64, 0
   %bsum = add i64 %b0, %b1
   %blast = sub i64 %bsum, 1
   %bxy = mul i64 %bx, %by
   %T = mul i64 %bxy, %bz
+  %tlast = sub i64 %T, 1
   %gxy = mul i64 %gx, %gy
   %ntid_x = trunc i64 %bx to i32
   %ntid_y = trunc i64 %by to i32
@@ -448,10 +439,13 @@ entry:
   %nctaid_x = trunc i64 %gx to i32
   %nctaid_y = trunc i64 %gy to i32
   %nctaid_z = trunc i64 %gz to i32
+  %bv = alloca i64
+  %tv = alloca i64
+  store i64 %b0, ptr %bv
   %any = icmp ult i64 %b0, %b1
   br i1 %any, label %blk, label %done
 blk:
-  %bi = phi i64 [%b0, %entry], [%bn, %blkend]
+  %bi = load i64, ptr %bv
   %brev = sub i64 %blast, %bi
   %b = select i1 %rev, i64 %brev, i64 %bi
   %cx64 = urem i64 %b, %gx
@@ -461,10 +455,15 @@ blk:
   %ctaid_x = trunc i64 %cx64 to i32
   %ctaid_y = trunc i64 %cy64 to i32
   %ctaid_z = trunc i64 %cz64 to i32
-  br label %thr
-thr:
-  %ti = phi i64 [0, %blk], [%tn, %next]
-  %tlast = sub i64 %T, 1
+  %shany = icmp ne i64 %SHSIZE, 0
+  br i1 %shany, label %shclear, label %blkgo
+shclear:
+  call void @llvm.memset.p0.i64(ptr %SH, i8 0, i64 %SHSIZE, i1 false)
+  br label %blkgo
+blkgo:
+"""
+    thread_ids = """
+  %ti = load i64, ptr %tv
   %trev = sub i64 %tlast, %ti
   %t = select i1 %rev, i64 %trev, i64 %ti
   %tx64 = urem i64 %t, %bx
@@ -477,15 +476,11 @@ thr:
   %t32 = trunc i64 %t to i32
   %laneid = and i32 %t32, 31
   %warpid = lshr i32 %t32, 5
-  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, {args})
-  %bad = icmp ne i32 %r, 0
-  br i1 %bad, label %fault, label %next
-next:
-  %tn = add i64 %ti, 1
-  %tmore = icmp ult i64 %tn, %T
-  br i1 %tmore, label %thr, label %blkend
+"""
+    tail = """
 blkend:
   %bn = add i64 %bi, 1
+  store i64 %bn, ptr %bv
   %bmore = icmp ult i64 %bn, %b1
   br i1 %bmore, label %blk, label %done
 fault:
@@ -493,8 +488,113 @@ fault:
   store i64 %b, ptr %o5
   %o6 = getelementptr i64, ptr %OUT, i64 6
   store i64 %t, ptr %o6
-  ret i32 %r
+  ret i32 1
 done:
   ret i32 0
-}}
+}
 """
+    if not barriers:
+        return head + f"""  store i64 0, ptr %tv
+  br label %thr
+thr:{thread_ids}
+  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %STATE, i32 0, {args})
+  %bad = icmp ne i32 %r, 0
+  br i1 %bad, label %fault, label %next
+next:
+  %tn = add i64 %ti, 1
+  store i64 %tn, ptr %tv
+  %tmore = icmp ult i64 %tn, %T
+  br i1 %tmore, label %thr, label %blkend
+""" + tail
+    return head + f"""  %resbytes = mul i64 %T, 4
+  call void @llvm.memset.p0.i64(ptr %RES, i8 0, i64 %resbytes, i1 false)
+  %barv = alloca i64
+  %arrv = alloca i64
+  %exv = alloca i64
+  %fexv = alloca i64
+  br label %phase
+phase:
+  store i64 0, ptr %tv
+  store i64 -1, ptr %barv
+  store i64 0, ptr %arrv
+  store i64 0, ptr %exv
+  store i64 -1, ptr %fexv
+  br label %thr
+thr:{thread_ids}
+  %rp = getelementptr i32, ptr %RES, i64 %t
+  %rv = load i32, ptr %rp
+  %gone = icmp slt i32 %rv, 0
+  br i1 %gone, label %next, label %go
+go:
+  %soff = mul i64 %t, %SSTRIDE
+  %st = getelementptr i8, ptr %STATE, i64 %soff
+  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %st, i32 %rv, {args})
+  switch i32 %r, label %parked [ i32 0, label %exited
+                                 i32 1, label %fault ]
+exited:
+  store i32 -1, ptr %rp
+  %ex0 = load i64, ptr %exv
+  %ex1 = add i64 %ex0, 1
+  store i64 %ex1, ptr %exv
+  %fe0 = load i64, ptr %fexv
+  %fen = icmp slt i64 %fe0, 0
+  %fe1 = select i1 %fen, i64 %t, i64 %fe0
+  store i64 %fe1, ptr %fexv
+  br label %next
+parked:
+  %k32 = sub i32 %r, 2
+  %k = zext i32 %k32 to i64
+  %bar0 = load i64, ptr %barv
+  %first = icmp slt i64 %bar0, 0
+  %same = icmp eq i64 %bar0, %k
+  %okb = or i1 %first, %same
+  br i1 %okb, label %park, label %divergent
+park:
+  store i64 %k, ptr %barv
+  %k1 = add i32 %k32, 1
+  store i32 %k1, ptr %rp
+  %ar0 = load i64, ptr %arrv
+  %ar1 = add i64 %ar0, 1
+  store i64 %ar1, ptr %arrv
+  br label %next
+divergent:
+  %dv0 = getelementptr i64, ptr %OUT, i64 0
+  store i64 %bar0, ptr %dv0
+  %dv1 = getelementptr i64, ptr %OUT, i64 1
+  store i64 %k, ptr %dv1
+  %dar = load i64, ptr %arrv
+  %dv2 = getelementptr i64, ptr %OUT, i64 2
+  store i64 %dar, ptr %dv2
+  %dv5 = getelementptr i64, ptr %OUT, i64 5
+  store i64 %b, ptr %dv5
+  %dv6 = getelementptr i64, ptr %OUT, i64 6
+  store i64 %t, ptr %dv6
+  ret i32 2
+next:
+  %tn = add i64 %ti, 1
+  store i64 %tn, ptr %tv
+  %tmore = icmp ult i64 %tn, %T
+  br i1 %tmore, label %thr, label %phaseend
+phaseend:
+  %arr = load i64, ptr %arrv
+  %none = icmp eq i64 %arr, 0
+  br i1 %none, label %blkend, label %check
+check:
+  %exn = load i64, ptr %exv
+  %anyex = icmp ne i64 %exn, 0
+  br i1 %anyex, label %exitwait, label %phase
+exitwait:
+  %bw = load i64, ptr %barv
+  %ew0 = getelementptr i64, ptr %OUT, i64 0
+  store i64 %bw, ptr %ew0
+  %ew1 = getelementptr i64, ptr %OUT, i64 1
+  store i64 %arr, ptr %ew1
+  %ew2 = getelementptr i64, ptr %OUT, i64 2
+  store i64 %exn, ptr %ew2
+  %fx = load i64, ptr %fexv
+  %ew3 = getelementptr i64, ptr %OUT, i64 3
+  store i64 %fx, ptr %ew3
+  %ew5 = getelementptr i64, ptr %OUT, i64 5
+  store i64 %b, ptr %ew5
+  ret i32 3
+""" + tail

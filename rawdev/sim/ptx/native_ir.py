@@ -29,7 +29,8 @@ class Unsupported(Exception):
     """This kernel uses something the native engine does not lower; the interpreter runs it."""
 
 
-FAULT_OOB, FAULT_MISALIGNED, FAULT_VECTOR_MISALIGNED = 1, 2, 3
+FAULT_OOB, FAULT_MISALIGNED, FAULT_VECTOR_MISALIGNED, FAULT_SHARED_OOB, FAULT_SHARED_MISALIGNED = 1, 2, 3, 4, 5
+SHWIN = 0x0000_4000_0000_0000     # the interpreter's generic-address window of shared memory
 _SPACES = {"global", "shared", "local", "param", "const"}
 _IGNORED_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "weak", "gpu", "sys",
                  "cta", "uni", "aligned"}
@@ -64,8 +65,11 @@ def _int_const(v, bits):
 class Lowering:
     """Builds the IR of one entry: ``lower()`` returns the module text with ``@run``."""
 
-    def __init__(self, fn, imm_value, symbol):
-        self.fn, self.symbol = fn, symbol
+    def __init__(self, mod, fn, imm_value, symbol):
+        self.mod, self.fn, self.symbol = mod, fn, symbol
+        self.cur_label = "entry"
+        self.shared: dict[str, int] = {}    # shared variable -> byte offset in the block's shared memory
+        self.syncs: list = []              # barriers, in order: (instruction index, group after it)
         self.imm_value = imm_value   # the decoder's immediate rule (same bits as the interpreter)
         self.out: list[str] = []
         self.ntmp = 0
@@ -84,6 +88,7 @@ class Lowering:
 
     def label(self, name):
         self.out.append(f"{name}:")
+        self.cur_label = name
 
     @staticmethod
     def rname(name):
@@ -192,6 +197,8 @@ class Lowering:
             return self.convert(x, "pred", t)
         if isinstance(op, Imm):
             return self.const(self.imm_value(None, op, t), t)
+        if isinstance(op, Sym) and op.name in self.shared and kind(t) in "iu":
+            return str(self.shared[op.name] + op.offset)
         raise Unsupported(f"operand {op!r}")
 
     def dst(self, op, t, v):
@@ -226,16 +233,33 @@ class Lowering:
             self.params[p.name] = (off, size)
             off += size
         self.param_size = off
+        # shared memory laid out as the decoder does: module-level arrays, then the function's, then extern ones
+        off, extern = 0, []
+        for v in [v for v in self.mod.variables if v.space == "shared"] + \
+                 [v for v in fn.body if isinstance(v, VarDecl) and v.space == "shared"]:
+            if v.extern:
+                extern.append(v)
+                continue
+            off = -(-off // v.align) * v.align
+            self.shared[v.name] = off
+            off += v.size
+        dyn_align = max([16] + [v.align for v in extern])
+        self.dyn_shared_offset = -(-off // dyn_align) * dyn_align if extern else off
+        for v in extern:
+            self.shared[v.name] = self.dyn_shared_offset
+        self.shared_static = off
         stmts = []
         for st in fn.body:
             if isinstance(st, RegDecl):
                 for name in st.names:
                     self.regs[name] = st.type
             elif isinstance(st, VarDecl):
-                raise Unsupported(f".{st.space} variable {st.name}")
+                if st.space != "shared":
+                    raise Unsupported(f".{st.space} variable {st.name}")
             elif isinstance(st, (Inst, Label)):
                 stmts.append(st)
-        # groups exactly as the decoder splits blocks (their sizes are the instruction counts)
+        # groups exactly as the decoder splits blocks (their sizes are the instruction counts); a barrier is a
+        # group of its own
         groups, cur, labels, pend = [], [], {}, []
         for st in stmts:
             if isinstance(st, Label):
@@ -244,12 +268,23 @@ class Lowering:
                     cur = []
                 pend.append(st.name)
                 continue
+            parts = st.opcode.split(".")
+            if (parts[0] in ("bar", "barrier") and "warp" not in parts) or \
+                    parts[0] in ("shfl", "vote", "activemask", "mma", "ldmatrix"):
+                if cur:
+                    groups.append(cur)
+                    cur = []
+                for lb in pend:
+                    labels[lb] = len(groups)
+                pend = []
+                groups.append([st])
+                continue
             if not cur:
                 for lb in pend:
                     labels[lb] = len(groups)
                 pend = []
             cur.append(st)
-            if st.opcode.split(".")[0] in ("bra", "ret", "exit", "trap"):
+            if parts[0] in ("bra", "ret", "exit", "trap"):
                 groups.append(cur)
                 cur = []
         if cur:
@@ -264,7 +299,7 @@ class Lowering:
                         f"ptr {self.rname(name)}")
         head.append("  %cnt = alloca i64")
         head.append("  store i64 0, ptr %cnt")
-        self.emit("br label %G0")
+        self.emit("br label %DISPATCH")
         iid = 0
         for gi, insts in enumerate(groups):
             self.label(f"G{gi}")
@@ -277,16 +312,51 @@ class Lowering:
                 self.emit(f"br label %G{gi + 1}")
         self.label(f"G{len(groups)}")
         self.emit("br label %EXIT")
+        # where a thread starts: at the top, or (RESUME = k + 1) after barrier k with its registers reloaded
+        disp = ["DISPATCH:"]
+        if self.syncs:
+            cases = " ".join(f"i32 {k + 1}, label %RES{k}" for k in range(len(self.syncs)))
+            disp.append(f"  switch i32 %RESUME, label %G0 [ {cases} ]")
+            for k, (_, after) in enumerate(self.syncs):
+                disp.append(f"RES{k}:")
+                disp += self.reload()
+                disp.append(f"  br label %G{after}")
+        else:
+            disp.append("  br label %G0")
         args = ", ".join(f"i32 %S.{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
         body = [f"define internal i32 @body(ptr noalias %P, ptr noalias %MT, i64 %NMT, ptr noalias %CACHE, "
-                f"ptr noalias %OUT, {args}) alwaysinline {{", "entry:"] + head + self.out + [
+                f"ptr noalias %OUT, ptr noalias %SH, i64 %SHSIZE, ptr noalias %STATE, i32 %RESUME, {args}) "
+                f"alwaysinline {{", "entry:"] + head + self.out + disp + [
             "EXIT:", "  %cnt.x = load i64, ptr %cnt", "  %o4 = getelementptr i64, ptr %OUT, i64 4",
             "  %o4v = load i64, ptr %o4", "  %o4n = add i64 %o4v, %cnt.x", "  store i64 %o4n, ptr %o4",
             "  ret i32 0",
             "FAULT:", "  %cnt.f = load i64, ptr %cnt", "  %o4f = getelementptr i64, ptr %OUT, i64 4",
             "  %o4fv = load i64, ptr %o4f", "  %o4fn = add i64 %o4fv, %cnt.f", "  store i64 %o4fn, ptr %o4f",
             "  ret i32 1", "}"]
-        return "\n".join(body) + "\n" + runner(self.sites, self.symbol) + helpers(self.need)
+        self.state_size = 8 * max(len(self.regs), 1)
+        return "\n".join(body) + "\n" + runner(self.sites, self.symbol, bool(self.syncs)) + helpers(self.need)
+
+    def reg_slots(self):
+        return {name: i for i, name in enumerate(self.regs)}
+
+    def spill(self):
+        """Every register stored in the thread's state (8 bytes each), for a resume after a barrier."""
+        out = []
+        for i, (name, t) in enumerate(self.regs.items()):
+            v, p = self.t(), self.t()
+            out += [f"  {v} = load {ltype(t)}, ptr {self.rname(name)}",
+                    f"  {p} = getelementptr i64, ptr %STATE, i64 {i}",
+                    f"  store {ltype(t)} {v}, ptr {p}"]
+        return out
+
+    def reload(self):
+        out = []
+        for i, (name, t) in enumerate(self.regs.items()):
+            v, p = self.t(), self.t()
+            out += [f"  {p} = getelementptr i64, ptr %STATE, i64 {i}",
+                    f"  {v} = load {ltype(t)}, ptr {p}",
+                    f"  store {ltype(t)} {v}, ptr {self.rname(name)}"]
+        return out
 
     def count(self, n):
         if n:
@@ -315,6 +385,22 @@ class Lowering:
                 a, b = (nxt, tgt) if inst.pred_neg else (tgt, nxt)
                 self.emit(f"br i1 {p}, label {a}, label {b}")
             return True
+        if base in ("bar", "barrier") and "warp" not in mods:
+            if inst.pred is not None or len(inst.operands) > 1 or (
+                    inst.operands and not (isinstance(inst.operands[0], Imm) and int(inst.operands[0].value) == 0)):
+                raise Unsupported(f"{inst.opcode} with a thread count, another barrier or a predicate")
+            if any(m not in ("sync", "aligned") for m in mods):
+                raise Unsupported(inst.opcode)
+            k = len(self.syncs)
+            self.syncs.append((iid, gi + 1))
+            self.out += self.spill()
+            c, q, o, n = self.t(), self.t(), self.t(), self.t()
+            self.out += [f"  {c} = load i64, ptr %cnt", f"  {q} = getelementptr i64, ptr %OUT, i64 4",
+                         f"  {o} = load i64, ptr {q}", f"  {n} = add i64 {o}, {c}", f"  store i64 {n}, ptr {q}"]
+            self.emit(f"ret i32 {2 + k}")
+            return True
+        if base in ("bar", "barrier"):   # bar.warp.sync: threads of a warp run in program order here anyway
+            return False
         h = getattr(self, f"op_{base}", None)
         if h is None:
             raise Unsupported(f"opcode {inst.opcode}")
@@ -789,10 +875,13 @@ class Lowering:
 
     def op_cvta(self, inst, mods, iid):
         t = self.ty(mods)
-        if "global" not in mods:
-            raise Unsupported(inst.opcode)
         d, a = self.n_ops(inst, 2)
-        self.dst(d, t, self.src(a, t))
+        if "global" in mods:
+            return self.dst(d, t, self.src(a, t))
+        if "shared" not in mods:
+            raise Unsupported(inst.opcode)
+        # generic addresses of shared memory lie in the interpreter's window at SHWIN
+        self.dst(d, t, self.op2("sub" if "to" in mods else "add", ltype(t), self.src(a, t), str(SHWIN)))
 
     def op_mov(self, inst, mods, iid):
         t = self.ty(mods)
@@ -819,7 +908,7 @@ class Lowering:
                 self.emit(f"{z} = zext i{8 * piece} {v} to {lw}")
                 acc = self.op2("or", lw, acc, self.op2("shl", lw, z, str(8 * piece * i)))
             return self.dst(d, t, self.convert(acc, f"b{8 * size}", t))
-        if isinstance(a, Sym):
+        if isinstance(a, Sym) and a.name not in self.shared:
             raise Unsupported("mov of a symbol address")
         self.dst(d, t, self.src(a, t))
 
@@ -870,6 +959,66 @@ class Lowering:
             ptrs.append(p)
         return ptrs
 
+    def ptrs(self, a, space, iid, size, vec):
+        """Host pointers of the vec elements of an access in ``space`` (global, shared or generic), checked."""
+        if space == "global":
+            return self.gaddr(a, iid, size, vec)
+        if not isinstance(a, Addr):
+            raise Unsupported("an address operand that is not [..]")
+        if space == "shared":
+            if isinstance(a.base, Sym) and a.base.name in self.shared:
+                off = str(self.shared[a.base.name] + a.base.offset + a.offset)
+            elif isinstance(a.base, Reg):
+                off = self.src(a.base, "u64")
+                if a.offset:
+                    off = self.op2("add", "i64", off, str(a.offset))
+            else:
+                raise Unsupported("a shared address of another form")
+            return self.shared_ptrs(off, iid, size, vec)
+        if space != "generic" or vec != 1 or not isinstance(a.base, Reg):
+            raise Unsupported(f"a .{space} access")
+        # generic: the shared window, else global memory
+        addr = self.src(a.base, "u64")
+        if a.offset:
+            addr = self.op2("add", "i64", addr, str(a.offset))
+        rel = self.op2("sub", "i64", addr, str(SHWIN))
+        inwin = self.op2("icmp ult", "i64", rel, str(1 << 40))
+        self.ntmp += 1
+        n = self.ntmp
+        self.emit(f"br i1 {inwin}, label %GS{n}, label %GG{n}")
+        self.label(f"GS{n}")
+        ps = self.shared_ptrs(rel, iid, size, 1)[0]
+        sfrom = self.cur_label   # the block the pointer comes from, after its checks
+        self.emit(f"br label %GJ{n}")
+        self.label(f"GG{n}")
+        pg = self.gaddr(Addr(a.base, a.offset), iid, size, 1)[0]
+        gfrom = self.cur_label
+        self.emit(f"br label %GJ{n}")
+        self.label(f"GJ{n}")
+        x = self.t()
+        self.emit(f"{x} = phi ptr [{ps}, %{sfrom}], [{pg}, %{gfrom}]")
+        return [x]
+
+    def shared_ptrs(self, off, iid, size, vec):
+        """Pointers into the block's shared memory at byte offset ``off`` (OOB, then alignment, as the
+        interpreter checks the window)."""
+        total = size * vec
+        over = self.op2("icmp ugt", "i64", off, "%SHSIZE")
+        end = self.op2("add", "i64", off, str(total))
+        over2 = self.op2("icmp ugt", "i64", end, "%SHSIZE")
+        self.fault_unless(self.op2("xor", "i1", self.op2("or", "i1", over, over2), "true"), FAULT_SHARED_OOB,
+                          iid, off, total)
+        if total > 1:
+            al = self.op2("and", "i64", off, str(total - 1))
+            self.fault_unless(self.op2("icmp eq", "i64", al, "0"), FAULT_SHARED_MISALIGNED, iid, off, total)
+        out = []
+        for k in range(vec):
+            p = self.t()
+            o = self.op2("add", "i64", off, str(k * size)) if k else off
+            self.emit(f"{p} = getelementptr i8, ptr %SH, i64 {o}")
+            out.append(p)
+        return out
+
     def fault_unless(self, ok, kind_, iid, addr, size):
         self.ntmp += 1
         good, bad = f"OK{self.ntmp}", f"BAD{self.ntmp}"
@@ -903,9 +1052,7 @@ class Lowering:
                 if it is not None:
                     self.dst(it, t, x)
             return
-        if space != "global":
-            raise Unsupported(f"ld.{space}")
-        ptrs = self.gaddr(a, iid, size, vec)
+        ptrs = self.ptrs(a, space, iid, size, vec)
         for p, it in zip(ptrs, items):
             x = self.t()
             self.emit(f"{x} = load {lt}, ptr {p}, align 1")
@@ -917,20 +1064,21 @@ class Lowering:
     def op_st(self, inst, mods, iid):
         space, vec, t = self.mem_parse(inst, mods)
         a, v = self.n_ops(inst, 2)
-        if space != "global":
-            raise Unsupported(f"st.{space}")
         size = TYPE_SIZES[t]
         items = v.items if isinstance(v, Vec) else (v,)
         if len(items) != vec:
             raise Unsupported("vector width")
         vals = [self.src(it, t) for it in items]
-        ptrs = self.gaddr(a, iid, size, vec)
+        ptrs = self.ptrs(a, space, iid, size, vec)
         for p, x in zip(ptrs, vals):
             self.emit(f"store {ltype(t)} {x}, ptr {p}, align 1")
 
 
-def lower_entry(fn, imm_value, symbol="run"):
-    """The LLVM IR module text of entry ``fn``, its launch function named ``symbol`` (raises :class:`Unsupported`)."""
+def lower_entry(mod, fn, imm_value, symbol="run"):
+    """The lowering of entry ``fn`` of module ``mod`` (both the parser's trees): ``.ir`` is the LLVM IR module text,
+    its launch function named ``symbol``; raises :class:`Unsupported`."""
     if fn.kind != "entry":
         raise Unsupported("not an entry")
-    return Lowering(fn, imm_value, symbol).lower()
+    low = Lowering(mod, fn, imm_value, symbol)
+    low.ir = low.lower()
+    return low
