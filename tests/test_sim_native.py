@@ -367,3 +367,24 @@ def test_a_divergent_barrier_is_reported_as_the_interpreter_reports_it(monkeypat
         msgs[engine] = str(ei.value)
     assert "only 14 of 64 live threads arrived" in msgs["auto"]
     assert msgs["auto"] == msgs["interp"]
+
+
+@pytest.mark.parametrize("rows,cols,warps", [(7, 70, 3), (5, 33, 2), (4, 1, 1)])
+def test_warp_shuffles_run_natively_and_match_the_interpreter(rows, cols, warps, monkeypatch):
+    """row_sum_warp: one warp per row, the row's partial sums combined by shfl.sync.down; a grid whose last block
+    has warps past the last row (they return before the shuffles)."""
+    mod = PtxModule((PTX_DIR / "testkernels.ptx").read_text())
+    assert native.kernel(mod, "row_sum_warp") is not None, native.reasons()
+    x = rng().standard_normal((rows, cols)).astype(np.float32)
+    got = {}
+    for engine in ("interp", "auto", "diff"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        mem = DeviceMemory(1 << 20)
+        out, inp = mem.alloc(rows * 4), mem.alloc(x.nbytes)
+        mem.write(inp, x.tobytes())
+        params = int(out).to_bytes(8, "little") + int(inp).to_bytes(8, "little") + rows.to_bytes(4, "little") + \
+            cols.to_bytes(4, "little")
+        mod.launch("row_sum_warp", (-(-rows // warps), 1, 1), (32 * warps, 1, 1), params, memory=mem)
+        got[engine] = np.frombuffer(mem.read(out, rows * 4), np.float32)
+    assert np.array_equal(got["auto"], got["interp"]) and np.array_equal(got["diff"], got["interp"])
+    np.testing.assert_allclose(got["auto"], x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)

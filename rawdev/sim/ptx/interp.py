@@ -748,6 +748,13 @@ class PtxModule:
             self._kernel_fault(code, _LaneFault(iid, t, err, space), None, _FaultCtx(T, memory), blk, grid, block)
         line, text = code.insts[k.barriers[a]]
         bar = _BarrierAt(line, text)
+        if what == 4:   # the interpreter runs such lanes apart, each reading its partners' registers as they are
+            other = code.insts[k.barriers[b_]][0]
+            raise native.EngineMismatch(
+                f"kernel {code.name}: threads of a warp in block {self._bid(blk, grid)} reach two different "
+                f"shfl instructions (lines {line} and {other}, thread {self._tid(t, block)}): the native engine "
+                f"runs a warp's shfl only when all its running threads are at it; RAWDEV_SIM_ENGINE=interp runs "
+                f"this kernel")
         if what == 2:   # threads at two barriers
             other = code.insts[k.barriers[b_]][0]
             self._barrier_error(code, bar, blk, grid, block, c, T,

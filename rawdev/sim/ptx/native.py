@@ -28,6 +28,7 @@ import hashlib
 import os
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -36,6 +37,10 @@ from .decoder import Decoder
 from .native_ir import IR_VERSION, Unsupported, lower_entry
 from .parser import parse
 
+BIG_KERNEL_LINES = 30000  # IR lines above which a kernel is compiled by the backend's -O0
+# IR lines above which a kernel stays interpreted: the flash-attention forward kernels (170,000–420,000 lines, 194
+# shfl points each) cost 10 s and more apiece to compile, more than the tests that use them spend interpreting
+MAX_KERNEL_LINES = 100000
 _LOCK = threading.RLock()
 _STATE: dict = {}          # "llvm": the binding (or None), "tm": target machine, "engine": the MCJIT engine
 _KERNELS: dict = {}        # (module key, entry name) -> _Native or None (does not lower)
@@ -43,7 +48,7 @@ _WHY: dict = {}            # (module key, entry name) -> why it runs on the inte
 _LIBM_OK: dict = {}
 _TLS = threading.local()
 _FN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class EngineMismatch(AssertionError):
@@ -76,6 +81,11 @@ def _llvm():
                 tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features=features, opt=2,
                                                                             reloc="pic", codemodel="default")
                 _STATE["tm"] = tm
+                # the backend's -O0 (fast instruction selection and register allocation) for very large kernels:
+                # -O2 code generation grows faster than linearly with a function's size (the 128x128 GEMM tile,
+                # 6,875 registers, 54,000 lines of IR: 5.4 s at -O2, 0.3 s at -O0; its code runs ~1.5x slower)
+                _STATE["tm_fast"] = llvm.Target.from_default_triple().create_target_machine(
+                    cpu=cpu, features=features, opt=0, reloc="pic", codemodel="default")
                 _STATE["engine"] = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
                 _STATE["host"] = f"{llvmlite.__version__}|{cpu}|{features}"
                 _STATE["llvm"] = llvm
@@ -115,7 +125,7 @@ class _Native:
 
     def __init__(self, fn, low):
         self.fn, self.symbol = fn, low.symbol
-        self.barriers = [iid for iid, _ in low.syncs]
+        self.barriers = [sync[0] for sync in low.syncs]   # instruction index of each bar.sync or shfl
         self.state_size = low.state_size if low.syncs else 0
         self.shared_static, self.dyn_shared_offset = low.shared_static, low.dyn_shared_offset
 
@@ -148,7 +158,7 @@ def _compile(ir, symbol):
         mpm.add_instruction_combine_pass()
         mpm.add_simplify_cfg_pass()
         mpm.run(mod, pb)
-        obj = tm.emit_object(mod)
+        obj = (_STATE["tm_fast"] if ir.count("\n") > BIG_KERNEL_LINES else tm).emit_object(mod)
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -166,6 +176,20 @@ def _compile(ir, symbol):
     return _FN_TYPE(addr)
 
 
+def _refused_path(module, name):
+    """Where the reason an entry does not lower is kept between processes (lowering a large kernel only to refuse
+    it costs a second), keyed by the PTX, the entry and the lowering code itself."""
+    if "code" not in _STATE:
+        here = Path(__file__).parent
+        _STATE["code"] = hashlib.sha256(b"".join((here / f).read_bytes() for f in ("native_ir.py", "native_helpers.py"))
+                                        + f"{IR_VERSION}|{MAX_KERNEL_LINES}".encode()).hexdigest()
+    d = module_cache.cache_dir()
+    if d is None:
+        return None
+    key = hashlib.sha256(f"{_STATE['code']}|{module.key}|{name}".encode()).hexdigest()[:32]
+    return d.parent / "native" / f"{key}.refused"
+
+
 def kernel(module, name):
     """The compiled form of entry ``name`` of ``module`` (a PtxModule), or None where it does not lower."""
     key = (module.key, name)
@@ -177,16 +201,37 @@ def kernel(module, name):
         if k is not False:
             return k
         k = None
+        refused = _refused_path(module, name)
+        if refused is not None:
+            try:
+                why = refused.read_text()
+            except OSError:
+                why = ""
+            if why:
+                _WHY[key], _KERNELS[key] = why, None
+                return None
         try:
             ast = parse(module.entry_text(name))
             symbol = "k_" + hashlib.sha256(f"{module.key}|{name}".encode()).hexdigest()[:24]
             low = lower_entry(ast, ast.functions[name], Decoder.imm_value, symbol)
             ir = low.ir
+            lines = ir.count("\n")
+            if lines > MAX_KERNEL_LINES:
+                raise Unsupported(f"too large to compile quickly: {lines} lines of IR (native.MAX_KERNEL_LINES is "
+                                  f"{MAX_KERNEL_LINES})")
             if ("@exp2f(" in ir and not _libm_matches("exp2f")) or ("@log2f(" in ir and not _libm_matches("log2f")):
                 raise Unsupported("numpy's exp2/log2 differ from libm's here")
             k = _Native(_compile(ir, symbol), low)
         except Unsupported as e:
             k, _WHY[key] = None, f"not lowered: {e}"
+            if refused is not None and "libm" not in str(e):   # the same on every later run: remembered on disk
+                try:
+                    refused.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = refused.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                    tmp.write_text(_WHY[key])
+                    os.replace(tmp, refused)
+                except OSError:
+                    pass
         except Exception as e:   # a lowering defect (invalid IR): the interpreter runs it, and reasons() says why
             k, _WHY[key] = None, f"lowering failed: {type(e).__name__}: {str(e)[:300]}"
         _KERNELS[key] = k
@@ -229,7 +274,8 @@ def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, 
     """Launch compiled kernel ``k``: every thread of the grid, in order. Fills ``stats``; returns None, or what
     stopped it: (1, kind, instruction index, address, size, block, thread) for a faulting thread, (2, first barrier,
     other barrier, threads arrived, 0, block, thread) for threads at different barriers, (3, barrier, threads
-    arrived, threads exited, first exited thread, block, 0) for a thread that exited while others waited."""
+    arrived, threads exited, first exited thread, block, 0) for a thread that exited while others waited, (4, first
+    shfl, other shfl, 0, 0, block, thread) for threads of a warp at two different shfls."""
     rows, n, bufs = _table(memory)
     out = _scratch("out", 64).view(np.int64)[:8]
     dims = _scratch("dims", 96).view(np.int64)[:11]
@@ -238,14 +284,15 @@ def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, 
     shsize = k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else k.shared_static
     sh = _scratch("shared", shsize)
     state = _scratch("state", T * k.state_size)
-    res = _scratch("resume", 4 * T)
+    res = _scratch("resume", 8 * T)
+    xch = _scratch("exchange", 8 * (-(-T // 32) * 32))
     nblocks = grid[0] * grid[1] * grid[2]
     b0, b1 = (0, nblocks) if blocks is None else blocks
     dims[:] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], b0, b1, int(reverse), shsize,
                k.state_size)
     t0 = time.perf_counter()
     r = k.fn(params, rows.ctypes.data, n, out.ctypes.data, dims.ctypes.data, sh.ctypes.data, state.ctypes.data,
-             res.ctypes.data)
+             res.ctypes.data, xch.ctypes.data)
     del bufs
     stats.seconds = time.perf_counter() - t0
     stats.thread_instructions = int(out[4])

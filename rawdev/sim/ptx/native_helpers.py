@@ -10,6 +10,7 @@ SPECIAL_ARGS = ("%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z",
 
 _DECLS = """
 declare float @llvm.fma.f32(float, float, float)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 declare float @llvm.fabs.f32(float)
 declare double @llvm.fabs.f64(double)
 declare float @llvm.sqrt.f32(float)
@@ -409,17 +410,22 @@ def helpers(need):
     return "\n".join(out) + "\n"
 
 
-def runner(sites, symbol="run", barriers=False):
-    """``@<symbol>(params, table, rows, out, dims, shared, state, resume)``: every thread of blocks
+def runner(sites, symbol="run", kinds=()):
+    """``@<symbol>(params, table, rows, out, dims, shared, state, resume, exchange)``: every thread of blocks
     [dims[6], dims[7]) in order, or in reverse order where dims[8] is set (diff mode's check that a result does not
     depend on the order); dims[9] is the block's shared memory size, dims[10] the bytes of one thread's saved
-    registers. With ``barriers``, each block runs in phases: every live thread up to its next ``bar.sync`` (the body
-    returns 2 + the barrier's index, its registers saved in its state), then all of them on from there; a thread
-    that reaches another barrier than the others (returns 2), or exits while others wait (returns 3), stops the
-    launch with out[0..3] saying which."""
+    registers. ``kinds`` has one entry per synchronization point of the kernel, "bar" (bar.sync) or "warp" (shfl):
+    with any, each block runs in phases, warp by warp. A thread runs until it exits or reaches a point (the body
+    returns 2 + the point's index, its registers saved in its state). When every running thread of a warp waits at
+    one shfl, they go on from there (the values they put in the exchange copied to its second half, which their
+    partners read: a thread that runs on to the next shfl overwrites only the first); when every live
+    thread of the block waits at one bar.sync, the next phase starts from there. Threads at two barriers (returns
+    2), a thread that exits while others wait (3) or threads of a warp at two shfls (4) stop the launch with
+    out[0..3] saying which."""
     args = ", ".join(f"i32 %{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
     head = f"""
-define i32 @{symbol}(ptr %P, ptr %MT, i64 %NMT, ptr %OUT, ptr %DIMS, ptr %SH, ptr %STATE, ptr %RES) {{
+define i32 @{symbol}(ptr %P, ptr %MT, i64 %NMT, ptr %OUT, ptr %DIMS, ptr %SH, ptr %STATE, ptr %RES,
+                     ptr %XCH) {{
 entry:
   %CACHE = alloca i64, i64 {max(sites, 1)}
   call void @llvm.memset.p0.i64(ptr %CACHE, i8 -1, i64 {8 * max(sites, 1)}, i1 false)
@@ -462,10 +468,12 @@ shclear:
   br label %blkgo
 blkgo:
 """
-    thread_ids = """
+    thread_t = """
   %ti = load i64, ptr %tv
   %trev = sub i64 %tlast, %ti
   %t = select i1 %rev, i64 %trev, i64 %ti
+"""
+    thread_ids = """
   %tx64 = urem i64 %t, %bx
   %tq = udiv i64 %t, %bx
   %ty64 = urem i64 %tq, %by
@@ -493,11 +501,12 @@ done:
   ret i32 0
 }
 """
-    if not barriers:
+    if not kinds:
         return head + f"""  store i64 0, ptr %tv
   br label %thr
-thr:{thread_ids}
-  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %STATE, i32 0, {args})
+thr:{thread_t}{thread_ids}
+  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %STATE, i32 0,
+                       ptr %XCH, {args})
   %bad = icmp ne i32 %r, 0
   br i1 %bad, label %fault, label %next
 next:
@@ -506,12 +515,24 @@ next:
   %tmore = icmp ult i64 %tn, %T
   br i1 %tmore, label %thr, label %blkend
 """ + tail
+    table = ", ".join(f"i8 {int(k == 'warp')}" for k in kinds)
     return head + f"""  %resbytes = mul i64 %T, 4
   call void @llvm.memset.p0.i64(ptr %RES, i8 0, i64 %resbytes, i1 false)
+  %STAT = getelementptr i8, ptr %RES, i64 %resbytes
+  %T31 = add i64 %T, 31
+  %NW = lshr i64 %T31, 5
+  %NT = shl i64 %NW, 5
+  %NW1 = sub i64 %NW, 1
+  %xchbytes = mul i64 %NT, 8
+  call void @llvm.memset.p0.i64(ptr %XCH, i8 0, i64 %xchbytes, i1 false)
+  %KINDS = alloca [{len(kinds)} x i8]
+  store [{len(kinds)} x i8] [{table}], ptr %KINDS
   %barv = alloca i64
   %arrv = alloca i64
   %exv = alloca i64
   %fexv = alloca i64
+  %waitv = alloca i64
+  %wjv = alloca i64
   br label %phase
 phase:
   store i64 0, ptr %tv
@@ -519,16 +540,38 @@ phase:
   store i64 0, ptr %arrv
   store i64 0, ptr %exv
   store i64 -1, ptr %fexv
+  store i64 0, ptr %waitv
+  store i64 -1, ptr %wjv
+  call void @llvm.memset.p0.i64(ptr %STAT, i8 0, i64 %resbytes, i1 false)
   br label %thr
-thr:{thread_ids}
+thr:
+  %ti = load i64, ptr %tv
+  %wi = lshr i64 %ti, 5
+  %li = and i64 %ti, 31
+  %wrev = sub i64 %NW1, %wi
+  %w = select i1 %rev, i64 %wrev, i64 %wi
+  %lrev = sub i64 31, %li
+  %l = select i1 %rev, i64 %lrev, i64 %li
+  %wbase = shl i64 %w, 5
+  %t = add i64 %wbase, %l
+  %exists = icmp ult i64 %t, %T
+  br i1 %exists, label %live, label %next
+live:
   %rp = getelementptr i32, ptr %RES, i64 %t
   %rv = load i32, ptr %rp
   %gone = icmp slt i32 %rv, 0
-  br i1 %gone, label %next, label %go
-go:
+  %sp = getelementptr i32, ptr %STAT, i64 %t
+  %sv = load i32, ptr %sp
+  %held = icmp ne i32 %sv, 0
+  %skip = or i1 %gone, %held
+  br i1 %skip, label %next, label %go
+go:{thread_ids}
   %soff = mul i64 %t, %SSTRIDE
   %st = getelementptr i8, ptr %STATE, i64 %soff
-  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %st, i32 %rv, {args})
+  %xwo = shl i64 %wbase, 1
+  %xw = getelementptr i32, ptr %XCH, i64 %xwo
+  %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %st, i32 %rv, ptr %xw,
+                       {args})
   switch i32 %r, label %parked [ i32 0, label %exited
                                  i32 1, label %fault ]
 exited:
@@ -544,6 +587,35 @@ exited:
 parked:
   %k32 = sub i32 %r, 2
   %k = zext i32 %k32 to i64
+  %k1 = add i32 %k32, 1
+  store i32 %k1, ptr %rp
+  %kp = getelementptr i8, ptr %KINDS, i64 %k
+  %kk = load i8, ptr %kp
+  %iswarp = icmp ne i8 %kk, 0
+  br i1 %iswarp, label %warpwait, label %blockpark
+warpwait:
+  store i32 2, ptr %sp
+  %wn0 = load i64, ptr %waitv
+  %wn1 = add i64 %wn0, 1
+  store i64 %wn1, ptr %waitv
+  %wj0 = load i64, ptr %wjv
+  %wfirst = icmp slt i64 %wj0, 0
+  %wsame = icmp eq i64 %wj0, %k
+  %wok = or i1 %wfirst, %wsame
+  store i64 %k, ptr %wjv
+  br i1 %wok, label %next, label %warpdiv
+warpdiv:
+  %wd0 = getelementptr i64, ptr %OUT, i64 0
+  store i64 %wj0, ptr %wd0
+  %wd1 = getelementptr i64, ptr %OUT, i64 1
+  store i64 %k, ptr %wd1
+  %wd5 = getelementptr i64, ptr %OUT, i64 5
+  store i64 %b, ptr %wd5
+  %wd6 = getelementptr i64, ptr %OUT, i64 6
+  store i64 %t, ptr %wd6
+  ret i32 4
+blockpark:
+  store i32 1, ptr %sp
   %bar0 = load i64, ptr %barv
   %first = icmp slt i64 %bar0, 0
   %same = icmp eq i64 %bar0, %k
@@ -551,8 +623,6 @@ parked:
   br i1 %okb, label %park, label %divergent
 park:
   store i64 %k, ptr %barv
-  %k1 = add i32 %k32, 1
-  store i32 %k1, ptr %rp
   %ar0 = load i64, ptr %arrv
   %ar1 = add i64 %ar0, 1
   store i64 %ar1, ptr %arrv
@@ -571,9 +641,44 @@ divergent:
   store i64 %t, ptr %dv6
   ret i32 2
 next:
+  %wend = icmp eq i64 %li, 31
+  %wn = load i64, ptr %waitv
+  %wany = icmp ne i64 %wn, 0
+  %again = and i1 %wend, %wany
+  br i1 %again, label %rewarp, label %advance
+rewarp:
+  %xro = shl i64 %wbase, 1
+  %xr = getelementptr i32, ptr %XCH, i64 %xro
+  %xr2 = getelementptr i32, ptr %xr, i64 32
+  call void @llvm.memcpy.p0.p0.i64(ptr %xr2, ptr %xr, i64 128, i1 false)
+  store i64 0, ptr %waitv
+  store i64 -1, ptr %wjv
+  %wsp = getelementptr i32, ptr %STAT, i64 %wbase
+  br label %relane
+relane:
+  %x = phi i64 [0, %rewarp], [%xn, %relnext]
+  %xt = add i64 %wbase, %x
+  %xin = icmp ult i64 %xt, %T
+  br i1 %xin, label %relcheck, label %relnext
+relcheck:
+  %xp = getelementptr i32, ptr %STAT, i64 %xt
+  %xs = load i32, ptr %xp
+  %xw2 = icmp eq i32 %xs, 2
+  %xs2 = select i1 %xw2, i32 0, i32 %xs
+  store i32 %xs2, ptr %xp
+  br label %relnext
+relnext:
+  %xn = add i64 %x, 1
+  %xmore = icmp ult i64 %xn, 32
+  br i1 %xmore, label %relane, label %relaunch
+relaunch:
+  %wstart = shl i64 %wi, 5
+  store i64 %wstart, ptr %tv
+  br label %thr
+advance:
   %tn = add i64 %ti, 1
   store i64 %tn, ptr %tv
-  %tmore = icmp ult i64 %tn, %T
+  %tmore = icmp ult i64 %tn, %NT
   br i1 %tmore, label %thr, label %phaseend
 phaseend:
   %arr = load i64, ptr %arrv

@@ -22,7 +22,10 @@ import numpy as np
 from .native_helpers import SPECIAL_ARGS, helpers, runner
 from .parser import TYPE_SIZES, Addr, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
 
-IR_VERSION = 2   # part of the disk cache key of compiled kernels
+# instructions whose first operand is not a register they write
+NO_DEF = frozenset(("st", "red", "bar", "barrier", "membar", "fence", "bra", "ret", "exit", "trap", "prefetch",
+                    "prefetchu", "cp", "call", "stmatrix"))
+IR_VERSION = 3   # part of the disk cache key of compiled kernels
 
 
 class Unsupported(Exception):
@@ -291,7 +294,8 @@ class Lowering:
             groups.append(cur)
         for lb in pend:
             labels[lb] = len(groups)
-        self.labels = labels
+        self.labels, self.groups = labels, groups
+        self.live = self.liveness(groups)
         head = []
         for name, t in self.regs.items():
             head.append(f"  {self.rname(name)} = alloca {ltype(t)}")
@@ -317,15 +321,17 @@ class Lowering:
         if self.syncs:
             cases = " ".join(f"i32 {k + 1}, label %RES{k}" for k in range(len(self.syncs)))
             disp.append(f"  switch i32 %RESUME, label %G0 [ {cases} ]")
-            for k, (_, after) in enumerate(self.syncs):
+            for k, (_, after, _, finish, names) in enumerate(self.syncs):
                 disp.append(f"RES{k}:")
-                disp += self.reload()
+                disp += self.reload(names)
+                disp += finish   # a shfl's result, read from its partner's slot of the exchange
                 disp.append(f"  br label %G{after}")
         else:
             disp.append("  br label %G0")
         args = ", ".join(f"i32 %S.{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
         body = [f"define internal i32 @body(ptr noalias %P, ptr noalias %MT, i64 %NMT, ptr noalias %CACHE, "
-                f"ptr noalias %OUT, ptr noalias %SH, i64 %SHSIZE, ptr noalias %STATE, i32 %RESUME, {args}) "
+                f"ptr noalias %OUT, ptr noalias %SH, i64 %SHSIZE, ptr noalias %STATE, i32 %RESUME, ptr noalias %XCH, "
+                f"{args}) "
                 f"alwaysinline {{", "entry:"] + head + self.out + disp + [
             "EXIT:", "  %cnt.x = load i64, ptr %cnt", "  %o4 = getelementptr i64, ptr %OUT, i64 4",
             "  %o4v = load i64, ptr %o4", "  %o4n = add i64 %o4v, %cnt.x", "  store i64 %o4n, ptr %o4",
@@ -333,25 +339,171 @@ class Lowering:
             "FAULT:", "  %cnt.f = load i64, ptr %cnt", "  %o4f = getelementptr i64, ptr %OUT, i64 4",
             "  %o4fv = load i64, ptr %o4f", "  %o4fn = add i64 %o4fv, %cnt.f", "  store i64 %o4fn, ptr %o4f",
             "  ret i32 1", "}"]
-        self.state_size = 8 * max(len(self.regs), 1)
-        return "\n".join(body) + "\n" + runner(self.sites, self.symbol, bool(self.syncs)) + helpers(self.need)
+        self.state_size = 8 * max([len(sync[4]) for sync in self.syncs] + [1])
+        return "\n".join(body) + "\n" + runner(self.sites, self.symbol, [s[2] for s in self.syncs]) + helpers(self.need)
+
+    def regs_of(self, op):
+        """The declared registers an operand names."""
+        if isinstance(op, (Reg, NegPred)):
+            return {op.name} & self.regs.keys()
+        if isinstance(op, Pipe):
+            return {op.first.name, op.second.name} & self.regs.keys()
+        if isinstance(op, Vec):
+            return {i.name for i in op.items if isinstance(i, Reg)} & self.regs.keys()
+        if isinstance(op, Addr) and isinstance(op.base, Reg):
+            return {op.base.name} & self.regs.keys()
+        return set()
+
+    def uses_defs(self, inst):
+        """(registers read, registers written unconditionally) by an instruction."""
+        base = inst.opcode.split(".")[0]
+        ops = inst.operands
+        use = {inst.pred} & self.regs.keys() if inst.pred else set()
+        if base in NO_DEF or not ops:
+            for o in ops:
+                use |= self.regs_of(o)
+            return use, set()
+        for o in ops[1:]:
+            use |= self.regs_of(o)
+        d = self.regs_of(ops[0])
+        if inst.pred is not None:   # a predicated write may not happen: the old value lives on
+            use |= d
+            return use, set()
+        return use, d
+
+    def liveness(self, groups):
+        """The registers live on entry to each group (backward dataflow over the groups' branches): what a
+        thread must save at a barrier or shfl to go on after it."""
+        n = len(groups)
+        ud = []
+        succ = []
+        for gi, insts in enumerate(groups):
+            use, kill = set(), set()
+            for inst in insts:
+                u, d = self.uses_defs(inst)
+                use |= u - kill
+                kill |= d
+            ud.append((use, kill))
+            last = insts[-1]
+            b = last.opcode.split(".")[0]
+            if b == "bra":
+                op = last.operands[0]
+                tgt = [self.labels[op.name]] if isinstance(op, Sym) and op.name in self.labels else []
+                succ.append(tgt + ([gi + 1] if last.pred is not None else []))
+            elif b in ("ret", "exit", "trap") and last.pred is None:
+                succ.append([])
+            else:
+                succ.append([gi + 1])
+        live = [set() for _ in range(n + 1)]
+        changed = True
+        while changed:
+            changed = False
+            for gi in range(n - 1, -1, -1):
+                out = set().union(*(live[x] for x in succ[gi] if x <= n))
+                use, kill = ud[gi]
+                new = use | (out - kill)
+                if new != live[gi]:
+                    live[gi] = new
+                    changed = True
+        return live
+
+    def yield_at(self, iid, gi, kind, finish):
+        """End the thread's run at a synchronization point: registers saved, instructions counted, return 2 + the
+        point's index; ``finish`` is code that runs on resuming, before the next group."""
+        k = len(self.syncs)
+        self.syncs.append((iid, gi + 1, kind, finish, self.saved_at(gi, kind)))
+        self.out += self.spill(self.syncs[-1][4])
+        c, q, o, n = self.t(), self.t(), self.t(), self.t()
+        self.out += [f"  {c} = load i64, ptr %cnt", f"  {q} = getelementptr i64, ptr %OUT, i64 4",
+                     f"  {o} = load i64, ptr {q}", f"  {n} = add i64 {o}, {c}", f"  store i64 {n}, ptr {q}"]
+        self.emit(f"ret i32 {2 + k}")
+
+    def shfl(self, inst, mods, iid, gi):
+        """shfl.sync.{up,down,bfly,idx}.b32 as the interpreter's lane arithmetic: each thread puts its value in its
+        warp's exchange and yields; when the warp's threads all wait there they resume and read their source lane's
+        slot (their own where the source is out of the segment or past a partial warp's end)."""
+        if inst.pred is not None:
+            raise Unsupported("predicated shfl")
+        mode = next((m for m in mods if m in ("up", "down", "bfly", "idx")), None)
+        if mode is None or mods[-1] != "b32" or len(inst.operands) not in (4, 5):
+            raise Unsupported(inst.opcode)
+        d, pdst = inst.operands[0], None
+        if isinstance(d, Pipe):
+            d, pdst = d.first, d.second
+        a = self.src(inst.operands[1], "b32")
+        lane64 = self.t()
+        self.emit(f"{lane64} = zext i32 %S.laneid to i64")
+        slot = self.t()
+        self.emit(f"{slot} = getelementptr i32, ptr %XCH, i64 {lane64}")
+        self.emit(f"store i32 {a}, ptr {slot}")
+        saved, self.out = self.out, []
+        lane = "%S.laneid"
+        b = self.op2("and", "i32", self.src(inst.operands[2], "u32"), "31")
+        c = self.src(inst.operands[3], "u32")
+        cval = self.op2("and", "i32", c, "31")
+        seg = self.op2("and", "i32", self.op2("lshr", "i32", c, "8"), "31")
+        nseg = self.op2("xor", "i32", seg, "-1")
+        maxlane = self.op2("or", "i32", self.op2("and", "i32", lane, seg), self.op2("and", "i32", cval, nseg))
+        if mode == "up":
+            j = self.op2("sub", "i32", lane, b)
+            pval = self.op2("icmp sge", "i32", j, maxlane)
+        elif mode == "down":
+            j = self.op2("add", "i32", lane, b)
+            pval = self.op2("icmp sle", "i32", j, maxlane)
+        elif mode == "bfly":
+            j = self.op2("xor", "i32", lane, b)
+            pval = self.op2("icmp sle", "i32", j, maxlane)
+        else:
+            j = self.op2("or", "i32", self.op2("and", "i32", lane, seg), self.op2("and", "i32", b, nseg))
+            pval = self.op2("icmp sle", "i32", j, maxlane)
+        j = self.select(pval, "i32", j, lane)
+        # the warp's size: 32, or what is left of the block in its last warp
+        nt = self.op2("mul", "i32", self.op2("mul", "i32", "%S.ntid_x", "%S.ntid_y"), "%S.ntid_z")
+        left = self.op2("sub", "i32", nt, self.op2("shl", "i32", "%S.warpid", "5"))
+        bad = self.op2("icmp uge", "i32", j, left)
+        src = self.select(bad, "i32", lane, j)
+        s64 = self.t()
+        self.emit(f"{s64} = zext i32 {src} to i64")
+        s64 = self.op2("add", "i64", s64, "32")   # the copy taken when the warp's threads all arrived
+        sp = self.t()
+        self.emit(f"{sp} = getelementptr i32, ptr %XCH, i64 {s64}")
+        v = self.t()
+        self.emit(f"{v} = load i32, ptr {sp}")
+        self.dst(d, "b32", v)
+        if pdst is not None:
+            self.dst(pdst, "pred", pval)
+        finish, self.out = self.out, saved
+        self.yield_at(iid, gi, "warp", finish)
 
     def reg_slots(self):
         return {name: i for i, name in enumerate(self.regs)}
 
-    def spill(self):
-        """Every register stored in the thread's state (8 bytes each), for a resume after a barrier."""
+    def saved_at(self, gi, kind):
+        """The registers a thread must keep across the synchronization point that is group ``gi``: those live after
+        it, and for a shfl the operands it reads on resuming (its lane offset and clamp) less the ones it writes."""
+        after = set(self.live[gi + 1])
+        if kind == "warp":
+            inst = self.groups[gi][0]
+            after -= set().union(*(self.regs_of(o) for o in inst.operands[:1]))
+            for o in inst.operands[2:4]:
+                after |= self.regs_of(o)
+        return [name for name in self.regs if name in after]
+
+    def spill(self, names):
+        """The registers ``names`` stored in the thread's state (8 bytes each), for a resume after a barrier."""
         out = []
-        for i, (name, t) in enumerate(self.regs.items()):
+        for i, name in enumerate(names):
+            t = self.regs[name]
             v, p = self.t(), self.t()
             out += [f"  {v} = load {ltype(t)}, ptr {self.rname(name)}",
                     f"  {p} = getelementptr i64, ptr %STATE, i64 {i}",
                     f"  store {ltype(t)} {v}, ptr {p}"]
         return out
 
-    def reload(self):
+    def reload(self, names):
         out = []
-        for i, (name, t) in enumerate(self.regs.items()):
+        for i, name in enumerate(names):
+            t = self.regs[name]
             v, p = self.t(), self.t()
             out += [f"  {p} = getelementptr i64, ptr %STATE, i64 {i}",
                     f"  {v} = load {ltype(t)}, ptr {p}",
@@ -391,13 +543,10 @@ class Lowering:
                 raise Unsupported(f"{inst.opcode} with a thread count, another barrier or a predicate")
             if any(m not in ("sync", "aligned") for m in mods):
                 raise Unsupported(inst.opcode)
-            k = len(self.syncs)
-            self.syncs.append((iid, gi + 1))
-            self.out += self.spill()
-            c, q, o, n = self.t(), self.t(), self.t(), self.t()
-            self.out += [f"  {c} = load i64, ptr %cnt", f"  {q} = getelementptr i64, ptr %OUT, i64 4",
-                         f"  {o} = load i64, ptr {q}", f"  {n} = add i64 {o}, {c}", f"  store i64 {n}, ptr {q}"]
-            self.emit(f"ret i32 {2 + k}")
+            self.yield_at(iid, gi, "bar", [])
+            return True
+        if base == "shfl":
+            self.shfl(inst, mods, iid, gi)
             return True
         if base in ("bar", "barrier"):   # bar.warp.sync: threads of a warp run in program order here anyway
             return False
