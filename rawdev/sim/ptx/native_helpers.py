@@ -119,26 +119,16 @@ define internal float @ftz32(float %x) alwaysinline {
   ret float %r
 }""",
     # ops.sat01: NaN -> +0, else numpy's clip to [0, 1] (which keeps -0)
-    "sat_float": """
-define internal float @sat_float(float %x) alwaysinline {
-  %n = fcmp uno float %x, %x
-  %lo = fcmp olt float %x, 0.0
-  %hi = fcmp ogt float %x, 1.0
-  %a = select i1 %hi, float 1.0, float %x
-  %b = select i1 %lo, float 0.0, float %a
-  %r = select i1 %n, float 0.0, float %b
-  ret float %r
-}""",
-    "sat_double": """
-define internal double @sat_double(double %x) alwaysinline {
-  %n = fcmp uno double %x, %x
-  %lo = fcmp olt double %x, 0.0
-  %hi = fcmp ogt double %x, 1.0
-  %a = select i1 %hi, double 1.0, double %x
-  %b = select i1 %lo, double 0.0, double %a
-  %r = select i1 %n, double 0.0, double %b
-  ret double %r
-}""",
+    **{f"sat_{t}": f"""
+define internal {t} @sat_{t}({t} %x) alwaysinline {{
+  %n = fcmp uno {t} %x, %x
+  %lo = fcmp olt {t} %x, 0.0
+  %hi = fcmp ogt {t} %x, 1.0
+  %a = select i1 %hi, {t} 1.0, {t} %x
+  %b = select i1 %lo, {t} 0.0, {t} %a
+  %r = select i1 %n, {t} 0.0, {t} %b
+  ret {t} %r
+}}""" for t in ("float", "double")},
     # ops.round_f32: round to nearest, then one step toward zero / -inf / +inf (mode 0/1/2) when that overshot
     "round_f32": """
 define internal float @round_f32(double %s, i32 %mode) alwaysinline {
