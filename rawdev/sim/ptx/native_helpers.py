@@ -400,6 +400,12 @@ def helpers(need):
     return "\n".join(out) + "\n"
 
 
+def _report(prefix, fields):
+    """IR that writes a stopped launch's report: ``fields`` is (index into out, i64 value) pairs."""
+    return "".join(f"  %{prefix}{i} = getelementptr i64, ptr %OUT, i64 {i}\n  store i64 {v}, ptr %{prefix}{i}\n"
+                   for i, v in fields)
+
+
 def runner(sites, symbol="run", kinds=()):
     """``@<symbol>(params, table, rows, out, dims, shared, state, resume, exchange)``: every thread of blocks
     [dims[6], dims[7]) in order, or in reverse order where dims[8] is set (diff mode's check that a result does not
@@ -482,11 +488,7 @@ blkend:
   %bmore = icmp ult i64 %bn, %b1
   br i1 %bmore, label %blk, label %done
 fault:
-  %o5 = getelementptr i64, ptr %OUT, i64 5
-  store i64 %b, ptr %o5
-  %o6 = getelementptr i64, ptr %OUT, i64 6
-  store i64 %t, ptr %o6
-  ret i32 1
+""" + _report("o", ((5, "%b"), (6, "%t"))) + """  ret i32 1
 done:
   ret i32 0
 }
@@ -595,15 +597,7 @@ warpwait:
   store i64 %k, ptr %wjv
   br i1 %wok, label %next, label %warpdiv
 warpdiv:
-  %wd0 = getelementptr i64, ptr %OUT, i64 0
-  store i64 %wj0, ptr %wd0
-  %wd1 = getelementptr i64, ptr %OUT, i64 1
-  store i64 %k, ptr %wd1
-  %wd5 = getelementptr i64, ptr %OUT, i64 5
-  store i64 %b, ptr %wd5
-  %wd6 = getelementptr i64, ptr %OUT, i64 6
-  store i64 %t, ptr %wd6
-  ret i32 4
+{_report('wd', ((0, '%wj0'), (1, '%k'), (5, '%b'), (6, '%t')))}  ret i32 4
 blockpark:
   store i32 1, ptr %sp
   %bar0 = load i64, ptr %barv
@@ -618,18 +612,8 @@ park:
   store i64 %ar1, ptr %arrv
   br label %next
 divergent:
-  %dv0 = getelementptr i64, ptr %OUT, i64 0
-  store i64 %bar0, ptr %dv0
-  %dv1 = getelementptr i64, ptr %OUT, i64 1
-  store i64 %k, ptr %dv1
   %dar = load i64, ptr %arrv
-  %dv2 = getelementptr i64, ptr %OUT, i64 2
-  store i64 %dar, ptr %dv2
-  %dv5 = getelementptr i64, ptr %OUT, i64 5
-  store i64 %b, ptr %dv5
-  %dv6 = getelementptr i64, ptr %OUT, i64 6
-  store i64 %t, ptr %dv6
-  ret i32 2
+{_report('dv', ((0, '%bar0'), (1, '%k'), (2, '%dar'), (5, '%b'), (6, '%t')))}  ret i32 2
 next:
   %wend = icmp eq i64 %li, 31
   %wn = load i64, ptr %waitv
@@ -680,16 +664,6 @@ check:
   br i1 %anyex, label %exitwait, label %phase
 exitwait:
   %bw = load i64, ptr %barv
-  %ew0 = getelementptr i64, ptr %OUT, i64 0
-  store i64 %bw, ptr %ew0
-  %ew1 = getelementptr i64, ptr %OUT, i64 1
-  store i64 %arr, ptr %ew1
-  %ew2 = getelementptr i64, ptr %OUT, i64 2
-  store i64 %exn, ptr %ew2
   %fx = load i64, ptr %fexv
-  %ew3 = getelementptr i64, ptr %OUT, i64 3
-  store i64 %fx, ptr %ew3
-  %ew5 = getelementptr i64, ptr %OUT, i64 5
-  store i64 %b, ptr %ew5
-  ret i32 3
+{_report('ew', ((0, '%bw'), (1, '%arr'), (2, '%exn'), (3, '%fx'), (5, '%b')))}  ret i32 3
 """ + tail
