@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rawdev.runtime import reset_for_tests
 from rawdev.sim.memory import DeviceMemory
 from rawdev.sim.ptx import PtxModule, native
 from rawdev.sim.ptx.interp import BarrierError, KernelFault
@@ -388,3 +389,152 @@ def test_warp_shuffles_run_natively_and_match_the_interpreter(rows, cols, warps,
         got[engine] = np.frombuffer(mem.read(out, rows * 4), np.float32)
     assert np.array_equal(got["auto"], got["interp"]) and np.array_equal(got["diff"], got["interp"])
     np.testing.assert_allclose(got["auto"], x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_device_side_assert_is_reported_as_the_interpreter_reports_it(monkeypatch, capsys):
+    """__assertfail (NVRTC's assert): the native engine reads the message, file, line and function the interpreter
+    reads, and names every failing thread (threads 60-63 of both blocks), in the same words, on stderr too."""
+    from test_device_assert import ASSERT_PTX
+    mod = PtxModule(ASSERT_PTX)
+    assert native.kernel(mod, "k") is not None, native.reasons()
+    got = {}
+    for engine in ("interp", "auto"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        mem = DeviceMemory(1 << 20)
+        mod.launch("k", (2, 1, 1), (64, 1, 1), params=np.array([64], np.uint32).tobytes(), memory=mem)
+        with pytest.raises(KernelFault) as ei:
+            mod.launch("k", (2, 1, 1), (64, 1, 1), params=np.array([60], np.uint32).tobytes(), memory=mem)
+        got[engine] = (str(ei.value), ei.value.thread, ei.value.block, capsys.readouterr().err)
+    assert got["auto"] == got["interp"]
+    assert "(7 more thread(s) failed it too)" in got["auto"][0] and got["auto"][3].count("Assertion `x < 2`") == 8
+
+
+@pytest.mark.parametrize("driver", ["sim"], indirect=True)
+def test_an_assert_in_a_kernel_with_warp_shuffles_names_every_failing_row(driver, monkeypatch, capsys):
+    """cross_entropy_ws_fwd (a warp per row, shuffles, an assert on the target): three bad targets in two blocks;
+    the native engine goes on past a failing thread and names all three, as the interpreter does."""
+    import rawdev
+    import rawdev.nn.functional as F
+    g = rng()
+    x = g.standard_normal((20, 3)).astype(np.float32)
+    t = np.zeros(20, np.int64)
+    t[[2, 11, 19]] = [3, -1, 99]
+    got = {}
+    for engine in ("interp", "auto"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        reset_for_tests("sim")   # a fresh simulated GPU: the assert left the last one's context unusable
+        with pytest.raises(Exception) as ei:
+            F.cross_entropy(rawdev.tensor(x, device="cuda"), rawdev.tensor(t, device="cuda"), reduction="none").cpu()
+        got[engine] = (str(ei.value).split("stream=")[0], [ln for ln in capsys.readouterr().err.splitlines()
+                                                         if "Assertion" in ln])
+    assert got["auto"] == got["interp"] and len(got["auto"][1]) == 3, got
+
+
+WINDOWS = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry by_value(.param .u64 out, .param .u32 k, .param .align 8 .b8 arr[32])
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [k];
+    mov.b64 %rd2, arr;
+    mov.u32 %r2, %tid.x;
+    add.u32 %r3, %r2, %r1;
+    mul.wide.u32 %rd3, %r3, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.param.u32 %r3, [%rd4];
+    mul.wide.u32 %rd5, %r2, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.u32 [%rd6], %r3;
+    ret;
+}
+.visible .entry depot(.param .u64 out, .param .u32 k)
+{
+    .local .align 4 .b8 d[16];
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<9>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [k];
+    mov.u64 %rd2, d;
+    mov.u32 %r2, %tid.x;
+    st.local.u32 [%rd2], %r2;
+    st.local.u32 [%rd2+4], %r1;
+    cvta.local.u64 %rd7, %rd2;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd8, %rd7, %rd3;
+    ld.u32 %r3, [%rd8];
+    add.s64 %rd4, %rd2, %rd3;
+    ld.local.u32 %r4, [%rd4+-4];
+    add.u32 %r3, %r3, %r4;
+    mul.wide.u32 %rd5, %r2, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.u32 [%rd6], %r3;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("entry,good,bad,why", [
+    ("by_value", 2, 7, "4-byte param access at offset 0x30 is outside the 48-byte param window"),
+    ("depot", 1, 4, "4-byte local access at offset 0x10 is outside the 16-byte local window")])
+def test_parameters_by_address_and_local_memory_run_natively(entry, good, bad, why, monkeypatch):
+    """A by-value struct read through a register (strided copies pass their shape so) and a thread's local array,
+    directly and through a generic address: the same values on both engines, and past the window the same
+    fault."""
+    mod = PtxModule(WINDOWS)
+    assert native.kernel(mod, entry) is not None, native.reasons()
+    arr = np.arange(100, 108, dtype=np.uint32).tobytes()
+    got = {}
+    for engine in ("interp", "auto"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        mem = DeviceMemory(1 << 20)
+        out = mem.alloc(64)
+
+        def params(k, out=out):
+            p = int(out).to_bytes(8, "little") + k.to_bytes(4, "little")
+            return p + b"\0" * 4 + arr if entry == "by_value" else p
+        mod.launch(entry, (1, 1, 1), (6, 1, 1), params(good), memory=mem)
+        vals = np.frombuffer(mem.read(out, 24), np.uint32)
+        with pytest.raises(KernelFault) as ei:
+            mod.launch(entry, (1, 1, 1), (6, 1, 1), params(bad), memory=mem)
+        got[engine] = (vals.tolist(), str(ei.value))
+    assert got["auto"] == got["interp"], got
+    assert why in got["auto"][1]
+    want = [100 + good + i for i in range(6)] if entry == "by_value" else [1 + i for i in range(6)]
+    assert got["auto"][0] == want
+
+
+@pytest.mark.parametrize("driver", ["sim"], indirect=True)
+def test_ops_on_newly_compiled_kernels_match_the_interpreter(driver, monkeypatch):
+    """The ops behind the kernels that took by-value parameters, local memory, asserts or rsqrt: diff mode runs each
+    launch on both engines and compares every byte (sin of large arguments takes the local-memory reduction)."""
+    import rawdev
+    for fname, names in (("strided.ptx", ["strided_copy_b4"]), ("elementwise.ptx", ["sin_fwd", "cos_fwd"]),
+                         ("index.ptx", ["index_select_b4"]), ("normalization.ptx", ["gn_fwd_f32"]),
+                         ("loss.ptx", ["cross_entropy_ws_fwd", "cross_entropy_ws_bwd"])):
+        mod = PtxModule((PTX_DIR / fname).read_text())
+        assert all(native.kernel(mod, n) is not None for n in names), native.reasons()
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", "diff")
+    g = rng()
+    x = g.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    big = np.concatenate([g.standard_normal(40) * 1e6, g.standard_normal(40) * 1e30, [np.pi, 1e38, -3e5]])
+    xc = rawdev.tensor(x, device="cuda")
+    np.testing.assert_array_equal(xc.permute(3, 1, 0, 2).contiguous().cpu().numpy(), x.transpose(3, 1, 0, 2))
+    bc = rawdev.tensor(big.astype(np.float32), device="cuda")
+    np.testing.assert_allclose(rawdev.sin(bc).cpu().numpy(), np.sin(big.astype(np.float32).astype(np.float64)),
+                               rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(rawdev.cos(bc).cpu().numpy(), np.cos(big.astype(np.float32).astype(np.float64)),
+                               rtol=2e-6, atol=2e-6)
+    idx = rawdev.tensor(np.array([4, 0, -5, 2]), device="cuda")
+    np.testing.assert_array_equal(rawdev.index_select(xc, 1, idx % 4).cpu().numpy(), x[:, [0, 0, 3, 2]])
+    gn = rawdev.nn.functional.group_norm(xc, 2).cpu().numpy()
+    r = x.reshape(3, 2, -1).astype(np.float64)
+    want = ((r - r.mean(-1, keepdims=True)) / np.sqrt(r.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    np.testing.assert_allclose(gn, want, rtol=1e-5, atol=1e-5)
+    logits = rawdev.tensor(g.standard_normal((6, 5)).astype(np.float32), device="cuda", requires_grad=True)
+    loss = rawdev.nn.functional.cross_entropy(logits, rawdev.tensor(np.array([0, 4, 1, 2, 3, 0]), device="cuda"))
+    loss.backward()
+    assert np.isfinite(loss.item()) and logits.grad is not None

@@ -24,7 +24,7 @@ from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_
 from . import module_cache, native
 from .counting import KernelCounts, counting
 from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
-from .native_ir import FAULT_SHARED_MISALIGNED, FAULT_SHARED_OOB, FAULT_VECTOR_MISALIGNED
+from .native_ir import FAULT_VECTOR_MISALIGNED, WINDOW_FAULTS
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -98,7 +98,8 @@ class _Assertion:
     file: str
     line: int
     function: str
-    positions: np.ndarray   # every lane of the group that reached __assertfail
+    positions: np.ndarray   # every lane of the group that reached __assertfail (the native engine: the first ones)
+    failed: int = 0         # how many threads failed it, where more than ``positions`` holds
 
 
 @dataclass
@@ -170,6 +171,17 @@ class _BarrierAt:
     """What a barrier report needs of the barrier (the decoder's Block has these)."""
     line: int
     text: str
+
+
+def _cstring(mem, addr, iid, pos):
+    """The NUL-terminated string at device address ``addr`` (the driver reads it from the module's global data); a
+    pointer into no allocation, or no NUL before its end, faults as a load would."""
+    hit = mem.find(addr)
+    raw = mem.read(addr, hit[0] + hit[1] - addr) if hit else b""
+    if b"\0" not in raw:
+        end = addr + len(raw)
+        raise _LaneFault(iid, pos, SimIllegalAddress(None, end, mem._describe_oob(end, 1)), "global")
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
 @dataclass
@@ -535,14 +547,7 @@ class _Ctx:
             raise _LaneFault(iid, int(lanes[0]), None, "trap")
 
     def _cstring(self, addr, iid, pos):
-        """The NUL-terminated string at device address ``addr`` (the driver reads it from the module's
-        global data); a pointer into no allocation, or no NUL before its end, faults as a load would."""
-        hit = self.mem.find(addr)
-        raw = self.mem.read(addr, hit[0] + hit[1] - addr) if hit else b""
-        if b"\0" not in raw:
-            end = addr + len(raw)
-            raise _LaneFault(iid, pos, SimIllegalAddress(None, end, self.mem._describe_oob(end, 1)), "global")
-        return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        return _cstring(self.mem, addr, iid, pos)
 
     def assertfail(self, n, iid, m, message, file, line, function):
         """__assertfail(message, file, line, function, charSize) in the lanes ``m`` (all when None): every
@@ -721,25 +726,36 @@ class PtxModule:
 
     def _launch_native(self, k, entry, grid, block, params, memory, stats, dynamic_shared=0, reverse=False,
                        blocks=None):
-        f = native.run(k, grid, block, params, memory, stats, dynamic_shared, reverse, blocks)
+        f = native.run(k, grid, block, params, memory, stats, dynamic_shared, reverse, blocks,
+                       self._gaddr(memory) if k.gbase is not None else ())
         if f is None:
             return
         code = entry.code
         T = block[0] * block[1] * block[2]
+        if f[0] == native.STOP_ASSERT:   # (5, threads failing, instruction, message, file, line, function, positions)
+            _, nfail, iid, message, file, line, function, pos = f
+            lanes = np.array([b * T + t for b, t in pos], np.int64)
+            info = _Assertion(_cstring(memory, message, iid, 0), _cstring(memory, file, iid, 0), line,
+                              _cstring(memory, function, iid, 0), lanes, nfail)
+            self._kernel_fault(code, _LaneFault(iid, int(lanes[0]), info, "assert"), None, _FaultCtx(T, memory), 0,
+                               grid, block)
         what, a, b_, c, d, blk, t = f
         if what == 1:   # a faulting thread: (kind, instruction, address, size)
             kind, iid, addr, size = a, b_, c, d
             space = "global"
+            window = next((sp for sp, kinds in WINDOW_FAULTS.items() if kind in kinds), None)
             if kind == FAULT_VECTOR_MISALIGNED:
                 err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte vector access at 0x{addr:x}")
-            elif kind == FAULT_SHARED_OOB:
-                space, limit = "shared", k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared \
-                    else k.shared_static
-                err = SimIllegalAddress(0, addr, f"{size}-byte shared access at offset 0x{addr:x} is outside the "
-                                                 f"{limit}-byte shared window")
-            elif kind == FAULT_SHARED_MISALIGNED:
-                space = "shared"
-                err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte shared access at offset 0x{addr:x}")
+            elif window is not None:   # the interpreter's _local_check wording
+                space = window
+                limit = (k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else k.shared_static) \
+                    if window == "shared" else code.local_size if window == "local" else k.param_size
+                if kind == WINDOW_FAULTS[window][0]:
+                    err = SimIllegalAddress(0, addr, f"{size}-byte {window} access at offset 0x{addr:x} is outside "
+                                                     f"the {limit}-byte {window} window")
+                else:
+                    err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte {window} access at offset "
+                                                        f"0x{addr:x}")
             else:
                 try:   # the memory's own check gives the interpreter's error for this address and size
                     memory._raise_lane(np.array([addr], np.uint64), 0, size)
@@ -1101,7 +1117,8 @@ class PtxModule:
         where = (f"in kernel {code.name}, thread ({tid[0]},{tid[1]},{tid[2]}) of block ({bid[0]},{bid[1]},{bid[2]}), "
                  f"at PTX line {line} `{text}`" + (f" (CUDA source line {src})" if src else ""))
         if f.space == "assert":
-            a, nfail = f.err, len(f.err.positions)
+            a = f.err
+            nfail = max(a.failed, len(a.positions))
             lines = []
             for pos in a.positions[:ASSERT_LINES]:
                 ln = int(pos if lanes is None else lanes[pos])

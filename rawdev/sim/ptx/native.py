@@ -18,7 +18,9 @@ What the native engine checks as the interpreter does: out-of-bounds and misalig
 messages, naming kernel, thread, block and PTX line), and the instruction count of the launch. What differs:
 threads run one after another, so a kernel whose threads race on the same global bytes (undefined on a GPU)
 may end with other bytes than the interpreter's lockstep lanes give; and when several threads would fault, the
-one reported is the first in thread order (the interpreter reports the first faulting instruction of a chunk).
+one reported is the first in thread order (the interpreter reports the first faulting instruction of a chunk). A
+device-side assert names every thread that failed the first failing call, in thread order, as the interpreter does
+for the lanes that reach it together.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 
 from . import module_cache
 from .decoder import Decoder
+from .native_helpers import ASSERT_POSITIONS
 from .native_ir import IR_VERSION, Unsupported, lower_entry
 from .parser import parse
 
@@ -41,6 +44,7 @@ BIG_KERNEL_LINES = 30000  # IR lines above which a kernel is compiled by the bac
 # IR lines above which a kernel stays interpreted: the flash-attention forward kernels (170,000–420,000 lines, 194
 # shfl points each) cost 10 s and more apiece to compile, more than the tests that use them spend interpreting
 MAX_KERNEL_LINES = 100000
+STOP_ASSERT = 5   # run()'s report of a device-side assert
 _LOCK = threading.RLock()
 _STATE: dict = {}          # "llvm": the binding (or None), "tm": target machine, "engine": the MCJIT engine
 _KERNELS: dict = {}        # (module key, entry name) -> _Native or None (does not lower)
@@ -128,6 +132,9 @@ class _Native:
         self.barriers = [sync[0] for sync in low.syncs]   # instruction index of each bar.sync or shfl
         self.state_size = low.state_size if low.syncs else 0
         self.shared_static, self.dyn_shared_offset = low.shared_static, low.dyn_shared_offset
+        # module globals' device addresses follow the parameters at gbase (None: the kernel names none)
+        self.gbase = low.gbase if low.globals else None
+        self.param_size = low.param_size
 
 
 def _cache_path(key):
@@ -270,16 +277,20 @@ def _scratch(key, nbytes):
     return b
 
 
-def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, blocks=None):
-    """Launch compiled kernel ``k``: every thread of the grid, in order. Fills ``stats``; returns None, or what
-    stopped it: (1, kind, instruction index, address, size, block, thread) for a faulting thread, (2, first barrier,
-    other barrier, threads arrived, 0, block, thread) for threads at different barriers, (3, barrier, threads
-    arrived, threads exited, first exited thread, block, 0) for a thread that exited while others waited, (4, first
-    shfl, other shfl, 0, 0, block, thread) for threads of a warp at two different shfls."""
+def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, blocks=None, gaddr=()):
+    """Launch compiled kernel ``k``: every thread of the grid, in order (``gaddr``: the device addresses of the
+    module's globals). Fills ``stats``; returns None, or what stopped it: (1, kind, instruction index, address,
+    size, block, thread) for a faulting thread, (2, first barrier, other barrier, threads arrived, 0, block, thread)
+    for threads at different barriers, (3, barrier, threads arrived, threads exited, first exited thread, block, 0)
+    for a thread that exited while others waited, (4, first shfl, other shfl, 0, 0, block, thread) for threads of a
+    warp at two different shfls, (5, threads failing, instruction index, message, file, line, function, [(block,
+    thread), ...]) for a device-side assert (the first call a thread failed, and every thread failing that call)."""
     rows, n, bufs = _table(memory)
-    out = _scratch("out", 64).view(np.int64)[:8]
+    out = _scratch("out", 8 * (24 + 2 * ASSERT_POSITIONS)).view(np.int64)
     dims = _scratch("dims", 96).view(np.int64)[:11]
-    out[:] = 0
+    out[:9] = 0
+    if k.gbase is not None:
+        params = bytes(params[:k.param_size]).ljust(k.gbase, b"\0") + np.asarray(gaddr, np.uint64).tobytes()
     T = block[0] * block[1] * block[2]
     shsize = k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else k.shared_static
     sh = _scratch("shared", shsize)
@@ -297,6 +308,10 @@ def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, 
     stats.seconds = time.perf_counter() - t0
     stats.thread_instructions = int(out[4])
     stats.chunks = 1
+    if out[8]:   # a device-side assert (whatever other threads did after it: the context is lost anyway)
+        nfail = int(out[8])
+        pos = [(int(out[24 + 2 * i]), int(out[25 + 2 * i])) for i in range(min(nfail, ASSERT_POSITIONS))]
+        return (STOP_ASSERT, nfail) + tuple(int(x) for x in out[9:14]) + (pos,)
     if r:
         v = [int(x) for x in out[:7]]
         if r == 1:

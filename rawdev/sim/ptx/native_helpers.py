@@ -384,7 +384,7 @@ define internal float @nextafter_dir(float %r, i32 %dir) alwaysinline {
 
 
 def helpers(need):
-    out = [_DECLS, _GPTR]
+    out = [_DECLS, _GPTR, _ASSERT_REC]
     for name in sorted(need):
         if name in _HELPERS:
             out.append(_HELPERS[name])
@@ -398,6 +398,50 @@ def helpers(need):
     if need & {"round_f32", "round_f32_x"}:
         out.append(_NEXTAFTER)
     return "\n".join(out) + "\n"
+
+
+ASSERT_POSITIONS = 256   # failing threads of a device-side assert whose (block, thread) a launch keeps
+
+# out[8]: threads that failed the launch's first failing assert; out[9..13]: its instruction, message, file, line and
+# function; out[14..18]: the same of the thread that just returned ASSERTED; out[24 + 2i], out[25 + 2i]: the block and
+# thread of the i-th failing thread
+_ASSERT_REC = f"""
+define internal void @assert_rec(ptr %OUT, i64 %b, i64 %t) {{
+entry:
+  %np = getelementptr i64, ptr %OUT, i64 8
+  %n = load i64, ptr %np
+  %mine = getelementptr i64, ptr %OUT, i64 14
+  %first = icmp eq i64 %n, 0
+  br i1 %first, label %keep, label %cmp
+keep:
+  %rec = getelementptr i64, ptr %OUT, i64 9
+  call void @llvm.memcpy.p0.p0.i64(ptr %rec, ptr %mine, i64 40, i1 false)
+  br label %add
+cmp:
+  %ip = getelementptr i64, ptr %OUT, i64 9
+  %i0 = load i64, ptr %ip
+  %i1 = load i64, ptr %mine
+  %same = icmp eq i64 %i0, %i1
+  br i1 %same, label %add, label %out
+add:
+  %room = icmp ult i64 %n, {ASSERT_POSITIONS}
+  br i1 %room, label %pos, label %count
+pos:
+  %k = shl i64 %n, 1
+  %k24 = add i64 %k, 24
+  %pb = getelementptr i64, ptr %OUT, i64 %k24
+  store i64 %b, ptr %pb
+  %pt = getelementptr i64, ptr %pb, i64 1
+  store i64 %t, ptr %pt
+  br label %count
+count:
+  %n1 = add i64 %n, 1
+  store i64 %n1, ptr %np
+  br label %out
+out:
+  ret void
+}}
+"""
 
 
 def _report(prefix, fields):
@@ -417,7 +461,8 @@ def runner(sites, symbol="run", kinds=()):
     partners read: a thread that runs on to the next shfl overwrites only the first); when every live
     thread of the block waits at one bar.sync, the next phase starts from there. Threads at two barriers (returns
     2), a thread that exits while others wait (3) or threads of a warp at two shfls (4) stop the launch with
-    out[0..3] saying which."""
+    out[0..3] saying which. A thread that fails a device-side assert (the body returns ASSERTED) is recorded by
+    @assert_rec and the launch goes on without it; the launch then returns ASSERTED."""
     args = ", ".join(f"i32 %{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
     head = f"""
 define i32 @{symbol}(ptr %P, ptr %MT, i64 %NMT, ptr %OUT, ptr %DIMS, ptr %SH, ptr %STATE, ptr %RES,
@@ -490,7 +535,11 @@ blkend:
 fault:
 """ + _report("o", ((5, "%b"), (6, "%t"))) + """  ret i32 1
 done:
-  ret i32 0
+  %nap = getelementptr i64, ptr %OUT, i64 8
+  %na = load i64, ptr %nap
+  %anya = icmp ne i64 %na, 0
+  %rc = select i1 %anya, i32 -1, i32 0
+  ret i32 %rc
 }
 """
     if not kinds:
@@ -499,8 +548,11 @@ done:
 thr:{thread_t}{thread_ids}
   %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %STATE, i32 0,
                        ptr %XCH, {args})
-  %bad = icmp ne i32 %r, 0
-  br i1 %bad, label %fault, label %next
+  switch i32 %r, label %fault [ i32 0, label %next
+                                i32 -1, label %asserted ]
+asserted:
+  call void @assert_rec(ptr %OUT, i64 %b, i64 %t)
+  br label %next
 next:
   %tn = add i64 %ti, 1
   store i64 %tn, ptr %tv
@@ -565,7 +617,12 @@ go:{thread_ids}
   %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %st, i32 %rv, ptr %xw,
                        {args})
   switch i32 %r, label %parked [ i32 0, label %exited
-                                 i32 1, label %fault ]
+                                 i32 1, label %fault
+                                 i32 -1, label %asserted ]
+asserted:
+  call void @assert_rec(ptr %OUT, i64 %b, i64 %t)
+  store i32 -1, ptr %rp
+  br label %next
 exited:
   store i32 -1, ptr %rp
   %ex0 = load i64, ptr %exv

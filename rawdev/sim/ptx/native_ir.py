@@ -6,9 +6,11 @@ interpreter's numpy code does (:mod:`rawdev.sim.ptx.decoder`, :mod:`rawdev.sim.p
 bit-identical: float64 and x87 long-double intermediates where the interpreter uses them, numpy's fmin/fmax and
 float16 rounding, PTX's clamped shifts, division by zero and saturating conversions.
 
-Only kernels whose threads never talk to each other are lowered (no barriers, warp-wide instructions, shared or
-local memory, atomics, calls or traps); anything else raises :class:`Unsupported` and the kernel stays on the
-interpreter. Every global access goes through ``@gptr``, which finds the allocation holding it (a sorted table
+Threads meet at ``bar.sync`` and ``shfl.sync`` (the launch loop of :mod:`.native_helpers` runs a block in phases
+and a warp's threads to the same shfl); shared memory is the block's, local memory the thread's (an ``alloca``),
+and ``call __assertfail`` (a device-side ``assert``) records the thread and its message's addresses and ends the
+thread. Atomics, traps, tensor-core and async-copy instructions raise :class:`Unsupported` and such a kernel stays
+on the interpreter. Every global access goes through ``@gptr``, which finds the allocation holding it (a sorted table
 passed in by the launcher, a one-entry cache per access site) and returns NULL for an access the interpreter
 would fault on; the access site then records (kind, instruction, address, size) and the thread stops.
 """
@@ -20,12 +22,14 @@ import struct
 import numpy as np
 
 from .native_helpers import SPECIAL_ARGS, helpers, runner
-from .parser import TYPE_SIZES, Addr, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
+from .parser import TYPE_SIZES, Addr, Args, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
 
 # instructions whose first operand is not a register they write
 NO_DEF = frozenset(("st", "red", "bar", "barrier", "membar", "fence", "bra", "ret", "exit", "trap", "prefetch",
                     "prefetchu", "cp", "call", "stmatrix"))
-IR_VERSION = 3   # part of the disk cache key of compiled kernels
+IR_VERSION = 4   # part of the disk cache key of compiled kernels
+CALL_PARAM = "$param."   # a call argument (``.param .b64 param0`` in a callseq scope) held as a 64-bit register
+ASSERTED = -1            # what a thread's body returns when it failed a device-side assert (2 + k: sync point k)
 
 
 class Unsupported(Exception):
@@ -33,7 +37,13 @@ class Unsupported(Exception):
 
 
 FAULT_OOB, FAULT_MISALIGNED, FAULT_VECTOR_MISALIGNED, FAULT_SHARED_OOB, FAULT_SHARED_MISALIGNED = 1, 2, 3, 4, 5
+FAULT_LOCAL_OOB, FAULT_LOCAL_MISALIGNED, FAULT_PARAM_OOB, FAULT_PARAM_MISALIGNED = 6, 7, 8, 9
+# the window checks of the spaces a thread indexes itself: (out of bounds, misaligned) fault kinds
+WINDOW_FAULTS = {"shared": (FAULT_SHARED_OOB, FAULT_SHARED_MISALIGNED),
+                 "local": (FAULT_LOCAL_OOB, FAULT_LOCAL_MISALIGNED),
+                 "param": (FAULT_PARAM_OOB, FAULT_PARAM_MISALIGNED)}
 SHWIN = 0x0000_4000_0000_0000     # the interpreter's generic-address window of shared memory
+LCWIN = 0x0000_5000_0000_0000     # ... and of local memory
 _SPACES = {"global", "shared", "local", "param", "const"}
 _IGNORED_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "weak", "gpu", "sys",
                  "cta", "uni", "aligned"}
@@ -80,6 +90,10 @@ class Lowering:
         self.params: dict[str, tuple] = {}  # name -> (offset, size)
         self.sites = 0                     # global access sites (one cache slot each)
         self.need: set[str] = set()        # helper functions used
+        self.local: dict[str, int] = {}    # local variable -> byte offset in the thread's local memory
+        self.lsize = 0
+        # module .global variables -> index of their device address, passed after the kernel's parameters
+        self.globals = {v.name: i for i, v in enumerate(v for v in mod.variables if v.space == "global")}
 
     # ---------------------------------------------------------------- plumbing
     def t(self):
@@ -200,8 +214,19 @@ class Lowering:
             return self.convert(x, "pred", t)
         if isinstance(op, Imm):
             return self.const(self.imm_value(None, op, t), t)
-        if isinstance(op, Sym) and op.name in self.shared and kind(t) in "iu":
-            return str(self.shared[op.name] + op.offset)
+        if isinstance(op, Sym) and kind(t) in "iu":
+            # a symbol's address as the decoder gives it: the offset in its space (shared, local, the kernel's
+            # parameters), or a module global's device address
+            for space in (self.shared, self.local, {n: o for n, (o, _) in self.params.items()}):
+                if op.name in space:
+                    return self.convert(str(space[op.name] + op.offset), "u64", t)
+            if op.name in self.globals:
+                p, x = self.t(), self.t()
+                self.emit(f"{p} = getelementptr i8, ptr %P, i64 {self.gbase + 8 * self.globals[op.name]}")
+                self.emit(f"{x} = load i64, ptr {p}, align 1")
+                if op.offset:
+                    x = self.op2("add", "i64", x, str(op.offset))
+                return self.convert(x, "u64", t)
         raise Unsupported(f"operand {op!r}")
 
     def dst(self, op, t, v):
@@ -236,6 +261,7 @@ class Lowering:
             self.params[p.name] = (off, size)
             off += size
         self.param_size = off
+        self.gbase = -(-off // 8) * 8   # where the module globals' addresses follow the parameters
         # shared memory laid out as the decoder does: module-level arrays, then the function's, then extern ones
         off, extern = 0, []
         for v in [v for v in self.mod.variables if v.space == "shared"] + \
@@ -252,15 +278,25 @@ class Lowering:
             self.shared[v.name] = self.dyn_shared_offset
         self.shared_static = off
         stmts = []
+        local_off = 0
         for st in fn.body:
             if isinstance(st, RegDecl):
                 for name in st.names:
                     self.regs[name] = st.type
             elif isinstance(st, VarDecl):
-                if st.space != "shared":
+                if st.space == "local":   # laid out as the decoder does
+                    local_off = -(-local_off // st.align) * st.align
+                    self.local[st.name] = local_off
+                    local_off += st.size
+                elif st.space == "param":
+                    if st.count != 1:
+                        raise Unsupported(f".param array {st.name}")
+                    self.regs[CALL_PARAM + st.name] = "u64"
+                elif st.space != "shared":
                     raise Unsupported(f".{st.space} variable {st.name}")
             elif isinstance(st, (Inst, Label)):
                 stmts.append(st)
+        self.lsize = -(-local_off // 16) * 16
         # groups exactly as the decoder splits blocks (their sizes are the instruction counts); a barrier is a
         # group of its own
         groups, cur, labels, pend = [], [], {}, []
@@ -303,6 +339,9 @@ class Lowering:
                         f"ptr {self.rname(name)}")
         head.append("  %cnt = alloca i64")
         head.append("  store i64 0, ptr %cnt")
+        if self.lsize:   # the thread's local memory, zeroed as the interpreter's is
+            head.append(f"  %LOC = alloca [{self.lsize} x i8], align 16")
+            head.append(f"  call void @llvm.memset.p0.i64(ptr %LOC, i8 0, i64 {self.lsize}, i1 false)")
         self.emit("br label %DISPATCH")
         iid = 0
         for gi, insts in enumerate(groups):
@@ -316,6 +355,8 @@ class Lowering:
                 self.emit(f"br label %G{gi + 1}")
         self.label(f"G{len(groups)}")
         self.emit("br label %EXIT")
+        if self.lsize and self.syncs:
+            raise Unsupported("local memory in a kernel with barriers or shuffles (a yield would lose it)")
         # where a thread starts: at the top, or (RESUME = k + 1) after barrier k with its registers reloaded
         disp = ["DISPATCH:"]
         if self.syncs:
@@ -885,6 +926,21 @@ class Lowering:
             raise Unsupported(inst.opcode)
         self.unary_f(inst, mods, lambda v, lt, t: self.call(lt, f"@llvm.sqrt.{t}", f"{lt} {v}"))
 
+    def op_rsqrt(self, inst, mods, iid):
+        def make(v, lt, t):   # the interpreter's 1 / sqrt in float64, rounded once to the type
+            w = v
+            if lt == "float":
+                w = self.t()
+                self.emit(f"{w} = fpext float {v} to double")
+            r = self.op2("fdiv", "double", self.fconst(1.0, "double"), self.call("double", "@llvm.sqrt.f64",
+                                                                                 f"double {w}"))
+            if lt == "double":
+                return r
+            x = self.t()
+            self.emit(f"{x} = fptrunc double {r} to float")
+            return x
+        self.unary_f(inst, mods, make)
+
     def libm32(self, inst, mods, name):
         if self.ty(mods) != "f32":
             raise Unsupported(inst.opcode)
@@ -1027,10 +1083,11 @@ class Lowering:
         d, a = self.n_ops(inst, 2)
         if "global" in mods:
             return self.dst(d, t, self.src(a, t))
-        if "shared" not in mods:
+        win = SHWIN if "shared" in mods else LCWIN if "local" in mods else None
+        if win is None:
             raise Unsupported(inst.opcode)
-        # generic addresses of shared memory lie in the interpreter's window at SHWIN
-        self.dst(d, t, self.op2("sub" if "to" in mods else "add", ltype(t), self.src(a, t), str(SHWIN)))
+        # generic addresses of shared and local memory lie in the interpreter's windows
+        self.dst(d, t, self.op2("sub" if "to" in mods else "add", ltype(t), self.src(a, t), str(win)))
 
     def op_mov(self, inst, mods, iid):
         t = self.ty(mods)
@@ -1057,9 +1114,36 @@ class Lowering:
                 self.emit(f"{z} = zext i{8 * piece} {v} to {lw}")
                 acc = self.op2("or", lw, acc, self.op2("shl", lw, z, str(8 * piece * i)))
             return self.dst(d, t, self.convert(acc, f"b{8 * size}", t))
-        if isinstance(a, Sym) and a.name not in self.shared:
-            raise Unsupported("mov of a symbol address")
         self.dst(d, t, self.src(a, t))
+
+    def op_call(self, inst, mods, iid):
+        """``call.uni __assertfail, (param0, ..., param4)``: NVRTC's device-side ``assert``. The thread stops: its
+        instruction and the assertion's message, file, line and function (as the interpreter reads them) go to
+        out[14..18] and the body returns ASSERTED; the launch loop keeps the first such call and every thread
+        that fails it."""
+        ops_ = inst.operands
+        if inst.pred is not None or len(ops_) != 2 or not isinstance(ops_[0], Sym) or \
+                ops_[0].name != "__assertfail" or not isinstance(ops_[1], Args) or len(ops_[1].names) != 5:
+            raise Unsupported("a call other than __assertfail")
+        vals = []
+        for a, t in zip(ops_[1].names[:4], ("u64", "u64", "u32", "u64")):
+            if CALL_PARAM + a not in self.regs:
+                raise Unsupported(f"call argument {a} is not a declared .param")
+            v = self.src(Reg(CALL_PARAM + a), t)
+            if t == "u32":
+                w = self.t()
+                self.emit(f"{w} = zext i32 {v} to i64")
+                v = w
+            vals.append(v)
+        for i, v in enumerate([str(iid)] + vals):
+            q = self.t()
+            self.emit(f"{q} = getelementptr i64, ptr %OUT, i64 {14 + i}")
+            self.emit(f"store i64 {v}, ptr {q}")
+        c, q, o, n = self.t(), self.t(), self.t(), self.t()
+        self.out += [f"  {c} = load i64, ptr %cnt", f"  {q} = getelementptr i64, ptr %OUT, i64 4",
+                     f"  {o} = load i64, ptr {q}", f"  {n} = add i64 {o}, {c}", f"  store i64 {n}, ptr {q}"]
+        self.emit(f"ret i32 {ASSERTED}")
+        self.label(f"AC{iid}")   # what follows the call in its group is never reached
 
     def op_membar(self, inst, mods, iid):
         pass
@@ -1114,57 +1198,64 @@ class Lowering:
             return self.gaddr(a, iid, size, vec)
         if not isinstance(a, Addr):
             raise Unsupported("an address operand that is not [..]")
-        if space == "shared":
-            if isinstance(a.base, Sym) and a.base.name in self.shared:
-                off = str(self.shared[a.base.name] + a.base.offset + a.offset)
+        if space in WINDOW_FAULTS:
+            syms = self.shared if space == "shared" else self.local if space == "local" else \
+                {n: o for n, (o, _) in self.params.items()}
+            if isinstance(a.base, Sym) and a.base.name in syms:
+                off = str(syms[a.base.name] + a.base.offset + a.offset)
             elif isinstance(a.base, Reg):
                 off = self.src(a.base, "u64")
                 if a.offset:
                     off = self.op2("add", "i64", off, str(a.offset))
             else:
-                raise Unsupported("a shared address of another form")
-            return self.shared_ptrs(off, iid, size, vec)
+                raise Unsupported(f"a .{space} address of another form")
+            return self.window_ptrs(space, off, iid, size, vec)
         if space != "generic" or vec != 1 or not isinstance(a.base, Reg):
             raise Unsupported(f"a .{space} access")
-        # generic: the shared window, else global memory
+        # generic: the shared window, the local one (where the kernel has local memory), else global memory
         addr = self.src(a.base, "u64")
         if a.offset:
             addr = self.op2("add", "i64", addr, str(a.offset))
-        rel = self.op2("sub", "i64", addr, str(SHWIN))
-        inwin = self.op2("icmp ult", "i64", rel, str(1 << 40))
         self.ntmp += 1
         n = self.ntmp
-        self.emit(f"br i1 {inwin}, label %GS{n}, label %GG{n}")
-        self.label(f"GS{n}")
-        ps = self.shared_ptrs(rel, iid, size, 1)[0]
-        sfrom = self.cur_label   # the block the pointer comes from, after its checks
-        self.emit(f"br label %GJ{n}")
-        self.label(f"GG{n}")
+        incoming = []
+        for space_, win in (("shared", SHWIN), ("local", LCWIN)):
+            if space_ == "local" and not self.lsize:
+                continue
+            rel = self.op2("sub", "i64", addr, str(win))
+            inwin = self.op2("icmp ult", "i64", rel, str(1 << 40))
+            self.emit(f"br i1 {inwin}, label %GW{space_}{n}, label %GN{space_}{n}")
+            self.label(f"GW{space_}{n}")
+            incoming.append((self.window_ptrs(space_, rel, iid, size, 1)[0], self.cur_label))
+            self.emit(f"br label %GJ{n}")
+            self.label(f"GN{space_}{n}")
         pg = self.gaddr(Addr(a.base, a.offset), iid, size, 1)[0]
-        gfrom = self.cur_label
+        incoming.append((pg, self.cur_label))
         self.emit(f"br label %GJ{n}")
         self.label(f"GJ{n}")
         x = self.t()
-        self.emit(f"{x} = phi ptr [{ps}, %{sfrom}], [{pg}, %{gfrom}]")
+        self.emit(f"{x} = phi ptr " + ", ".join(f"[{p}, %{lb}]" for p, lb in incoming))
         return [x]
 
-    def shared_ptrs(self, off, iid, size, vec):
-        """Pointers into the block's shared memory at byte offset ``off`` (OOB, then alignment, as the
-        interpreter checks the window)."""
+    def window_ptrs(self, space, off, iid, size, vec):
+        """Pointers into the block's shared memory, the thread's local memory or the kernel's parameters at byte
+        offset ``off`` (out of bounds, then alignment, as the interpreter checks a window)."""
         total = size * vec
-        over = self.op2("icmp ugt", "i64", off, "%SHSIZE")
+        limit, base = {"shared": ("%SHSIZE", "%SH"), "local": (str(self.lsize), "%LOC"),
+                       "param": (str(self.param_size), "%P")}[space]
+        oob, misaligned = WINDOW_FAULTS[space]
+        over = self.op2("icmp ugt", "i64", off, limit)
         end = self.op2("add", "i64", off, str(total))
-        over2 = self.op2("icmp ugt", "i64", end, "%SHSIZE")
-        self.fault_unless(self.op2("xor", "i1", self.op2("or", "i1", over, over2), "true"), FAULT_SHARED_OOB,
-                          iid, off, total)
+        over2 = self.op2("icmp ugt", "i64", end, limit)
+        self.fault_unless(self.op2("xor", "i1", self.op2("or", "i1", over, over2), "true"), oob, iid, off, total)
         if total > 1:
             al = self.op2("and", "i64", off, str(total - 1))
-            self.fault_unless(self.op2("icmp eq", "i64", al, "0"), FAULT_SHARED_MISALIGNED, iid, off, total)
+            self.fault_unless(self.op2("icmp eq", "i64", al, "0"), misaligned, iid, off, total)
         out = []
         for k in range(vec):
             p = self.t()
             o = self.op2("add", "i64", off, str(k * size)) if k else off
-            self.emit(f"{p} = getelementptr i8, ptr %SH, i64 {o}")
+            self.emit(f"{p} = getelementptr i8, ptr {base}, i64 {o}")
             out.append(p)
         return out
 
@@ -1188,7 +1279,9 @@ class Lowering:
         items = d.items if isinstance(d, Vec) else (d,)
         if len(items) != vec:
             raise Unsupported("vector width")
-        if space == "param":
+        if space == "param" and isinstance(a, Addr) and isinstance(a.base, Reg):
+            pass   # through a register holding a parameter's offset (a by-value struct): checked as a window
+        elif space == "param":
             if not isinstance(a, Addr) or not isinstance(a.base, Sym) or a.base.name not in self.params:
                 raise Unsupported("ld.param of something other than a kernel parameter")
             off = self.params[a.base.name][0] + a.base.offset + a.offset
@@ -1213,6 +1306,13 @@ class Lowering:
     def op_st(self, inst, mods, iid):
         space, vec, t = self.mem_parse(inst, mods)
         a, v = self.n_ops(inst, 2)
+        if space == "param":   # a call's argument, held as a register (the decoder's rule)
+            if not (isinstance(a, Addr) and isinstance(a.base, Sym) and CALL_PARAM + a.base.name in self.regs) \
+                    or vec != 1 or a.offset or a.base.offset:
+                raise Unsupported("st.param other than a whole call argument")
+            return self.dst(Reg(CALL_PARAM + a.base.name), t, self.src(v, t))
+        if space == "const":
+            raise Unsupported("st.const")
         size = TYPE_SIZES[t]
         items = v.items if isinstance(v, Vec) else (v,)
         if len(items) != vec:
