@@ -274,11 +274,14 @@ def test_compiled_kernels_are_reused_from_disk(tmp_path, monkeypatch):
     assert native.kernel(mod, "poke2") is not None
     objs = list(tmp_path.rglob("*.o"))
     assert len(objs) == 1 and objs[0].stat().st_size > 0
-    # a second process reads the object instead of compiling (the same key)
+    assert len(list(tmp_path.rglob("*.json"))) >= 1   # the module's index and the entry's launch facts
+    # a second process loads the object without parsing, lowering or compiling the kernel (lower_entry is gone
+    # there: calling it would fail and leave the kernel to the interpreter)
     import subprocess
     import sys
-    code = ("from rawdev.sim.ptx import PtxModule, native; import sys; "
-            "m = PtxModule(sys.stdin.read()); assert native.kernel(m, 'poke2') is not None; print('ok')")
+    code = ("from rawdev.sim.ptx import PtxModule, native; import sys; native.lower_entry = None; "
+            "m = PtxModule(sys.stdin.read()); assert native.kernel(m, 'poke2') is not None, native.reasons(); "
+            "print('ok')")
     r = subprocess.run([sys.executable, "-c", code], input=OOB.replace("poke", "poke2"), capture_output=True,
                        text=True, timeout=300, env={**os.environ, "RAWDEV_CACHE_DIR": str(tmp_path)})
     assert r.stdout.strip() == "ok", r.stderr

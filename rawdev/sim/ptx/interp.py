@@ -631,6 +631,7 @@ class PtxModule:
         spans = module_cache.body_spans(text)
         if set(spans) != set(entries):
             return
+        _SPANS[key] = spans
         module_cache.save(key, {
             "version": list(version), "target": target, "const_bank": const_bank.hex(),
             "globals": [[v.name, v.size, v.align, v.init.hex()] for v in globals_], "opcodes": sorted(opcodes),
@@ -646,6 +647,7 @@ class PtxModule:
             return None
         try:
             spans = {e[0]: (int(e[5][0]), int(e[5][1])) for e in rec["entries"]}
+            _SPANS[key] = spans   # entry_text needs them too: finding them again costs 0.2 s in a big file
             entries = {}
             for name, params, param_size, shared_static, local_size, _ in rec["entries"]:
                 ps = [Param(str(a), str(b), int(c), int(d), int(o)) for a, b, c, d, o in params]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import threading
 import time
@@ -125,34 +126,61 @@ def _libm_matches(name):
 
 class _Native:
     """One compiled kernel: its launch function and what a launch needs to know (its barriers' instruction
-    indices, the bytes of a thread's saved registers, its shared memory layout)."""
+    indices, the bytes of a thread's saved registers, its shared memory layout, where the module globals'
+    addresses follow the parameters), from ``meta`` (:func:`_meta`, kept on disk beside the object code)."""
 
-    def __init__(self, fn, low):
-        self.fn, self.symbol = fn, low.symbol
-        self.barriers = [sync[0] for sync in low.syncs]   # instruction index of each bar.sync or shfl
-        self.state_size = low.state_size if low.syncs else 0
-        self.shared_static, self.dyn_shared_offset = low.shared_static, low.dyn_shared_offset
-        # module globals' device addresses follow the parameters at gbase (None: the kernel names none)
-        self.gbase = low.gbase if low.globals else None
-        self.param_size = low.param_size
+    def __init__(self, fn, meta):
+        self.fn, self.symbol = fn, meta["symbol"]
+        self.barriers = list(meta["barriers"])   # instruction index of each bar.sync or shfl
+        self.state_size = meta["state_size"]
+        self.shared_static, self.dyn_shared_offset = meta["shared_static"], meta["dyn_shared_offset"]
+        self.gbase = meta["gbase"]   # None: the kernel names no module global
+        self.param_size = meta["param_size"]
 
 
-def _cache_path(key):
+def _meta(low, obj_key):
+    return {"symbol": low.symbol, "obj": obj_key, "barriers": [sync[0] for sync in low.syncs],
+            "state_size": low.state_size if low.syncs else 0, "shared_static": low.shared_static,
+            "dyn_shared_offset": low.dyn_shared_offset, "gbase": low.gbase if low.globals else None,
+            "param_size": low.param_size, "libm": sorted(n for n in ("exp2f", "log2f") if f"@{n}(" in low.ir)}
+
+
+def _native_dir():
     d = module_cache.cache_dir()
-    return None if d is None else d.parent / "native" / f"{key}.o"
+    return None if d is None else d.parent / "native"
 
 
-def _compile(ir, symbol):
+def _read(path, text=False):
+    if path is None:
+        return None
+    try:
+        return path.read_text() if text else path.read_bytes()
+    except OSError:
+        return None
+
+
+def _write(path, data):
+    """Atomically (a temporary file renamed over the name: concurrent processes are safe); a folder that cannot be
+    written only means no cache."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        (tmp.write_text if isinstance(data, str) else tmp.write_bytes)(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _object(ir):
+    """(object code, its key) for the IR: from the disk cache, or compiled now and stored there."""
     llvm = _llvm()
     tm = _STATE["tm"]
     key = hashlib.sha256(f"{IR_VERSION}|{_STATE['host']}|".encode() + ir.encode()).hexdigest()[:32]
-    path = _cache_path(key)
-    obj = None
-    if path is not None:
-        try:
-            obj = path.read_bytes()
-        except OSError:
-            obj = None
+    d = _native_dir()
+    path = None if d is None else d / f"{key}.o"
+    obj = _read(path)
     if obj is None:
         mod = llvm.parse_assembly(ir)
         mod.verify()
@@ -166,14 +194,12 @@ def _compile(ir, symbol):
         mpm.add_simplify_cfg_pass()
         mpm.run(mod, pb)
         obj = (_STATE["tm_fast"] if ir.count("\n") > BIG_KERNEL_LINES else tm).emit_object(mod)
-        if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_bytes(obj)
-                os.replace(tmp, path)
-            except OSError:
-                pass
+        _write(path, obj)
+    return obj, key
+
+
+def _load(obj, symbol):
+    llvm = _llvm()
     eng = _STATE["engine"]
     eng.add_object_file(llvm.ObjectFileRef.from_data(obj))
     eng.finalize_object()
@@ -183,18 +209,33 @@ def _compile(ir, symbol):
     return _FN_TYPE(addr)
 
 
-def _refused_path(module, name):
-    """Where the reason an entry does not lower is kept between processes (lowering a large kernel only to refuse
-    it costs a second), keyed by the PTX, the entry and the lowering code itself."""
+def _entry_path(module, name, suffix):
+    """Where what is known of one entry is kept between processes: why it does not lower (``.refused``: lowering a
+    large kernel only to refuse it costs a second) or how to launch its object code (``.json``: a later process
+    loads the object without parsing or lowering the kernel). The key hashes the PTX, the entry, the lowering code
+    itself and (for object code) the host and llvmlite."""
     if "code" not in _STATE:
         here = Path(__file__).parent
         _STATE["code"] = hashlib.sha256(b"".join((here / f).read_bytes() for f in ("native_ir.py", "native_helpers.py"))
-                                        + f"{IR_VERSION}|{MAX_KERNEL_LINES}".encode()).hexdigest()
-    d = module_cache.cache_dir()
+                                        + f"{IR_VERSION}|{MAX_KERNEL_LINES}|{BIG_KERNEL_LINES}".encode()).hexdigest()
+    d = _native_dir()
     if d is None:
         return None
-    key = hashlib.sha256(f"{_STATE['code']}|{module.key}|{name}".encode()).hexdigest()[:32]
-    return d.parent / "native" / f"{key}.refused"
+    host = _STATE["host"] if suffix == ".json" else ""
+    key = hashlib.sha256(f"{_STATE['code']}|{host}|{module.key}|{name}".encode()).hexdigest()[:32]
+    return d / f"{key}{suffix}"
+
+
+def _from_disk(module, name):
+    """The compiled entry from the disk cache (its launch facts and object code), or None."""
+    try:
+        meta = json.loads(_read(_entry_path(module, name, ".json"), text=True) or "null")
+        if not isinstance(meta, dict) or any(not _libm_matches(n) for n in meta["libm"]):
+            return None
+        obj = _read(_native_dir() / f"{meta['obj']}.o")
+        return None if obj is None else _Native(_load(obj, meta["symbol"]), meta)
+    except (KeyError, TypeError, ValueError, Unsupported):
+        return None
 
 
 def kernel(module, name):
@@ -207,16 +248,18 @@ def kernel(module, name):
         k = _KERNELS.get(key, False)
         if k is not False:
             return k
-        k = None
-        refused = _refused_path(module, name)
-        if refused is not None:
-            try:
-                why = refused.read_text()
-            except OSError:
-                why = ""
-            if why:
-                _WHY[key], _KERNELS[key] = why, None
-                return None
+        if _llvm() is None:
+            _KERNELS[key] = None
+            return None
+        refused = _entry_path(module, name, ".refused")
+        why = _read(refused, text=True)
+        if why:
+            _WHY[key], _KERNELS[key] = why, None
+            return None
+        k = _from_disk(module, name)
+        if k is not None:
+            _KERNELS[key] = k
+            return k
         try:
             ast = parse(module.entry_text(name))
             symbol = "k_" + hashlib.sha256(f"{module.key}|{name}".encode()).hexdigest()[:24]
@@ -228,17 +271,14 @@ def kernel(module, name):
                                   f"{MAX_KERNEL_LINES})")
             if ("@exp2f(" in ir and not _libm_matches("exp2f")) or ("@log2f(" in ir and not _libm_matches("log2f")):
                 raise Unsupported("numpy's exp2/log2 differ from libm's here")
-            k = _Native(_compile(ir, symbol), low)
+            obj, obj_key = _object(ir)
+            meta = _meta(low, obj_key)
+            k = _Native(_load(obj, symbol), meta)
+            _write(_entry_path(module, name, ".json"), json.dumps(meta))
         except Unsupported as e:
             k, _WHY[key] = None, f"not lowered: {e}"
-            if refused is not None and "libm" not in str(e):   # the same on every later run: remembered on disk
-                try:
-                    refused.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = refused.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                    tmp.write_text(_WHY[key])
-                    os.replace(tmp, refused)
-                except OSError:
-                    pass
+            if "libm" not in str(e):   # the same on every later run: remembered on disk
+                _write(refused, _WHY[key])
         except Exception as e:   # a lowering defect (invalid IR): the interpreter runs it, and reasons() says why
             k, _WHY[key] = None, f"lowering failed: {type(e).__name__}: {str(e)[:300]}"
         _KERNELS[key] = k
