@@ -309,3 +309,43 @@ def test_atomic_out_of_bounds():
     with pytest.raises(SimIllegalAddress) as ei:
         m.atomic("add", np.array([a, a + 8], np.uint64), np.ones(2, np.float32), np.float32)
     assert ei.value.lane_index == 1
+
+
+def test_the_tables_kept_up_to_date_by_each_change_equal_tables_built_afresh():
+    """alloc, alloc_at (pool blocks inside a mapping, out of address order), resize (a new buffer) and free each
+    update the search table and the native engine's rows by one row; after every step both equal what the block
+    dict gives when built from nothing."""
+    from _refs import rng
+    g = rng()
+    m = DeviceMemory(64 * MiB, fresh_fill=0xFF)
+    va = m.reserve_address(8 * MiB)
+    m.map(va, 8 * MiB)
+    m._tables()
+    m.native_rows()
+    live = []
+    for step in range(300):
+        op = int(g.integers(0, 4)) if live else 0
+        if op == 0:
+            live.append(m.alloc(int(g.integers(1, 5000))))
+        elif op == 1:
+            at = va + int(g.integers(0, 2000)) * 4096
+            try:
+                live.append(m.alloc_at(at, int(g.integers(1, 4096))))
+            except SimInvalidValue:
+                pass   # overlaps a live block
+        elif op == 2:
+            a = live[int(g.integers(0, len(live)))]
+            size = m.find(a)[1]
+            if a >= va and a < va + 8 * MiB:
+                m.resize(a, int(g.integers(1, 4096)), fresh=bool(g.integers(0, 2)))
+            else:
+                m.resize(a, int(g.integers(1, size + 1)))
+        else:
+            m.free(live.pop(int(g.integers(0, len(live)))))
+        bases, ends = m._tables()
+        rows, n, bufs = m.native_rows()
+        want = sorted((b, b + s) for b, s in m.allocations())
+        assert [(int(b), int(e)) for b, e in zip(bases, ends)] == want, step
+        assert n == len(want) and [(int(r[0]), int(r[1])) for r in rows] == want, step
+        assert [int(r[2]) for r in rows] == [m._allocs[b][1].ctypes.data for b, _ in want], step
+        assert all(buf is m._allocs[b][1] for buf, (b, _) in zip(bufs, want)), step

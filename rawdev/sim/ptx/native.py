@@ -290,22 +290,6 @@ def reasons():
     return {name: why for (_, name), why in _WHY.items()}
 
 
-def _table(memory):
-    """(rows array, row count, buffers kept alive) of memory's live allocations: base, end, host pointer."""
-    t = memory._tables()
-    cached = memory.__dict__.get("_native_table")
-    if cached is not None and cached[0] is t:
-        return cached[1]
-    with memory._lock:
-        bases = list(memory._bases)
-        bufs = [memory._allocs[b][1] for b in bases]
-        rows = np.array([(b, b + memory._allocs[b][0], buf.ctypes.data) for b, buf in zip(bases, bufs)],
-                        np.uint64).reshape(-1, 3)
-    entry = (rows, len(bases), bufs)
-    memory._native_table = (t, entry)
-    return entry
-
-
 def _scratch(key, nbytes):
     """A per-thread reusable zeroed-on-demand byte buffer (shared memory, saved registers, resume points)."""
     bufs = getattr(_TLS, "bufs", None)
@@ -325,7 +309,7 @@ def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, 
     for a thread that exited while others waited, (4, first shfl, other shfl, 0, 0, block, thread) for threads of a
     warp at two different shfls, (5, threads failing, instruction index, message, file, line, function, [(block,
     thread), ...]) for a device-side assert (the first call a thread failed, and every thread failing that call)."""
-    rows, n, bufs = _table(memory)
+    rows, n, bufs = memory.native_rows()
     out = _scratch("out", 8 * (24 + 2 * ASSERT_POSITIONS)).view(np.int64)
     dims = _scratch("dims", 96).view(np.int64)[:11]
     out[:9] = 0
