@@ -14,6 +14,14 @@ from _sm80_fixtures import FIXTURES, Dev
 RNG = np.random.default_rng()
 
 
+@pytest.fixture(autouse=True, params=["interp", "auto"])
+def engine(request, monkeypatch):
+    """Each test on the interpreter and on the native engine (where the fixture kernel lowers: mma and ldmatrix
+    run there as warp-level points)."""
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", request.param)
+    return request.param
+
+
 def bf16_rne(x):
     """float32 -> bfloat16 bit patterns, written independently of the simulator: round the value to 8 significant
     bits, ties to even (np.round), then keep the top 16 bits of the float32 pattern (exact after rounding)."""

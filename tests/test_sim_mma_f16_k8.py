@@ -15,6 +15,14 @@ FIXTURES = Path(__file__).resolve().parent / "data" / "ptx" / "sm75_fixtures.ptx
 RNG = np.random.default_rng()
 
 
+@pytest.fixture(autouse=True, params=["interp", "auto"])
+def engine(request, monkeypatch):
+    """Each test on the interpreter and on the native engine (where the fixture kernel lowers: mma and ldmatrix
+    run there as warp-level points)."""
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", request.param)
+    return request.param
+
+
 def operands(shape, scale=1.0):
     """Random fp16 operands as (bit patterns, float64 values). Standard normal values keep the exponents in a
     narrow band, so the sum of 8 products and C is exact in float64 as well as under math.fsum."""

@@ -9,6 +9,14 @@ from _sm80_fixtures import Dev
 RNG = np.random.default_rng()
 
 
+@pytest.fixture(autouse=True, params=["interp", "auto"])
+def engine(request, monkeypatch):
+    """Each test on the interpreter and on the native engine (where the fixture kernel lowers: mma and ldmatrix
+    run there as warp-level points)."""
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", request.param)
+    return request.param
+
+
 def tf32_rna(x):
     """Reference cvt.rna.tf32.f32, written independently: round the float64 value to 11 significant bits,
     ties away from zero."""

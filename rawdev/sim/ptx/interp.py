@@ -24,7 +24,7 @@ from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_
 from . import module_cache, native
 from .counting import KernelCounts, counting
 from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
-from .native_ir import FAULT_VECTOR_MISALIGNED, WINDOW_FAULTS
+from .native_ir import FAULT_LDMATRIX, FAULT_VECTOR_MISALIGNED, WINDOW_FAULTS
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -742,6 +742,14 @@ class PtxModule:
             self._kernel_fault(code, _LaneFault(iid, int(lanes[0]), info, "assert"), None, _FaultCtx(T, memory), 0,
                                grid, block)
         what, a, b_, c, d, blk, t = f
+        if what == 1 and a == FAULT_LDMATRIX:   # the decoder's own check, worded as it words it
+            raise DecodeError(f"line {code.insts[b_][0]}: ldmatrix row address not 16-byte aligned inside the shared "
+                              f"window")
+        if what == 6:   # a warp-wide instruction some lanes of the warp did not reach
+            line, text = code.insts[k.barriers[a]]
+            op = text.split()[0].split(".")[0]
+            raise DecodeError(f"line {line}: {op}.sync.aligned executed by a partial warp" +
+                              (" (every lane of the warp must execute it together)" if op == "mma" else ""))
         if what == 1:   # a faulting thread: (kind, instruction, address, size)
             kind, iid, addr, size = a, b_, c, d
             space = "global"
@@ -788,16 +796,21 @@ class PtxModule:
         ref = None
         try:
             st = self.launch(entry.name, grid, block, params, dyn, memory, max_chunk_threads=CHUNK_THREADS)
-        except (KernelFault, BarrierError) as e:
+        except (KernelFault, BarrierError, DecodeError) as e:
             ref = e
         after = native.snapshot(memory)
         native.restore(memory, before)
         try:
             self._launch_native(k, entry, grid, block, params, memory, stats, dyn)
-        except (KernelFault, BarrierError) as e:
+        except (KernelFault, BarrierError, DecodeError) as e:
             if ref is None:
                 raise native.EngineMismatch(f"kernel {entry.name}: the native engine faulted, the interpreter "
                                             f"did not: {e}") from None
+            if isinstance(e, DecodeError) or isinstance(ref, DecodeError):   # a warp-wide instruction's misuse
+                if str(e) != str(ref):
+                    raise native.EngineMismatch(f"kernel {entry.name}: the native engine stopped with {e!r}, the "
+                                                f"interpreter with {ref!r}") from None
+                raise ref from None
             if e.code_name != ref.code_name:
                 raise native.EngineMismatch(f"kernel {entry.name}: the native engine faulted with {e.code_name}, "
                                             f"the interpreter with {ref.code_name}") from None

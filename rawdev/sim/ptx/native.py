@@ -136,13 +136,15 @@ class _Native:
         self.shared_static, self.dyn_shared_offset = meta["shared_static"], meta["dyn_shared_offset"]
         self.gbase = meta["gbase"]   # None: the kernel names no module global
         self.param_size = meta["param_size"]
+        self.xw = meta["xw"]   # 32-bit words per lane in a warp's exchange
 
 
 def _meta(low, obj_key):
     return {"symbol": low.symbol, "obj": obj_key, "barriers": [sync[0] for sync in low.syncs],
             "state_size": low.state_size if low.syncs else 0, "shared_static": low.shared_static,
             "dyn_shared_offset": low.dyn_shared_offset, "gbase": low.gbase if low.globals else None,
-            "param_size": low.param_size, "libm": sorted(n for n in ("exp2f", "log2f") if f"@{n}(" in low.ir)}
+            "param_size": low.param_size, "xw": low.xw,
+            "libm": sorted(n for n in ("exp2f", "log2f") if f"@{n}(" in low.ir)}
 
 
 def _native_dir():
@@ -320,7 +322,7 @@ def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, 
     sh = _scratch("shared", shsize)
     state = _scratch("state", T * k.state_size)
     res = _scratch("resume", 8 * T)
-    xch = _scratch("exchange", 8 * (-(-T // 32) * 32))
+    xch = _scratch("exchange", 8 * k.xw * (-(-T // 32) * 32))
     nblocks = grid[0] * grid[1] * grid[2]
     b0, b1 = (0, nblocks) if blocks is None else blocks
     dims[:] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], b0, b1, int(reverse), shsize,

@@ -383,9 +383,91 @@ define internal float @nextafter_dir(float %r, i32 %dir) alwaysinline {
 """
 
 
+def mma_helper(shape, ab):
+    """``@mma_<shape>_<ab>(exchange, lane, words per lane, first word, c0..c3)``: lane ``lane``'s four D elements of
+    one warp's mma from the copy half of the exchange (lane l's A fragment elements as floats from the first word
+    on, then its B's: each lane converts its own elements once, before the yield), as the
+    interpreter's ``_mma``: D[r][n] = (sum over k of A[r][k]·B[k][n] in float64, from zero in order of k) + C[r][n],
+    rounded once to float32. Fragments (PTX ISA), lane = 4g + t: C/D [g][2t], [g][2t+1], [g+8][2t], [g+8][2t+1];
+    .tf32 A[g][t]=a0, A[g+8][t]=a1, A[g][t+4]=a2, A[g+8][t+4]=a3, B[t][g]=b0, B[t+4][g]=b1 (low 13 bits ignored);
+    16-bit a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..], b0 = B[2t..2t+1][g],
+    b1 = B[2t+8..2t+9][g], the lower index in the low half."""
+    K = 8 if shape == "m16n8k8" else 16
+    na = 2 if (shape, ab) == ("m16n8k8", "f16") else 4
+    lines = [f"define internal {{float, float, float, float}} @mma_{shape}_{ab}(ptr %X, i32 %lane, i64 %xw, i32 %base, "
+             f"float %c0, float %c1, float %c2, float %c3) {{", "entry:",
+             "  %g = lshr i32 %lane, 2", "  %t = and i32 %lane, 3", "  %xw32 = trunc i64 %xw to i32",
+             "  %copy0 = mul i32 %xw32, 32", "  %copy = add i32 %copy0, %base"]
+    n = [0]
+
+    def tmp():
+        n[0] += 1
+        return f"%v{n[0]}"
+
+    def elem(lane_expr, word, half):
+        """(lines, double value) of a fragment element: the float its owner lane ``lane_expr`` (an i32 SSA name)
+        put at word ``2 * word + half`` (16-bit types: each register's two elements as two floats) or ``word``."""
+        o, p, x = tmp(), tmp(), tmp()
+        w = word if ab == "tf32" else 2 * word + half
+        return [f"  {o} = mul i32 {lane_expr}, %xw32", f"  {o}b = add i32 {o}, %copy", f"  {o}c = add i32 {o}b, {w}",
+                f"  {p} = getelementptr float, ptr %X, i32 {o}c", f"  {x}f = load float, ptr {p}",
+                f"  {x} = fpext float {x}f to double"], x
+
+    # each fragment element this lane needs, converted once: A rows g and g+8, B columns 2t and 2t+1, every k
+    def a_at(hi_row, k):
+        if ab == "tf32":
+            return k % 4, int(hi_row) + 2 * (k >= 4), 0
+        return (k % 8) // 2, int(hi_row) + 2 * (k >= 8), k % 2
+
+    def b_at(k):
+        if ab == "tf32":
+            return k % 4, na + int(k >= 4), 0
+        return (k % 8) // 2, na + int(k >= 8), k % 2
+
+    lines += ["  %g4 = shl i32 %g, 2", "  %t2 = shl i32 %t, 1", "  %c0l = shl i32 %t2, 2", "  %c1l = add i32 %c0l, 4"]
+    A, B = {}, {}
+    for hi_row in (False, True):
+        for k in range(K):
+            tk, w, half = a_at(hi_row, k)
+            la = tmp()
+            lines.append(f"  {la} = add i32 %g4, {tk}")
+            code, A[hi_row, k] = elem(la, w, half)
+            lines += code
+    for col_odd in (0, 1):
+        for k in range(K):
+            tk, w, half = b_at(k)
+            lb = tmp()
+            lines.append(f"  {lb} = add i32 %c{col_odd}l, {tk}")
+            code, B[col_odd, k] = elem(lb, w, half)
+            lines += code
+    outs = []
+    for j in range(4):
+        hi_row, col_odd = j >= 2, j % 2
+        acc = "0.0"
+        for k in range(K):
+            prod, s_ = tmp(), tmp()
+            lines += [f"  {prod} = fmul double {A[hi_row, k]}, {B[col_odd, k]}", f"  {s_} = fadd double {acc}, {prod}"]
+            acc = s_
+        cd, r = tmp(), tmp()
+        lines += [f"  {cd} = fpext float %c{j} to double", f"  {r}d = fadd double {acc}, {cd}",
+                  f"  {r} = fptrunc double {r}d to float"]
+        outs.append(r)
+    agg = "undef"
+    for j, r in enumerate(outs):
+        x = tmp()
+        lines.append(f"  {x} = insertvalue {{float, float, float, float}} {agg}, float {r}, {j}")
+        agg = x
+    lines += [f"  ret {{float, float, float, float}} {agg}", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def helpers(need):
     out = [_DECLS, _GPTR, _ASSERT_REC]
     for name in sorted(need):
+        if name.startswith("mma_"):
+            _, shape, ab = name.split("_")
+            out.append(mma_helper(shape, ab))
+            continue
         if name in _HELPERS:
             out.append(_HELPERS[name])
         elif name == "prmt":
@@ -450,11 +532,13 @@ def _report(prefix, fields):
                    for i, v in fields)
 
 
-def runner(sites, symbol="run", kinds=()):
+def runner(sites, symbol="run", kinds=(), xw=1):
     """``@<symbol>(params, table, rows, out, dims, shared, state, resume, exchange)``: every thread of blocks
     [dims[6], dims[7]) in order, or in reverse order where dims[8] is set (diff mode's check that a result does not
     depend on the order); dims[9] is the block's shared memory size, dims[10] the bytes of one thread's saved
-    registers. ``kinds`` has one entry per synchronization point of the kernel, "bar" (bar.sync) or "warp" (shfl):
+    registers. ``kinds`` has one entry per synchronization point of the kernel, "bar" (bar.sync), "warp" (shfl) or
+    "full" (mma, ldmatrix: every lane of the warp must be there, else the launch stops with 6); ``xw`` is the
+    32-bit words each lane puts in its warp's exchange:
     with any, each block runs in phases, warp by warp. A thread runs until it exits or reaches a point (the body
     returns 2 + the point's index, its registers saved in its state). When every running thread of a warp waits at
     one shfl, they go on from there (the values they put in the exchange copied to its second half, which their
@@ -559,7 +643,7 @@ next:
   %tmore = icmp ult i64 %tn, %T
   br i1 %tmore, label %thr, label %blkend
 """ + tail
-    table = ", ".join(f"i8 {int(k == 'warp')}" for k in kinds)
+    table = ", ".join(f"i8 {('bar', 'warp', 'full').index(k)}" for k in kinds)
     return head + f"""  %resbytes = mul i64 %T, 4
   call void @llvm.memset.p0.i64(ptr %RES, i8 0, i64 %resbytes, i1 false)
   %STAT = getelementptr i8, ptr %RES, i64 %resbytes
@@ -567,7 +651,7 @@ next:
   %NW = lshr i64 %T31, 5
   %NT = shl i64 %NW, 5
   %NW1 = sub i64 %NW, 1
-  %xchbytes = mul i64 %NT, 8
+  %xchbytes = mul i64 %NT, {8 * xw}
   call void @llvm.memset.p0.i64(ptr %XCH, i8 0, i64 %xchbytes, i1 false)
   %KINDS = alloca [{len(kinds)} x i8]
   store [{len(kinds)} x i8] [{table}], ptr %KINDS
@@ -612,7 +696,7 @@ live:
 go:{thread_ids}
   %soff = mul i64 %t, %SSTRIDE
   %st = getelementptr i8, ptr %STATE, i64 %soff
-  %xwo = shl i64 %wbase, 1
+  %xwo = mul i64 %wbase, {2 * xw}
   %xw = getelementptr i32, ptr %XCH, i64 %xwo
   %r = call i32 @body(ptr %P, ptr %MT, i64 %NMT, ptr %CACHE, ptr %OUT, ptr %SH, i64 %SHSIZE, ptr %st, i32 %rv, ptr %xw,
                        {args})
@@ -678,16 +762,26 @@ next:
   %again = and i1 %wend, %wany
   br i1 %again, label %rewarp, label %advance
 rewarp:
-  %xro = shl i64 %wbase, 1
+  %wjk = load i64, ptr %wjv
+  %wkp = getelementptr i8, ptr %KINDS, i64 %wjk
+  %wkk = load i8, ptr %wkp
+  %wfull = icmp eq i8 %wkk, 2
+  %wshort = icmp ne i64 %wn, 32
+  %wpartial = and i1 %wfull, %wshort
+  br i1 %wpartial, label %partialwarp, label %rewarp2
+partialwarp:
+{_report('pw', ((0, '%wjk'), (1, '%wn'), (5, '%b'), (6, '%wbase')))}  ret i32 6
+rewarp2:
+  %xro = mul i64 %wbase, {2 * xw}
   %xr = getelementptr i32, ptr %XCH, i64 %xro
-  %xr2 = getelementptr i32, ptr %xr, i64 32
-  call void @llvm.memcpy.p0.p0.i64(ptr %xr2, ptr %xr, i64 128, i1 false)
+  %xr2 = getelementptr i32, ptr %xr, i64 {32 * xw}
+  call void @llvm.memcpy.p0.p0.i64(ptr %xr2, ptr %xr, i64 {128 * xw}, i1 false)
   store i64 0, ptr %waitv
   store i64 -1, ptr %wjv
   %wsp = getelementptr i32, ptr %STAT, i64 %wbase
   br label %relane
 relane:
-  %x = phi i64 [0, %rewarp], [%xn, %relnext]
+  %x = phi i64 [0, %rewarp2], [%xn, %relnext]
   %xt = add i64 %wbase, %x
   %xin = icmp ult i64 %xt, %T
   br i1 %xin, label %relcheck, label %relnext

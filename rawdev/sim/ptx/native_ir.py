@@ -38,6 +38,8 @@ class Unsupported(Exception):
 
 FAULT_OOB, FAULT_MISALIGNED, FAULT_VECTOR_MISALIGNED, FAULT_SHARED_OOB, FAULT_SHARED_MISALIGNED = 1, 2, 3, 4, 5
 FAULT_LOCAL_OOB, FAULT_LOCAL_MISALIGNED, FAULT_PARAM_OOB, FAULT_PARAM_MISALIGNED = 6, 7, 8, 9
+WARP_BATCHED = ("mma", "ldmatrix")   # warp-wide instructions a run of which shares one yield
+FAULT_LDMATRIX = 10   # an ldmatrix row address not 16-byte aligned inside the shared window (the decoder's error)
 # the window checks of the spaces a thread indexes itself: (out of bounds, misaligned) fault kinds
 WINDOW_FAULTS = {"shared": (FAULT_SHARED_OOB, FAULT_SHARED_MISALIGNED),
                  "local": (FAULT_LOCAL_OOB, FAULT_LOCAL_MISALIGNED),
@@ -90,6 +92,7 @@ class Lowering:
         self.params: dict[str, tuple] = {}  # name -> (offset, size)
         self.sites = 0                     # global access sites (one cache slot each)
         self.need: set[str] = set()        # helper functions used
+        self.xw = 1                        # 32-bit words each lane puts in its warp's exchange (shfl 1, mma up to 6)
         self.local: dict[str, int] = {}    # local variable -> byte offset in the thread's local memory
         self.lsize = 0
         # module .global variables -> index of their device address, passed after the kernel's parameters
@@ -308,6 +311,10 @@ class Lowering:
                 pend.append(st.name)
                 continue
             parts = st.opcode.split(".")
+            if parts[0] in WARP_BATCHED and not cur and not pend and groups and st.pred is None and \
+                    self.joins_batch(groups[-1], st):
+                groups[-1].append(st)   # one yield for a run of mma/ldmatrix (a GEMM's 32 mma in a row)
+                continue
             if (parts[0] in ("bar", "barrier") and "warp" not in parts) or \
                     parts[0] in ("shfl", "vote", "activemask", "mma", "ldmatrix"):
                 if cur:
@@ -332,6 +339,9 @@ class Lowering:
             labels[lb] = len(groups)
         self.labels, self.groups = labels, groups
         self.live = self.liveness(groups)
+        for insts in groups:   # the exchange's words per lane: the widest batch of warp-wide instructions'
+            if insts[0].opcode.split(".")[0] in WARP_BATCHED:
+                self.xw = max(self.xw, sum(self.exchange_words(i) for i in insts))
         head = []
         for name, t in self.regs.items():
             head.append(f"  {self.rname(name)} = alloca {ltype(t)}")
@@ -348,6 +358,10 @@ class Lowering:
             self.label(f"G{gi}")
             self.count(len(insts))
             ended = False
+            if insts[0].opcode.split(".")[0] in WARP_BATCHED:
+                self.warp_batch(insts, iid, gi)
+                iid += len(insts)
+                continue
             for inst in insts:
                 ended = self.inst(inst, iid, gi)
                 iid += 1
@@ -381,7 +395,8 @@ class Lowering:
             "  %o4fv = load i64, ptr %o4f", "  %o4fn = add i64 %o4fv, %cnt.f", "  store i64 %o4fn, ptr %o4f",
             "  ret i32 1", "}"]
         self.state_size = 8 * max([len(sync[4]) for sync in self.syncs] + [1])
-        return "\n".join(body) + "\n" + runner(self.sites, self.symbol, [s[2] for s in self.syncs]) + helpers(self.need)
+        return "\n".join(body) + "\n" + runner(self.sites, self.symbol, [s[2] for s in self.syncs], self.xw) + \
+            helpers(self.need)
 
     def regs_of(self, op):
         """The declared registers an operand names."""
@@ -448,11 +463,12 @@ class Lowering:
                     changed = True
         return live
 
-    def yield_at(self, iid, gi, kind, finish):
+    def yield_at(self, iid, gi, kind, finish, reads=(), writes=()):
         """End the thread's run at a synchronization point: registers saved, instructions counted, return 2 + the
-        point's index; ``finish`` is code that runs on resuming, before the next group."""
+        point's index; ``finish`` is code that runs on resuming, before the next group, reading the registers
+        ``reads`` and writing ``writes``."""
         k = len(self.syncs)
-        self.syncs.append((iid, gi + 1, kind, finish, self.saved_at(gi, kind)))
+        self.syncs.append((iid, gi + 1, kind, finish, self.saved_at(gi, reads, writes)))
         self.out += self.spill(self.syncs[-1][4])
         c, q, o, n = self.t(), self.t(), self.t(), self.t()
         self.out += [f"  {c} = load i64, ptr %cnt", f"  {q} = getelementptr i64, ptr %OUT, i64 4",
@@ -472,11 +488,7 @@ class Lowering:
         if isinstance(d, Pipe):
             d, pdst = d.first, d.second
         a = self.src(inst.operands[1], "b32")
-        lane64 = self.t()
-        self.emit(f"{lane64} = zext i32 %S.laneid to i64")
-        slot = self.t()
-        self.emit(f"{slot} = getelementptr i32, ptr %XCH, i64 {lane64}")
-        self.emit(f"store i32 {a}, ptr {slot}")
+        self.emit(f"store i32 {a}, ptr {self.exchange_slot(0, '%S.laneid', 0)}")
         saved, self.out = self.out, []
         lane = "%S.laneid"
         b = self.op2("and", "i32", self.src(inst.operands[2], "u32"), "31")
@@ -503,32 +515,188 @@ class Lowering:
         left = self.op2("sub", "i32", nt, self.op2("shl", "i32", "%S.warpid", "5"))
         bad = self.op2("icmp uge", "i32", j, left)
         src = self.select(bad, "i32", lane, j)
-        s64 = self.t()
-        self.emit(f"{s64} = zext i32 {src} to i64")
-        s64 = self.op2("add", "i64", s64, "32")   # the copy taken when the warp's threads all arrived
-        sp = self.t()
-        self.emit(f"{sp} = getelementptr i32, ptr %XCH, i64 {s64}")
-        v = self.t()
-        self.emit(f"{v} = load i32, ptr {sp}")
+        v = self.t()   # from the copy taken when the warp's threads all arrived
+        self.emit(f"{v} = load i32, ptr {self.exchange_slot(32 * self.xw, src, 0)}")
         self.dst(d, "b32", v)
         if pdst is not None:
             self.dst(pdst, "pred", pval)
         finish, self.out = self.out, saved
-        self.yield_at(iid, gi, "warp", finish)
+        self.yield_at(iid, gi, "warp", finish, reads=inst.operands[2:4], writes=inst.operands[:1])
+
+    @staticmethod
+    def exchange_words(inst):
+        parts = inst.opcode.split(".")
+        if parts[0] == "ldmatrix":
+            return 2
+        regs = 3 if "m16n8k8" in parts and "f16" in parts else 6
+        return regs if "tf32" in parts else 2 * regs   # a 16-bit pair as two floats
+
+    def warp_op_regs(self, inst):
+        """(registers read before the yield, registers written after it) by a batched warp-wide instruction."""
+        ops_ = inst.operands
+        if inst.opcode.startswith("ldmatrix"):
+            return self.regs_of(ops_[1]) if len(ops_) == 2 else set(), self.regs_of(ops_[0]) if ops_ else set()
+        pre = set().union(set(), *(self.regs_of(o) for o in ops_[1:3]))
+        return pre, self.regs_of(ops_[0]) if ops_ else set()
+
+    def joins_batch(self, group, inst):
+        """May ``inst`` share the yield of the batch ``group``: a batch of mma/ldmatrix, none of whose results the
+        new instruction reads before the yield (an mma's accumulator C may be an earlier one's D: it is read after
+        the yield, in program order)."""
+        if group[0].opcode.split(".")[0] not in WARP_BATCHED or group[0].pred is not None:
+            return False
+        written = set().union(set(), *(self.warp_op_regs(i)[1] for i in group))
+        return not (self.warp_op_regs(inst)[0] & written)
+
+    def warp_batch(self, insts, iid, gi):
+        """A run of mma/ldmatrix as one warp-level point: each instruction's inputs put in the exchange (its own
+        words), one yield, then each instruction's results in program order."""
+        pre, fin, reads, writes, word = [], [], [], [], 0
+        for n, inst in enumerate(insts):
+            parts = inst.opcode.split(".")
+            op = self.mma if parts[0] == "mma" else self.ldmatrix
+            self.out, saved = pre, self.out
+            fin_code, r, w = op(inst, parts[1:], iid + n, word)
+            self.out = saved
+            fin += fin_code
+            reads += r
+            writes += w
+            word += self.exchange_words(inst)
+        self.out += pre
+        self.yield_at(iid, gi, "full", fin, reads=reads, writes=writes)
+
+    def ldmatrix(self, inst, mods, iid, word):
+        """ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16: each lane checks its row address (the
+        interpreter's alignment and window rule) and puts it in the exchange; resumed, each reads its two 16-bit
+        elements of every matrix from the rows its partners named (the interpreter's lane mapping). Emits the code
+        before the yield; returns (the code after it, registers it reads, registers it writes)."""
+        num = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), None)
+        if mods[:3] != ["sync", "aligned", "m8n8"] or num is None or "b16" not in mods or "shared" not in mods:
+            raise Unsupported(inst.opcode)
+        trans = "trans" in mods
+        d, a = self.n_ops(inst, 2)
+        dregs = list(d.items) if isinstance(d, Vec) else [d]
+        if len(dregs) != num or not isinstance(a, Addr) or not isinstance(a.base, Reg) or a.base.name not in \
+                self.regs:
+            raise Unsupported(inst.opcode)
+        wide = TYPE_SIZES[self.regs[a.base.name]] == 8
+        rel = self.src(a.base, "u64" if wide else "u32")
+        if not wide:
+            r64 = self.t()
+            self.emit(f"{r64} = zext i32 {rel} to i64")
+            rel = r64
+        if a.offset:
+            rel = self.op2("add", "i64", rel, str(a.offset))
+        bad = self.op2("or", "i1", self.op2("icmp ne", "i64", self.op2("and", "i64", rel, "15"), "0"),
+                       self.op2("or", "i1", self.op2("icmp slt", "i64", rel, "0"),
+                                self.op2("icmp sgt", "i64", self.op2("add", "i64", rel, "16"), "%SHSIZE")))
+        self.fault_unless(self.op2("xor", "i1", bad, "true"), FAULT_LDMATRIX, iid, rel, 16)
+        self.emit(f"store i64 {rel}, ptr {self.exchange_slot(0, '%S.laneid', word)}, align 4")
+        saved, self.out = self.out, []
+        g = self.op2("lshr", "i32", "%S.laneid", "2")
+        t = self.op2("and", "i32", "%S.laneid", "3")
+
+        def row(lane):
+            x = self.t()
+            self.emit(f"{x} = load i64, ptr {self.exchange_slot(32 * self.xw, lane, word)}, align 4")
+            return x
+
+        def at(addr, off, lt):
+            p, x = self.t(), self.t()
+            self.emit(f"{p} = getelementptr i8, ptr %SH, i64 {self.op2('add', 'i64', addr, off)}")
+            self.emit(f"{x} = load {lt}, ptr {p}, align 1")
+            return x
+
+        for i, dr in enumerate(dregs):
+            if not trans:   # row g of matrix i, columns 2t and 2t+1
+                v = at(row(self.op2("add", "i32", g, str(8 * i))), self.zext64(self.op2("shl", "i32", t, "2")), "i32")
+            else:           # column g of rows 2t and 2t+1
+                r0 = self.op2("add", "i32", self.op2("shl", "i32", t, "1"), str(8 * i))
+                off = self.zext64(self.op2("shl", "i32", g, "1"))
+                lo, hi = at(row(r0), off, "i16"), at(row(self.op2("add", "i32", r0, "1")), off, "i16")
+                zl, zh = self.t(), self.t()
+                self.emit(f"{zl} = zext i16 {lo} to i32")
+                self.emit(f"{zh} = zext i16 {hi} to i32")
+                v = self.op2("or", "i32", zl, self.op2("shl", "i32", zh, "16"))
+            self.dst(dr, "b32", v)
+        finish, self.out = self.out, saved
+        return finish, [], [d]
+
+    def zext64(self, v):
+        x = self.t()
+        self.emit(f"{x} = zext i32 {v} to i64")
+        return x
+
+    _MMA = {("m16n8k8", "tf32"): 8, ("m16n8k8", "f16"): 8, ("m16n8k16", "bf16"): 16, ("m16n8k16", "f16"): 16}
+
+    def mma(self, inst, mods, iid, word):
+        """mma.sync.aligned.{m16n8k8,m16n8k16}.row.col.f32.T.T.f32 as a warp-level point: each lane puts its A and B
+        fragment registers in the exchange; resumed, each computes its four D elements from its partners' fragments
+        as the interpreter does (the K products in float64, summed in order from zero, then C, rounded once to
+        float32) in a helper per shape and type (:func:`.native_helpers.mma_helper`). Emits the code before the
+        yield; returns (the code after it, registers it reads, registers it writes)."""
+        shape = next((m for m in mods if m in ("m16n8k8", "m16n8k16")), None)
+        ab = mods[-3] if len(mods) >= 4 else None
+        if mods[:2] != ["sync", "aligned"] or shape is None or "row" not in mods or "col" not in mods or \
+                mods[-4] != "f32" or mods[-1] != "f32" or mods[-2] != ab or (shape, ab) not in self._MMA:
+            raise Unsupported(inst.opcode)
+        na, nb = (2, 1) if (shape, ab) == ("m16n8k8", "f16") else (4, 2)
+        ops_ = inst.operands
+        if len(ops_) != 4 or not all(isinstance(o, Vec) for o in ops_) or \
+                [len(o.items) for o in ops_] != [4, na, nb, 4] or any(it is None for o in ops_ for it in o.items):
+            raise Unsupported(inst.opcode)
+        d, a, b, c = ops_
+        # each element as the float the tensor core reads (exact for every type), converted once by its owner
+        for j, r in enumerate(list(a.items) + list(b.items)):
+            v = self.src(r, "b32")
+            if ab == "tf32":
+                self.emit(f"store i32 {self.op2('and', 'i32', v, '-8192')}, ptr "
+                          f"{self.exchange_slot(0, '%S.laneid', word + j)}")
+                continue
+            for half in (0, 1):
+                h = self.t()
+                self.emit(f"{h} = trunc i32 {self.op2('lshr', 'i32', v, str(16 * half))} to i16")
+                if ab == "f16":
+                    self.need.add("f16_to_f32")
+                    f = self.call("float", "@f16_to_f32", f"i16 {h}")
+                else:
+                    z, f = self.t(), self.t()
+                    self.emit(f"{z} = zext i16 {h} to i32")
+                    self.emit(f"{f} = bitcast i32 {self.op2('shl', 'i32', z, '16')} to float")
+                self.emit(f"store float {f}, ptr {self.exchange_slot(0, '%S.laneid', word + 2 * j + half)}")
+        saved, self.out = self.out, []
+        name = f"mma_{shape}_{ab}"
+        self.need.add(name)
+        cs = [self.src(r, "f32") for r in c.items]
+        res = self.t()
+        self.emit(f"{res} = call {{float, float, float, float}} @{name}(ptr %XCH, i32 %S.laneid, i64 {self.xw}, "
+                  f"i32 {word}, " + ", ".join(f"float {v}" for v in cs) + ")")
+        for j, r in enumerate(d.items):
+            x = self.t()
+            self.emit(f"{x} = extractvalue {{float, float, float, float}} {res}, {j}")
+            self.dst(r, "f32", x)
+        finish, self.out = self.out, saved
+        return finish, [c], [d]
 
     def reg_slots(self):
         return {name: i for i, name in enumerate(self.regs)}
 
-    def saved_at(self, gi, kind):
+    def saved_at(self, gi, reads, writes):
         """The registers a thread must keep across the synchronization point that is group ``gi``: those live after
-        it, and for a shfl the operands it reads on resuming (its lane offset and clamp) less the ones it writes."""
-        after = set(self.live[gi + 1])
-        if kind == "warp":
-            inst = self.groups[gi][0]
-            after -= set().union(*(self.regs_of(o) for o in inst.operands[:1]))
-            for o in inst.operands[2:4]:
-                after |= self.regs_of(o)
+        it less the ones the resumed thread writes first, and the ones it reads on resuming (a shfl's lane offset
+        and clamp, an mma's accumulator)."""
+        after = set(self.live[gi + 1]) - set().union(set(), *(self.regs_of(o) for o in writes))
+        after |= set().union(set(), *(self.regs_of(o) for o in reads))
         return [name for name in self.regs if name in after]
+
+    def exchange_slot(self, base, lane, word):
+        """Pointer to 32-bit word ``word`` of lane ``lane`` (an i32 value) in the exchange half at word ``base``."""
+        li = self.t()
+        self.emit(f"{li} = zext i32 {lane} to i64")
+        off = self.op2("add", "i64", self.op2("mul", "i64", li, str(self.xw)), str(base + word))
+        p = self.t()
+        self.emit(f"{p} = getelementptr i32, ptr %XCH, i64 {off}")
+        return p
 
     def spill(self, names):
         """The registers ``names`` stored in the thread's state (8 bytes each), for a resume after a barrier."""
@@ -589,6 +757,8 @@ class Lowering:
         if base == "shfl":
             self.shfl(inst, mods, iid, gi)
             return True
+        if base in WARP_BATCHED:
+            raise Unsupported(f"predicated {base}")
         if base in ("bar", "barrier"):   # bar.warp.sync: threads of a warp run in program order here anyway
             return False
         h = getattr(self, f"op_{base}", None)
@@ -1001,6 +1171,8 @@ class Lowering:
         r = next((m for m in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi") if m in flags), None)
         ftz, sat = "ftz" in flags, "sat" in flags
         isf = lambda t: t in ("f16", "bf16", "f32", "f64")  # noqa: E731
+        if dt == "tf32" and at == "f32" and r is None and "rna" in flags and not sat:
+            return self.cvt_rna_tf32(d, a, ftz)
         if dt in ("tf32",) or at in ("tf32",) or "rna" in flags:
             raise Unsupported(inst.opcode)
         va = self.src(a, at)
@@ -1077,6 +1249,23 @@ class Lowering:
         op = "trunc" if sd < sa else ("sext" if at[0] == "s" else "zext")
         self.emit(f"{x} = {op} {ltype(at)} {val} to {ltype(dt)}")
         self.dst(d, dt, x)
+
+    def cvt_rna_tf32(self, d, a, ftz):
+        """cvt.rna.tf32.f32 as ops.f32_to_tf32_rna: 10 mantissa bits, to nearest with ties away from zero
+        (add half an ulp of TF32, clear the low 13 bits); infinities and NaNs cleared only, a NaN whose payload
+        was all in the low bits kept a NaN (quiet bit set)."""
+        v = self.src(a, "f32")
+        if ftz:
+            v = self.ftz(v)
+        u = self.t()
+        self.emit(f"{u} = bitcast float {v} to i32")
+        finite = self.op2("icmp ne", "i32", self.op2("and", "i32", u, "2139095040"), "2139095040")
+        rounded = self.op2("and", "i32", self.op2("add", "i32", u, "4096"), "-8192")
+        r = self.select(finite, "i32", rounded, self.op2("and", "i32", u, "-8192"))
+        lost = self.op2("and", "i1", self.op2("xor", "i1", finite, "true"), self.op2(
+            "and", "i1", self.op2("icmp ne", "i32", self.op2("and", "i32", u, "8388607"), "0"),
+            self.op2("icmp eq", "i32", self.op2("and", "i32", r, "8388607"), "0")))
+        self.dst(d, "b32", self.select(lost, "i32", self.op2("or", "i32", r, "4194304"), r))
 
     def op_cvta(self, inst, mods, iid):
         t = self.ty(mods)
