@@ -343,7 +343,8 @@ def test_the_tables_kept_up_to_date_by_each_change_equal_tables_built_afresh():
         else:
             m.free(live.pop(int(g.integers(0, len(live)))))
         bases, ends = m._tables()
-        rows, n, bufs = m.native_rows()
+        rows, n, bufs, ptr = m.native_rows()
+        assert ptr == rows.ctypes.data
         want = sorted((b, b + s) for b, s in m.allocations())
         assert [(int(b), int(e)) for b, e in zip(bases, ends)] == want, step
         assert n == len(want) and [(int(r[0]), int(r[1])) for r in rows] == want, step

@@ -293,13 +293,15 @@ def reasons():
 
 
 def _scratch(key, nbytes):
-    """A per-thread reusable zeroed-on-demand byte buffer (shared memory, saved registers, resume points)."""
+    """(buffer, its address): a per-thread reusable byte buffer (shared memory, saved registers, resume points;
+    the launch loop zeroes what it uses), grown on demand."""
     bufs = getattr(_TLS, "bufs", None)
     if bufs is None:
         bufs = _TLS.bufs = {}
     b = bufs.get(key)
-    if b is None or b.shape[0] < nbytes:
-        b = bufs[key] = np.zeros(max(nbytes, 64), np.uint8)
+    if b is None or b[0].shape[0] < nbytes:
+        a = np.zeros(max(nbytes, 64), np.uint8)
+        b = bufs[key] = (a, a.ctypes.data)
     return b
 
 
@@ -311,25 +313,23 @@ def run(k, grid, block, params, memory, stats, dynamic_shared=0, reverse=False, 
     for a thread that exited while others waited, (4, first shfl, other shfl, 0, 0, block, thread) for threads of a
     warp at two different shfls, (5, threads failing, instruction index, message, file, line, function, [(block,
     thread), ...]) for a device-side assert (the first call a thread failed, and every thread failing that call)."""
-    rows, n, bufs = memory.native_rows()
-    out = _scratch("out", 8 * (24 + 2 * ASSERT_POSITIONS)).view(np.int64)
-    dims = _scratch("dims", 96).view(np.int64)[:11]
+    rows, n, bufs, rows_ptr = memory.native_rows()
+    outb, out_ptr = _scratch("out", 8 * (24 + 2 * ASSERT_POSITIONS))
+    dimsb, dims_ptr = _scratch("dims", 96)
+    out = outb.view(np.int64)
     out[:9] = 0
     if k.gbase is not None:
         params = bytes(params[:k.param_size]).ljust(k.gbase, b"\0") + np.asarray(gaddr, np.uint64).tobytes()
     T = block[0] * block[1] * block[2]
     shsize = k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else k.shared_static
-    sh = _scratch("shared", shsize)
-    state = _scratch("state", T * k.state_size)
-    res = _scratch("resume", 8 * T)
-    xch = _scratch("exchange", 8 * k.xw * (-(-T // 32) * 32))
     nblocks = grid[0] * grid[1] * grid[2]
     b0, b1 = (0, nblocks) if blocks is None else blocks
-    dims[:] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], b0, b1, int(reverse), shsize,
-               k.state_size)
+    dimsb.view(np.int64)[:11] = (grid[0], grid[1], grid[2], block[0], block[1], block[2], b0, b1, int(reverse),
+                                 shsize, k.state_size)
     t0 = time.perf_counter()
-    r = k.fn(params, rows.ctypes.data, n, out.ctypes.data, dims.ctypes.data, sh.ctypes.data, state.ctypes.data,
-             res.ctypes.data, xch.ctypes.data)
+    r = k.fn(params, rows_ptr, n, out_ptr, dims_ptr, _scratch("shared", shsize)[1],
+             _scratch("state", T * k.state_size)[1], _scratch("resume", 8 * T)[1],
+             _scratch("exchange", 8 * k.xw * (-(-T // 32) * 32))[1])
     del bufs
     stats.seconds = time.perf_counter() - t0
     stats.thread_instructions = int(out[4])
