@@ -2,6 +2,7 @@
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,8 @@ MANIFEST = json.loads((PTX / "manifest.json").read_text())
 
 
 def test_rebuild_matches_committed():
+    if os.environ.get("RAWDEV_PTX_REBUILD_CHECKED") == "1":
+        pytest.skip(".ci/run ran tools/build_ptx.py --check (this rebuild and the ptxas report) before the suite")
     try:
         found = importlib.util.find_spec("nvidia.cuda_nvrtc") is not None
     except ModuleNotFoundError:   # no `nvidia` namespace package at all
