@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from rawdev.runtime import reset_for_tests
 from rawdev.sim.memory import DeviceMemory
-from rawdev.sim.ptx import PtxModule, native
+from rawdev.sim.ptx import PtxModule, native, native_helpers
 from rawdev.sim.ptx.decoder import DecodeError
 from rawdev.sim.ptx.interp import BarrierError, KernelFault
 
@@ -545,14 +545,86 @@ def test_ops_on_newly_compiled_kernels_match_the_interpreter(driver, monkeypatch
 
 
 def test_warp_matrix_fixtures_lower_natively():
-    """The mma (tf32 m16n8k8, f16 m16n8k8, f16/bf16 m16n8k16) and ldmatrix fixtures run on the native engine, so
-    the fixture tests parametrized over the engine (test_sim_sm80, test_sim_mma, test_sim_mma_f16_k8) test it;
-    cp.async stays interpreted."""
+    """The mma (tf32 m16n8k8, f16 m16n8k8, f16/bf16 m16n8k16), ldmatrix and cp.async fixtures run on the native
+    engine, so the fixture tests parametrized over the engine (test_sim_sm80, test_sim_mma, test_sim_mma_f16_k8)
+    test it; so do every shipped tensor-core GEMM."""
     data = Path(__file__).resolve().parent / "data" / "ptx"
     sm80 = PtxModule((data / "sm80_fixtures_sm80.ptx").read_text())
     sm75 = PtxModule((data / "sm75_fixtures.ptx").read_text())
     lowered = {n for m in (sm80, sm75) for n in m.entries if native.kernel(m, n) is not None}
-    assert {"k_mma", "k_ldmatrix", "k_mma_f16_k8"} <= lowered, native.reasons()
-    assert "k_cp_async" not in lowered
-    gemm = PtxModule((PTX_DIR / "gemm_f16_sm75.ptx").read_text())
-    assert all(native.kernel(gemm, n) is not None for n in gemm.entries), native.reasons()
+    assert {"k_mma", "k_ldmatrix", "k_mma_f16_k8", "k_cp_async", "k_tf32"} <= lowered, native.reasons()
+    for fname in ("gemm_f16_sm75.ptx", "gemm_bf16_sm80.ptx", "gemm_tf32_sm80.ptx"):
+        gemm = PtxModule((PTX_DIR / fname).read_text())
+        assert all(native.kernel(gemm, n) is not None for n in gemm.entries), native.reasons()
+
+
+CP_ASYNC = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry cpq(.param .u64 out, .param .u64 src, .param .u32 n, .param .u32 skew)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<12>;
+    .shared .align 16 .b8 buf[512];
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [src];
+    ld.param.u32 %r1, [n];
+    ld.param.u32 %r5, [skew];
+    cvt.u64.u32 %rd6, %r5;
+    add.s64 %rd2, %rd2, %rd6;
+    mov.u64 %rd3, buf;
+    mov.u32 %r3, 0;
+ISSUE:
+    setp.ge.u32 %p1, %r3, %r1;
+    @%p1 bra WAIT;
+    mul.wide.u32 %rd7, %r3, 4;
+    add.s64 %rd4, %rd3, %rd7;
+    add.s64 %rd5, %rd2, %rd7;
+    cp.async.ca.shared.global [%rd4], [%rd5], 4;
+    cp.async.commit_group;
+    add.u32 %r3, %r3, 1;
+    bra ISSUE;
+WAIT:
+    ld.shared.u32 %r4, [buf];
+    st.global.u32 [%rd1], %r4;
+    cp.async.wait_group 1;
+    ld.shared.u32 %r4, [%rd4];
+    st.global.u32 [%rd1+4], %r4;
+    cp.async.wait_all;
+    ld.shared.u32 %r4, [%rd4];
+    st.global.u32 [%rd1+8], %r4;
+    ret;
+}
+"""
+
+
+def test_cp_async_copies_land_at_their_wait_natively(monkeypatch):
+    """One thread issues n 4-byte copies in n groups: before any wait shared memory holds zeros, wait_group 1
+    lands all but the newest (the last copy's bytes are still zero), wait_all the rest; a misaligned source faults
+    with the interpreter's message; more copies in flight than the native queue holds stop the launch naming the
+    interpreter as the way to run it."""
+    mod = PtxModule(CP_ASYNC)
+    assert native.kernel(mod, "cpq") is not None, native.reasons()
+    src = np.arange(1000, 1100, dtype=np.uint32)
+    got = {}
+    for engine in ("interp", "auto"):
+        monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+        mem = DeviceMemory(1 << 20)
+        out, s = mem.alloc(16), mem.alloc(src.nbytes)
+        mem.write(s, src.tobytes())
+
+        def params(n, skew, out=out, s=s):
+            return int(out).to_bytes(8, "little") + int(s).to_bytes(8, "little") + n.to_bytes(4, "little") + \
+                skew.to_bytes(4, "little")
+        mod.launch("cpq", (1, 1, 1), (1, 1, 1), params(10, 0), memory=mem)
+        vals = np.frombuffer(mem.read(out, 12), np.uint32).tolist()
+        with pytest.raises(KernelFault) as ei:
+            mod.launch("cpq", (1, 1, 1), (1, 1, 1), params(3, 2), memory=mem)
+        got[engine] = (vals, str(ei.value))
+    assert got["auto"] == got["interp"], got
+    assert got["auto"][0] == [0, 0, 1009] and "misaligned 4-byte cp.async source" in got["auto"][1]
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", "auto")
+    with pytest.raises(native.EngineMismatch, match="RAWDEV_SIM_ENGINE=interp"):
+        mod.launch("cpq", (1, 1, 1), (1, 1, 1), params(native_helpers.CP_QUEUE + 1, 0), memory=mem)

@@ -24,7 +24,7 @@ from ..memory import DeviceMemory, SimIllegalAddress, SimMisalignedAddress, rmw_
 from . import module_cache, native
 from .counting import KernelCounts, counting
 from .decoder import LBASE, SBASE, DecodeError, Decoder, Param, _init_bytes, _ModuleSyms
-from .native_ir import FAULT_LDMATRIX, FAULT_VECTOR_MISALIGNED, WINDOW_FAULTS
+from .native_ir import FAULT_CP_MISALIGNED, FAULT_CP_QUEUE, FAULT_LDMATRIX, FAULT_VECTOR_MISALIGNED, WINDOW_FAULTS
 from .parser import PtxError, parse
 
 CHUNK_THREADS = 65536             # lanes per chunk (upper bound)
@@ -754,8 +754,15 @@ class PtxModule:
             kind, iid, addr, size = a, b_, c, d
             space = "global"
             window = next((sp for sp, kinds in WINDOW_FAULTS.items() if kind in kinds), None)
+            if kind == FAULT_CP_QUEUE:
+                raise native.EngineMismatch(
+                    f"kernel {code.name}: thread {self._tid(t, block)} of block {self._bid(blk, grid)} has more than "
+                    f"{addr} cp.async copies in flight (line {code.insts[iid][0]}), more than the native engine's "
+                    f"queue holds; RAWDEV_SIM_ENGINE=interp runs this kernel")
             if kind == FAULT_VECTOR_MISALIGNED:
                 err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte vector access at 0x{addr:x}")
+            elif kind == FAULT_CP_MISALIGNED:
+                err = SimMisalignedAddress(0, addr, f"misaligned {size}-byte cp.async source at 0x{addr:x}")
             elif window is not None:   # the interpreter's _local_check wording
                 space = window
                 limit = (k.dyn_shared_offset + int(dynamic_shared) if dynamic_shared else k.shared_static) \

@@ -141,7 +141,7 @@ class _Native:
 
 def _meta(low, obj_key):
     return {"symbol": low.symbol, "obj": obj_key, "barriers": [sync[0] for sync in low.syncs],
-            "state_size": low.state_size if low.syncs else 0, "shared_static": low.shared_static,
+            "state_size": low.state_size if low.syncs or low.cpq else 0, "shared_static": low.shared_static,
             "dyn_shared_offset": low.dyn_shared_offset, "gbase": low.gbase if low.globals else None,
             "param_size": low.param_size, "xw": low.xw,
             "libm": sorted(n for n in ("exp2f", "log2f") if f"@{n}(" in low.ir)}
@@ -218,8 +218,9 @@ def _entry_path(module, name, suffix):
     itself and (for object code) the host and llvmlite."""
     if "code" not in _STATE:
         here = Path(__file__).parent
-        _STATE["code"] = hashlib.sha256(b"".join((here / f).read_bytes() for f in ("native_ir.py", "native_helpers.py"))
-                                        + f"{IR_VERSION}|{MAX_KERNEL_LINES}|{BIG_KERNEL_LINES}".encode()).hexdigest()
+        code = b"".join((here / f).read_bytes() for f in ("native.py", "native_ir.py", "native_helpers.py"))
+        _STATE["code"] = hashlib.sha256(code + f"{IR_VERSION}|{MAX_KERNEL_LINES}|{BIG_KERNEL_LINES}".encode()
+                                        ).hexdigest()
     d = _native_dir()
     if d is None:
         return None

@@ -461,12 +461,156 @@ def mma_helper(shape, ab):
     return "\n".join(lines) + "\n"
 
 
+CP_QUEUE = 64   # cp.async copies a thread may have in flight (issued, not landed by a wait)
+CP_ENTRY = 40   # bytes of one: shared offset, size, group, 16 bytes of data
+CP_HEAD = 16    # the queue's header: copies in it, groups committed
+
+
+def cp_async_helpers(cap, entry, head):
+    """The cp.async queue of a thread (at the start of its state buffer): i64 [0] copies in it, [1] groups
+    committed (the open group's number); then ``cap`` entries of ``entry`` bytes: shared offset, size, group, data.
+    ``@cp_issue`` reads the source now (byte by byte where it is not one allocation's, naming the first byte no
+    allocation holds) and returns 0, 1 (a byte outside every allocation, its address in *bad) or 2 (queue full);
+    ``@cp_commit`` closes the open group; ``@cp_wait(keep, all)`` lands, in issue order, every copy of a group
+    older than the ``keep`` newest committed ones (``all``: commits first, then lands everything)."""
+    return f"""
+define internal i32 @cp_issue(ptr %Q, ptr %MT, i64 %N, ptr %CACHE, i64 %site, i64 %src, i64 %n, i64 %dst, i64 %size,
+                              ptr %bad) {{
+entry:
+  %c = load i64, ptr %Q
+  %full = icmp uge i64 %c, {cap}
+  br i1 %full, label %over, label %room
+over:
+  ret i32 2
+room:
+  %eo = mul i64 %c, {entry}
+  %eo2 = add i64 %eo, {head}
+  %e = getelementptr i8, ptr %Q, i64 %eo2
+  store i64 %dst, ptr %e
+  %e1 = getelementptr i64, ptr %e, i64 1
+  store i64 %size, ptr %e1
+  %gp = getelementptr i64, ptr %Q, i64 1
+  %g = load i64, ptr %gp
+  %e2 = getelementptr i64, ptr %e, i64 2
+  store i64 %g, ptr %e2
+  %d = getelementptr i64, ptr %e, i64 3
+  call void @llvm.memset.p0.i64(ptr %d, i8 0, i64 16, i1 false)
+  %any = icmp ne i64 %n, 0
+  br i1 %any, label %first, label %done
+first:
+  %p = call ptr @gptr(ptr %MT, i64 %N, ptr %CACHE, i64 %site, i64 %src, i64 1)
+  %pok = icmp ne ptr %p, null
+  br i1 %pok, label %last, label %bytes
+last:
+  %n1 = sub i64 %n, 1
+  %la = add i64 %src, %n1
+  %q = call ptr @gptr(ptr %MT, i64 %N, ptr %CACHE, i64 %site, i64 %la, i64 1)
+  %pi = ptrtoint ptr %p to i64
+  %want = add i64 %pi, %n1
+  %qi = ptrtoint ptr %q to i64
+  %one = icmp eq i64 %qi, %want
+  br i1 %one, label %fast, label %bytes
+fast:
+  call void @llvm.memcpy.p0.p0.i64(ptr %d, ptr %p, i64 %n, i1 false)
+  br label %done
+bytes:
+  %i = phi i64 [0, %first], [0, %last], [%i1, %byte]
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %each, label %done
+each:
+  %a = add i64 %src, %i
+  %bp = call ptr @gptr(ptr %MT, i64 %N, ptr %CACHE, i64 %site, i64 %a, i64 1)
+  %bok = icmp ne ptr %bp, null
+  br i1 %bok, label %byte, label %fault
+byte:
+  %bv = load i8, ptr %bp
+  %dp = getelementptr i8, ptr %d, i64 %i
+  store i8 %bv, ptr %dp
+  %i1 = add i64 %i, 1
+  br label %bytes
+fault:
+  store i64 %a, ptr %bad
+  ret i32 1
+done:
+  %c1 = add i64 %c, 1
+  store i64 %c1, ptr %Q
+  ret i32 0
+}}
+
+define internal void @cp_commit(ptr %Q) {{
+entry:
+  %gp = getelementptr i64, ptr %Q, i64 1
+  %g = load i64, ptr %gp
+  %g1 = add i64 %g, 1
+  store i64 %g1, ptr %gp
+  ret void
+}}
+
+define internal void @cp_wait(ptr %Q, ptr %SH, i64 %keep, i1 %all) {{
+entry:
+  br i1 %all, label %commit, label %go
+commit:
+  call void @cp_commit(ptr %Q)
+  br label %go
+go:
+  %gp = getelementptr i64, ptr %Q, i64 1
+  %g = load i64, ptr %gp
+  %lim = sub i64 %g, %keep
+  %c = load i64, ptr %Q
+  br label %loop
+loop:
+  %i = phi i64 [0, %go], [%i1, %next]
+  %j = phi i64 [0, %go], [%j1, %next]
+  %more = icmp ult i64 %i, %c
+  br i1 %more, label %body, label %end
+body:
+  %eo = mul i64 %i, {entry}
+  %eo2 = add i64 %eo, {head}
+  %e = getelementptr i8, ptr %Q, i64 %eo2
+  %e2 = getelementptr i64, ptr %e, i64 2
+  %eg = load i64, ptr %e2
+  %land = icmp slt i64 %eg, %lim
+  br i1 %land, label %put, label %keepit
+put:
+  %dst = load i64, ptr %e
+  %e1 = getelementptr i64, ptr %e, i64 1
+  %size = load i64, ptr %e1
+  %to = getelementptr i8, ptr %SH, i64 %dst
+  %d = getelementptr i64, ptr %e, i64 3
+  call void @llvm.memcpy.p0.p0.i64(ptr %to, ptr %d, i64 %size, i1 false)
+  br label %next
+keepit:
+  %same = icmp eq i64 %i, %j
+  br i1 %same, label %kept, label %move
+move:
+  %fo = mul i64 %j, {entry}
+  %fo2 = add i64 %fo, {head}
+  %f = getelementptr i8, ptr %Q, i64 %fo2
+  call void @llvm.memcpy.p0.p0.i64(ptr %f, ptr %e, i64 {entry}, i1 false)
+  br label %kept
+kept:
+  %jk = add i64 %j, 1
+  br label %next
+next:
+  %j1 = phi i64 [%j, %put], [%jk, %kept]
+  %i1 = add i64 %i, 1
+  br label %loop
+end:
+  store i64 %j, ptr %Q
+  ret void
+}}
+"""
+
+
 def helpers(need):
     out = [_DECLS, _GPTR, _ASSERT_REC]
     for name in sorted(need):
         if name.startswith("mma_"):
             _, shape, ab = name.split("_")
             out.append(mma_helper(shape, ab))
+            continue
+        if name == "cp_async":
+            out.append(cp_async_helpers(CP_QUEUE, CP_ENTRY, CP_HEAD))
             continue
         if name in _HELPERS:
             out.append(_HELPERS[name])

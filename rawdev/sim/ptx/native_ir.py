@@ -21,7 +21,7 @@ import struct
 
 import numpy as np
 
-from .native_helpers import SPECIAL_ARGS, helpers, runner
+from .native_helpers import CP_ENTRY, CP_HEAD, CP_QUEUE, SPECIAL_ARGS, helpers, runner
 from .parser import TYPE_SIZES, Addr, Args, Imm, Inst, Label, NegPred, Pipe, Reg, RegDecl, Sym, VarDecl, Vec
 
 # instructions whose first operand is not a register they write
@@ -40,6 +40,8 @@ FAULT_OOB, FAULT_MISALIGNED, FAULT_VECTOR_MISALIGNED, FAULT_SHARED_OOB, FAULT_SH
 FAULT_LOCAL_OOB, FAULT_LOCAL_MISALIGNED, FAULT_PARAM_OOB, FAULT_PARAM_MISALIGNED = 6, 7, 8, 9
 WARP_BATCHED = ("mma", "ldmatrix")   # warp-wide instructions a run of which shares one yield
 FAULT_LDMATRIX = 10   # an ldmatrix row address not 16-byte aligned inside the shared window (the decoder's error)
+FAULT_CP_MISALIGNED = 11   # a cp.async source not aligned to its copy size
+FAULT_CP_QUEUE = 12        # more cp.async copies in flight in one thread than CP_QUEUE holds
 # the window checks of the spaces a thread indexes itself: (out of bounds, misaligned) fault kinds
 WINDOW_FAULTS = {"shared": (FAULT_SHARED_OOB, FAULT_SHARED_MISALIGNED),
                  "local": (FAULT_LOCAL_OOB, FAULT_LOCAL_MISALIGNED),
@@ -93,6 +95,7 @@ class Lowering:
         self.sites = 0                     # global access sites (one cache slot each)
         self.need: set[str] = set()        # helper functions used
         self.xw = 1                        # 32-bit words each lane puts in its warp's exchange (shfl 1, mma up to 6)
+        self.cpq = 0                       # bytes of the thread's cp.async queue at the start of its state buffer
         self.local: dict[str, int] = {}    # local variable -> byte offset in the thread's local memory
         self.lsize = 0
         # module .global variables -> index of their device address, passed after the kernel's parameters
@@ -339,6 +342,8 @@ class Lowering:
             labels[lb] = len(groups)
         self.labels, self.groups = labels, groups
         self.live = self.liveness(groups)
+        if any(st.opcode.startswith("cp.async") for st in stmts if isinstance(st, Inst)):
+            self.cpq = CP_HEAD + CP_QUEUE * CP_ENTRY
         for insts in groups:   # the exchange's words per lane: the widest batch of warp-wide instructions'
             if insts[0].opcode.split(".")[0] in WARP_BATCHED:
                 self.xw = max(self.xw, sum(self.exchange_words(i) for i in insts))
@@ -349,6 +354,8 @@ class Lowering:
                         f"ptr {self.rname(name)}")
         head.append("  %cnt = alloca i64")
         head.append("  store i64 0, ptr %cnt")
+        if self.cpq:
+            head.append("  %CPBAD = alloca i64")   # where a cp.async source's first unreadable byte is reported
         if self.lsize:   # the thread's local memory, zeroed as the interpreter's is
             head.append(f"  %LOC = alloca [{self.lsize} x i8], align 16")
             head.append(f"  call void @llvm.memset.p0.i64(ptr %LOC, i8 0, i64 {self.lsize}, i1 false)")
@@ -373,16 +380,23 @@ class Lowering:
             raise Unsupported("local memory in a kernel with barriers or shuffles (a yield would lose it)")
         # where a thread starts: at the top, or (RESUME = k + 1) after barrier k with its registers reloaded
         disp = ["DISPATCH:"]
+        start = "%G0"
+        if self.cpq:   # a thread's first run starts with an empty cp.async queue (it keeps it across its yields)
+            start = "%CPINIT"
+            disp_init = ["CPINIT:", f"  call void @llvm.memset.p0.i64(ptr %STATE, i8 0, i64 {CP_HEAD}, i1 false)",
+                         "  br label %G0"]
         if self.syncs:
             cases = " ".join(f"i32 {k + 1}, label %RES{k}" for k in range(len(self.syncs)))
-            disp.append(f"  switch i32 %RESUME, label %G0 [ {cases} ]")
+            disp.append(f"  switch i32 %RESUME, label {start} [ {cases} ]")
             for k, (_, after, _, finish, names) in enumerate(self.syncs):
                 disp.append(f"RES{k}:")
                 disp += self.reload(names)
                 disp += finish   # a shfl's result, read from its partner's slot of the exchange
                 disp.append(f"  br label %G{after}")
         else:
-            disp.append("  br label %G0")
+            disp.append(f"  br label {start}")
+        if self.cpq:
+            disp += disp_init
         args = ", ".join(f"i32 %S.{s[1:].replace('.', '_')}" for s in SPECIAL_ARGS)
         body = [f"define internal i32 @body(ptr noalias %P, ptr noalias %MT, i64 %NMT, ptr noalias %CACHE, "
                 f"ptr noalias %OUT, ptr noalias %SH, i64 %SHSIZE, ptr noalias %STATE, i32 %RESUME, ptr noalias %XCH, "
@@ -394,7 +408,7 @@ class Lowering:
             "FAULT:", "  %cnt.f = load i64, ptr %cnt", "  %o4f = getelementptr i64, ptr %OUT, i64 4",
             "  %o4fv = load i64, ptr %o4f", "  %o4fn = add i64 %o4fv, %cnt.f", "  store i64 %o4fn, ptr %o4f",
             "  ret i32 1", "}"]
-        self.state_size = 8 * max([len(sync[4]) for sync in self.syncs] + [1])
+        self.state_size = self.cpq + 8 * max([len(sync[4]) for sync in self.syncs] + [1])
         return "\n".join(body) + "\n" + runner(self.sites, self.symbol, [s[2] for s in self.syncs], self.xw) + \
             helpers(self.need)
 
@@ -705,7 +719,7 @@ class Lowering:
             t = self.regs[name]
             v, p = self.t(), self.t()
             out += [f"  {v} = load {ltype(t)}, ptr {self.rname(name)}",
-                    f"  {p} = getelementptr i64, ptr %STATE, i64 {i}",
+                    f"  {p} = getelementptr i64, ptr %STATE, i64 {self.cpq // 8 + i}",
                     f"  store {ltype(t)} {v}, ptr {p}"]
         return out
 
@@ -714,7 +728,7 @@ class Lowering:
         for i, name in enumerate(names):
             t = self.regs[name]
             v, p = self.t(), self.t()
-            out += [f"  {p} = getelementptr i64, ptr %STATE, i64 {i}",
+            out += [f"  {p} = getelementptr i64, ptr %STATE, i64 {self.cpq // 8 + i}",
                     f"  {v} = load {ltype(t)}, ptr {p}",
                     f"  store {ltype(t)} {v}, ptr {self.rname(name)}"]
         return out
@@ -1333,6 +1347,62 @@ class Lowering:
                      f"  {o} = load i64, ptr {q}", f"  {n} = add i64 {o}, {c}", f"  store i64 {n}, ptr {q}"]
         self.emit(f"ret i32 {ASSERTED}")
         self.label(f"AC{iid}")   # what follows the call in its group is never reached
+
+    def op_cp(self, inst, mods, iid):
+        """cp.async as the interpreter runs it: a copy reads global memory when issued and lands in shared memory at
+        the wait that covers its group. Each thread keeps its copies in flight in a queue at the start of its state
+        buffer (:func:`.native_helpers` ``cp_issue``/``cp_wait``)."""
+        if not mods or mods[0] != "async" or inst.pred is not None:
+            raise Unsupported(inst.opcode)
+        rest = mods[1:]
+        if rest == ["commit_group"]:
+            self.need.add("cp_async")
+            self.emit("call void @cp_commit(ptr %STATE)")
+            return
+        if rest in (["wait_group"], ["wait_all"]):
+            keep = "0"
+            if rest == ["wait_group"]:
+                if not inst.operands or not isinstance(inst.operands[0], Imm):
+                    raise Unsupported(inst.opcode)
+                keep = str(int(self.imm_value(None, inst.operands[0], "u32")))
+            self.need.add("cp_async")
+            everything = "true" if rest == ["wait_all"] else "false"
+            self.emit(f"call void @cp_wait(ptr %STATE, ptr %SH, i64 {keep}, i1 {everything})")
+            return
+        if "shared" not in rest or "global" not in rest or not ({"ca", "cg"} & set(rest)):
+            raise Unsupported(inst.opcode)
+        ops_ = inst.operands
+        if len(ops_) not in (3, 4) or not isinstance(ops_[2], Imm) or not isinstance(ops_[1], Addr) or \
+                not isinstance(ops_[1].base, Reg):
+            raise Unsupported(inst.opcode)
+        size = int(self.imm_value(None, ops_[2], "u32"))
+        if size not in (4, 8, 16) or ("cg" in rest and size != 16):
+            raise Unsupported(inst.opcode)
+        self.need.add("cp_async")
+        # the destination's window check first, as the interpreter's order
+        dst_ptr = self.ptrs(ops_[0], "shared", iid, size, 1)[0]
+        off = self.t()
+        self.emit(f"{off} = ptrtoint ptr {dst_ptr} to i64")
+        base = self.t()
+        self.emit(f"{base} = ptrtoint ptr %SH to i64")
+        doff = self.op2("sub", "i64", off, base)
+        saddr = self.src(ops_[1].base, "u64")
+        if ops_[1].offset:
+            saddr = self.op2("add", "i64", saddr, str(ops_[1].offset))
+        al = self.op2("icmp eq", "i64", self.op2("and", "i64", saddr, str(size - 1)), "0")
+        self.fault_unless(al, FAULT_CP_MISALIGNED, iid, saddr, size)
+        nread = str(size)
+        if len(ops_) == 4:
+            ss = self.zext64(self.src(ops_[3], "u32"))
+            nread = self.select(self.op2("icmp ult", "i64", ss, str(size)), "i64", ss, str(size))
+        site = self.sites
+        self.sites += 1
+        r, badv = self.t(), self.t()
+        self.emit(f"{r} = call i32 @cp_issue(ptr %STATE, ptr %MT, i64 %NMT, ptr %CACHE, i64 {site}, i64 {saddr}, "
+                  f"i64 {nread}, i64 {doff}, i64 {size}, ptr %CPBAD)")
+        self.emit(f"{badv} = load i64, ptr %CPBAD")
+        self.fault_unless(self.op2("icmp ne", "i32", r, "1"), FAULT_OOB, iid, badv, 1)
+        self.fault_unless(self.op2("icmp ne", "i32", r, "2"), FAULT_CP_QUEUE, iid, str(CP_QUEUE), 0)
 
     def op_membar(self, inst, mods, iid):
         pass
