@@ -474,6 +474,14 @@ def cp_async_helpers(cap, entry, head):
     ``@cp_commit`` closes the open group; ``@cp_wait(keep, all)`` lands, in issue order, every copy of a group
     older than the ``keep`` newest committed ones (``all``: commits first, then lands everything)."""
     return f"""
+define internal ptr @cp_at(ptr %Q, i64 %i) alwaysinline {{
+entry:
+  %o = mul i64 %i, {entry}
+  %o2 = add i64 %o, {head}
+  %e = getelementptr i8, ptr %Q, i64 %o2
+  ret ptr %e
+}}
+
 define internal i32 @cp_issue(ptr %Q, ptr %MT, i64 %N, ptr %CACHE, i64 %site, i64 %src, i64 %n, i64 %dst, i64 %size,
                               ptr %bad) {{
 entry:
@@ -483,9 +491,7 @@ entry:
 over:
   ret i32 2
 room:
-  %eo = mul i64 %c, {entry}
-  %eo2 = add i64 %eo, {head}
-  %e = getelementptr i8, ptr %Q, i64 %eo2
+  %e = call ptr @cp_at(ptr %Q, i64 %c)
   store i64 %dst, ptr %e
   %e1 = getelementptr i64, ptr %e, i64 1
   store i64 %size, ptr %e1
@@ -564,9 +570,7 @@ loop:
   %more = icmp ult i64 %i, %c
   br i1 %more, label %body, label %end
 body:
-  %eo = mul i64 %i, {entry}
-  %eo2 = add i64 %eo, {head}
-  %e = getelementptr i8, ptr %Q, i64 %eo2
+  %e = call ptr @cp_at(ptr %Q, i64 %i)
   %e2 = getelementptr i64, ptr %e, i64 2
   %eg = load i64, ptr %e2
   %land = icmp slt i64 %eg, %lim
@@ -583,9 +587,7 @@ keepit:
   %same = icmp eq i64 %i, %j
   br i1 %same, label %kept, label %move
 move:
-  %fo = mul i64 %j, {entry}
-  %fo2 = add i64 %fo, {head}
-  %f = getelementptr i8, ptr %Q, i64 %fo2
+  %f = call ptr @cp_at(ptr %Q, i64 %j)
   call void @llvm.memcpy.p0.p0.i64(ptr %f, ptr %e, i64 {entry}, i1 false)
   br label %kept
 kept:
