@@ -436,6 +436,8 @@ def _api(nout=0, init=True, ctx=True, sticky=True):
 
 
 def _take_fault(S, name):
+    if not S.faults:   # the common case: nothing injected (this runs on every driver call)
+        return None
     hit = None
     for f in list(S.faults):
         if f[0] == name:
@@ -1524,6 +1526,12 @@ def cuFuncGetAttribute(attrib, hfunc):
 
 
 # ========================================================================================== launch
+@functools.cache
+def _ptr_array(n):
+    """The ctypes ``void*[n]`` type (made once per n: creating an array type costs microseconds per launch)."""
+    return ctypes.c_void_p * n
+
+
 def _pack_params(f, kernelParams):
     """The packed .param buffer from a ``void*[n]`` address (what rawdev passes) or cuda-python's
     ``(values, ctypes types)`` tuple form."""
@@ -1541,7 +1549,7 @@ def _pack_params(f, kernelParams):
         addr = _host_ptr(kernelParams)
         if not addr:
             raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{f.name} takes {len(params)} arguments but kernelParams is NULL")
-        ptrs = (ctypes.c_void_p * len(params)).from_address(addr)[:]
+        ptrs = _ptr_array(len(params)).from_address(addr)[:]
         if not all(ptrs):
             raise _Err(R.CUDA_ERROR_INVALID_VALUE, f"{f.name}: a kernelParams entry is NULL")
         out = ctypes.create_string_buffer(f.info["param_size"])
