@@ -223,7 +223,7 @@ class Lowering:
         if isinstance(op, Sym) and kind(t) in "iu":
             # a symbol's address as the decoder gives it: the offset in its space (shared, local, the kernel's
             # parameters), or a module global's device address
-            for space in (self.shared, self.local, {n: o for n, (o, _) in self.params.items()}):
+            for space in self.window_syms.values():
                 if op.name in space:
                     return self.convert(str(space[op.name] + op.offset), "u64", t)
             if op.name in self.globals:
@@ -303,6 +303,9 @@ class Lowering:
             elif isinstance(st, (Inst, Label)):
                 stmts.append(st)
         self.lsize = -(-local_off // 16) * 16
+        # each window's symbols and their offsets in it (a symbol's address as the decoder gives it)
+        self.window_syms = {"shared": self.shared, "local": self.local,
+                            "param": {n: o for n, (o, _) in self.params.items()}}
         # groups exactly as the decoder splits blocks (their sizes are the instruction counts); a barrier is a
         # group of its own
         groups, cur, labels, pend = [], [], {}, []
@@ -596,9 +599,7 @@ class Lowering:
         wide = TYPE_SIZES[self.regs[a.base.name]] == 8
         rel = self.src(a.base, "u64" if wide else "u32")
         if not wide:
-            r64 = self.t()
-            self.emit(f"{r64} = zext i32 {rel} to i64")
-            rel = r64
+            rel = self.zext64(rel)
         if a.offset:
             rel = self.op2("add", "i64", rel, str(a.offset))
         bad = self.op2("or", "i1", self.op2("icmp ne", "i64", self.op2("and", "i64", rel, "15"), "0"),
@@ -705,9 +706,7 @@ class Lowering:
 
     def exchange_slot(self, base, lane, word):
         """Pointer to 32-bit word ``word`` of lane ``lane`` (an i32 value) in the exchange half at word ``base``."""
-        li = self.t()
-        self.emit(f"{li} = zext i32 {lane} to i64")
-        off = self.op2("add", "i64", self.op2("mul", "i64", li, str(self.xw)), str(base + word))
+        off = self.op2("add", "i64", self.op2("mul", "i64", self.zext64(lane), str(self.xw)), str(base + word))
         p = self.t()
         self.emit(f"{p} = getelementptr i32, ptr %XCH, i64 {off}")
         return p
@@ -1333,11 +1332,7 @@ class Lowering:
             if CALL_PARAM + a not in self.regs:
                 raise Unsupported(f"call argument {a} is not a declared .param")
             v = self.src(Reg(CALL_PARAM + a), t)
-            if t == "u32":
-                w = self.t()
-                self.emit(f"{w} = zext i32 {v} to i64")
-                v = w
-            vals.append(v)
+            vals.append(self.zext64(v) if t == "u32" else v)
         for i, v in enumerate([str(iid)] + vals):
             q = self.t()
             self.emit(f"{q} = getelementptr i64, ptr %OUT, i64 {14 + i}")
@@ -1380,12 +1375,8 @@ class Lowering:
             raise Unsupported(inst.opcode)
         self.need.add("cp_async")
         # the destination's window check first, as the interpreter's order
-        dst_ptr = self.ptrs(ops_[0], "shared", iid, size, 1)[0]
-        off = self.t()
-        self.emit(f"{off} = ptrtoint ptr {dst_ptr} to i64")
-        base = self.t()
-        self.emit(f"{base} = ptrtoint ptr %SH to i64")
-        doff = self.op2("sub", "i64", off, base)
+        doff = self.window_offset(ops_[0], "shared")
+        self.window_ptrs("shared", doff, iid, size, 1)
         saddr = self.src(ops_[1].base, "u64")
         if ops_[1].offset:
             saddr = self.op2("add", "i64", saddr, str(ops_[1].offset))
@@ -1451,6 +1442,16 @@ class Lowering:
             ptrs.append(p)
         return ptrs
 
+    def window_offset(self, a, space):
+        """The byte offset in ``space``'s window (shared, local, param) that address operand ``a`` names."""
+        syms = self.window_syms[space]
+        if isinstance(a, Addr) and isinstance(a.base, Sym) and a.base.name in syms:
+            return str(syms[a.base.name] + a.base.offset + a.offset)
+        if isinstance(a, Addr) and isinstance(a.base, Reg):
+            off = self.src(a.base, "u64")
+            return self.op2("add", "i64", off, str(a.offset)) if a.offset else off
+        raise Unsupported(f"a .{space} address of another form")
+
     def ptrs(self, a, space, iid, size, vec):
         """Host pointers of the vec elements of an access in ``space`` (global, shared or generic), checked."""
         if space == "global":
@@ -1458,17 +1459,7 @@ class Lowering:
         if not isinstance(a, Addr):
             raise Unsupported("an address operand that is not [..]")
         if space in WINDOW_FAULTS:
-            syms = self.shared if space == "shared" else self.local if space == "local" else \
-                {n: o for n, (o, _) in self.params.items()}
-            if isinstance(a.base, Sym) and a.base.name in syms:
-                off = str(syms[a.base.name] + a.base.offset + a.offset)
-            elif isinstance(a.base, Reg):
-                off = self.src(a.base, "u64")
-                if a.offset:
-                    off = self.op2("add", "i64", off, str(a.offset))
-            else:
-                raise Unsupported(f"a .{space} address of another form")
-            return self.window_ptrs(space, off, iid, size, vec)
+            return self.window_ptrs(space, self.window_offset(a, space), iid, size, vec)
         if space != "generic" or vec != 1 or not isinstance(a.base, Reg):
             raise Unsupported(f"a .{space} access")
         # generic: the shared window, the local one (where the kernel has local memory), else global memory
