@@ -90,3 +90,25 @@ def test_a_load_to_the_device_counts_the_pools_cache_as_available(monkeypatch, t
     finally:
         monkeypatch.delenv("RAWDEV_SIM_MEMORY")
         reset_for_tests("sim")
+
+
+def test_an_empty_cuda_tensor_with_a_dim_numpy_cannot_hold():
+    """The device holds empty(0, 2**62) as PyTorch does (no bytes); its cpu copy, which numpy cannot describe, is
+    refused with the cpu factory's RuntimeError by every path to the host (a move, tolist, a model move), and
+    printing it reads no values."""
+    reset_for_tests("sim")
+    try:
+        t = rawdev.empty(0, 2 ** 62, device="cuda")
+        assert tuple(t.shape) == (0, 2 ** 62) and t.numel() == 0 and t.stride() == (2 ** 62, 1)
+        assert tuple(t.sum(1).shape) == (0,)
+        assert repr(t) == "tensor([], device='cuda:0', size=(0, 4611686018427387904))"
+        m = rawdev.nn.Module().cuda()
+        m.register_buffer("b", t)
+        m.register_buffer("ok", rawdev.ones(3, device="cuda"))
+        for move in (t.cpu, t.tolist, lambda: t.to("cpu", rawdev.float64), m.cpu):
+            with pytest.raises(RuntimeError, match=r"cannot make a cpu tensor of sizes \[0, 4611686018427387904\]"):
+                move()
+        assert m.b is t and m.ok.is_cuda                     # the failed model move changed nothing
+        assert rawdev.empty(0, 2 ** 40, device="cuda").cpu().shape == (0, 2 ** 40)
+    finally:
+        reset_for_tests("sim")

@@ -13,6 +13,7 @@ from ..errors import NoDeviceError
 from ..runtime import device as _rt_device
 from ..runtime import memory
 from . import strided
+from .host_alloc import host_empty
 
 __all__ = ["runtime_device", "stream_handle", "empty", "upload", "download", "clone", "copy_into", "memset_zero",
            "fill"]
@@ -81,7 +82,7 @@ def download(t):
     work; returns when the bytes are there."""
     rdev = runtime_device(t.device)
     src = t if t.is_contiguous() else clone(t, "download staging")
-    out = np.empty(tuple(t.shape), dtype=t.dtype.storage)
+    out = host_empty(t.shape, t.dtype.storage)
     if out.nbytes:
         memory.copy_dtoh(out, src.data_ptr(), out.nbytes, stream=rdev.compute_stream)
         rdev.compute_stream.synchronize()

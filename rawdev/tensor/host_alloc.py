@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-__all__ = ["check_host_request", "host_empty", "host_memory_total"]
+__all__ = ["check_host_request", "check_host_shape", "host_empty", "host_memory_total"]
 
 
 def host_memory_total():
@@ -55,5 +55,19 @@ def host_empty(shape, np_dtype):
     except MemoryError:
         raise _cannot(nbytes) from None
     except ValueError as e:   # "array is too big": a shape numpy cannot describe (an empty one with a huge dim)
-        raise RuntimeError(f"rawdev cannot make a cpu tensor of sizes {[int(d) for d in shape]}: numpy, which holds "
-                           f"rawdev's cpu tensors, refuses it ({e})") from None
+        raise _undescribable(shape, e) from None
+
+
+def _undescribable(shape, e):
+    return RuntimeError(f"rawdev cannot make a cpu tensor of sizes {[int(d) for d in shape]}: numpy, which holds "
+                        f"rawdev's cpu tensors, refuses it ({e})")
+
+
+def check_host_shape(shape, np_dtype):
+    """Raise host_empty's RuntimeError if numpy cannot describe an array of shape (only an empty shape with a huge
+    dim can pass the byte-count checks and still be refused: a cuda tensor of that shape exists, its cpu copy not)."""
+    if 0 in shape:
+        try:
+            np.empty(tuple(shape), dtype=np_dtype)
+        except ValueError as e:
+            raise _undescribable(shape, e) from None

@@ -24,6 +24,7 @@ from ..device import CPU, as_device
 from ..runtime import memory, transfer
 from ..runtime.trace import fmt_bytes
 from .core import Tensor
+from .host_alloc import check_host_shape
 
 __all__ = ["move_module", "transfer_tensor", "move_tensors", "to_host_arrays",
            "cuda_available", "NO_GPU_HINT", "stage_load"]
@@ -99,6 +100,8 @@ def _prepare(items, dev, non_blocking, what):
     to_cuda = dev.type == "cuda"
     cuda_src = [it for it in items if it.t.is_cuda]
     pending = {}
+    for it in cuda_src:   # before any allocation: a cpu copy numpy cannot hold fails with nothing to undo
+        check_host_shape(it.t.shape, it.t.dtype.storage)
     if cuda_src:
         # Device -> host first (to the cpu, to another device, or for a cast: no cast kernel yet).
         blocking = to_cuda or not non_blocking

@@ -40,19 +40,18 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 def tensor_repr(t, prefix="tensor("):
-    vals = t._values()
-    suffixes = []
-    if vals.size == 0 and vals.ndim != 1:
+    suffixes = [f"device='{t.device}'"] if t.is_cuda else []   # first, as PyTorch: before an empty one's size
+    empty = t.numel() == 0
+    if empty and t.dim() != 1:   # no values to read (a cuda one may have a shape no host array can take)
         body = "[]"
         suffixes.append(f"size={tuple(t.shape)}")
     else:
+        vals = t._values()
         if vals.dtype == np.float16:
             vals = vals.astype(np.float32)  # as PyTorch: half (and bfloat16, already float32) print as float
         body = _tensor_str(vals, len(prefix))
-    if t.is_cuda:
-        suffixes.append(f"device='{t.device}'")
     default = _dt.get_default_dtype()
-    if (t.dtype is not default and t.dtype not in _IMPLIED) or (vals.size == 0 and t.dtype is not default):
+    if (t.dtype is not default and t.dtype not in _IMPLIED) or (empty and t.dtype is not default):
         suffixes.append(f"dtype={t.dtype!r}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
