@@ -118,6 +118,26 @@ def test_cholesky_and_triangular(driver):
         LA.inv(rawdev.tensor([[1.0, 2.0], [2.0, 4.0]]))
 
 
+def test_triangular_solves_of_empty_and_batched_operands(driver):
+    """Order 0 and an empty batch give empty results (PyTorch's shapes); a batched solve whose right side is a
+    strided view (left=False transposes it) matches LAPACK on every matrix of the batch."""
+    r = rng()
+    for dev in ("cpu", "cuda"):
+        x = LA.solve_triangular(T(np.zeros((0, 0)), dev), T(np.zeros((0, 3)), dev), upper=False)
+        assert tuple(x.shape) == (0, 3)
+        assert tuple(LA.solve_triangular(T(np.zeros((0, 4, 4)), dev), T(np.zeros((0, 4, 2)), dev),
+                                         upper=True).shape) == (0, 4, 2)
+        assert tuple(LA.cholesky(T(np.zeros((0, 0)), dev)).shape) == (0, 0)
+        low = np.tril(well_conditioned(r, 4, 9, 9))
+        rhs = r.standard_normal((4, 2, 9))
+        for upper in (False, True):
+            a = np.swapaxes(low, -1, -2) if upper else low
+            x = LA.solve_triangular(T(a, dev), T(rhs, dev), upper=upper, left=False)    # X A = B
+            np.testing.assert_allclose(num(x), np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2),
+                                                                            np.swapaxes(rhs, -1, -2)), -1, -2),
+                                       rtol=TOL[dev] * 10, atol=TOL[dev] * 10)
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (4, 4), (3, 5)])
 def test_qr_matches_lapack(shape, driver):
     r = rng()

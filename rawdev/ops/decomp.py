@@ -52,7 +52,7 @@ def _square(name, A):
 def _batch(A):
     """A [..., m, n] as [B, m, n] (contiguous) and the leading shape."""
     lead = tuple(A.shape[:-2])
-    return A.reshape(-1, A.shape[-2], A.shape[-1]).contiguous(), lead
+    return A.reshape(int(np.prod(lead, dtype=np.int64)), A.shape[-2], A.shape[-1]).contiguous(), lead
 
 
 def _host(A):
@@ -92,31 +92,24 @@ def _lu_device(A):
 
 
 def _trsm_device(T, B, upper, unit):
-    """X with T X = B for triangular T [Bt, n, n] and B [Bt, n, k], by substitution one row at a time."""
+    """X with T X = B for triangular T [Bt, n, n] and B [Bt, n, k], by substitution one row at a time: each row
+    is solved against the rows already written into X (a view of them, no copy) and written in place."""
     n = T.shape[-1]
-    rows = [None] * n
-    order = range(n - 1, -1, -1) if upper else range(n)
-    done = []
-    for i in order:
+    X = None
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
         r = B[:, i:i + 1, :]
-        if done:
-            if upper:
-                coef = T[:, i:i + 1, i + 1:]
-                xs = _cat_rows([rows[j] for j in range(i + 1, n)])
-            else:
-                coef = T[:, i:i + 1, :i]
-                xs = _cat_rows([rows[j] for j in range(i)])
-            r = r - coef @ xs
+        if (upper and i + 1 < n) or (not upper and i):
+            done = slice(i + 1, n) if upper else slice(0, i)
+            r = r - T[:, i:i + 1, done] @ X[:, done, :]
         if not unit:
             r = r / T[:, i:i + 1, i:i + 1]
-        rows[i] = r
-        done.append(i)
-    return _cat_rows(rows)
-
-
-def _cat_rows(rows):
-    from .join import cat
-    return rows[0] if len(rows) == 1 else cat(rows, 1)
+        if X is None:   # the first row solved has the result's dtype (T's and B's promoted)
+            X = factory.empty(tuple(B.shape), dtype=r.dtype, device=B.device)
+        X[:, i:i + 1, :] = r
+    if X is None:   # n == 0
+        from .dtype_queries import promote_types
+        X = factory.empty(tuple(B.shape), dtype=promote_types(T.dtype, B.dtype), device=B.device)
+    return X
 
 
 def _cholesky_device(A):
