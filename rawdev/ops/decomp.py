@@ -4,12 +4,12 @@ inverses and determinants built on LU, and lstsq and matrix_power, are ops/solve
 solves stay here because the Cholesky and QR gradients are written with them.
 
 Where they run: a cpu tensor goes to numpy.linalg (LAPACK underneath, so the factors and the QR signs are the
-ones PyTorch's cpu gives). A cuda tensor is factorized on the device by the textbook algorithms written as
-whole-batch steps of declared ops — one pivot search, row exchange and rank-1 update per column for LU, one
-column per step for Cholesky, one Householder reflector per column for QR (LAPACK's sign convention) — so the
-values never leave the device and every matrix of a batch advances together. That is O(n) launches per
-factorization, meant for the small and medium matrices deep-learning programs factor; there are no blocked or
-tensor-core kernels behind it.
+ones PyTorch's cpu gives). On cuda, the Cholesky factor and the triangular solves are one launch each
+(linalg.ptx through ops/cuda_decomp.py: a block per matrix, a warp per right-hand column). LU and QR are the
+textbook algorithms written as whole-batch steps of declared ops — one pivot search, row exchange and rank-1
+update per column for LU, one Householder reflector per column for QR (LAPACK's sign convention) — so the values
+never leave the device and every matrix of a batch advances together: O(n) launches per factorization, meant
+for the small and medium matrices deep-learning programs factor. None of them is blocked or uses tensor cores.
 
 Gradients are the standard matrix-calculus formulas written with differentiable ops (so double backward works):
 cholesky: L⁻ᵀ Φ(Lᵀ G) L⁻¹ symmetrised; qr: (G_Q + Q copyltu(M)) R⁻ᵀ with M = R G_Rᵀ − G_Qᵀ Q; solve_triangular:
@@ -92,28 +92,14 @@ def _lu_device(A):
 
 
 def _trsm_device(T, B, upper, unit):
-    """X with T X = B for triangular T [Bt, n, n] and B [Bt, n, k], by substitution one row at a time: each row
-    is solved against the rows already written into X (a view of them, no copy) and written in place."""
-    n = T.shape[-1]
-    X = None
-    for i in (range(n - 1, -1, -1) if upper else range(n)):
-        r = B[:, i:i + 1, :]
-        if (upper and i + 1 < n) or (not upper and i):
-            done = slice(i + 1, n) if upper else slice(0, i)
-            r = r - T[:, i:i + 1, done] @ X[:, done, :]
-        if not unit:
-            r = r / T[:, i:i + 1, i:i + 1]
-        if X is None:   # the first row solved has the result's dtype (T's and B's promoted)
-            X = factory.empty(tuple(B.shape), dtype=r.dtype, device=B.device)
-        X[:, i:i + 1, :] = r
-    if X is None:   # n == 0
-        from .dtype_queries import promote_types
-        X = factory.empty(tuple(B.shape), dtype=promote_types(T.dtype, B.dtype), device=B.device)
-    return X
+    """X with T X = B for triangular cuda T [Bt, n, n] and B [Bt, n, k]: one launch (ops/cuda_decomp.py)."""
+    from .cuda_decomp import trsm
+    return trsm(T, B, upper, unit)
 
 
-def _cholesky_device(A):
-    """(L [B, n, n], info [B]): the lower Cholesky factor, info = the first order whose pivot is not positive."""
+def _cholesky_steps(A):
+    """(L [B, n, n], info [B]): the lower Cholesky factor, info = the first order whose pivot is not positive,
+    one column per step of declared ops (the cpu path's way to find that order where LAPACK refuses)."""
     f = factory
     b, n, _ = A.shape
     L = f.zeros((b, n, n), dtype=A.dtype, device=A.device)
@@ -222,7 +208,8 @@ def _check_invertible(name, A):
 # ------------------------------------------------------------------ Cholesky
 def _cholesky_values(a):
     if a.is_cuda:
-        return _cholesky_device(a)
+        from .cuda_decomp import cholesky_factor
+        return cholesky_factor(a)
     h = _host(a)
     out = np.zeros_like(h)
     info = np.zeros(h.shape[0], np.int64)
@@ -230,7 +217,7 @@ def _cholesky_values(a):
         try:
             out[i] = np.linalg.cholesky(h[i])
         except np.linalg.LinAlgError:
-            d = _cholesky_device(_from_host(h[i:i + 1], a))[1]   # the same loop on the cpu, for the failing order
+            d = _cholesky_steps(_from_host(h[i:i + 1], a))[1]   # the same loop on the cpu, for the failing order
             info[i] = int(d.item())
     from ..tensor.factory import tensor
     return _from_host(out, a), tensor(info, dtype=_dt.int64)
