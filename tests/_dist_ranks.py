@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,25 +88,39 @@ def run_ranks(tmp_path, body, world=2, guard=120, env=None, init="dist.init_proc
     script = tmp_path / "rank_script.py"
     script.write_text(PREAMBLE + init + textwrap.dedent(body))
     port = free_port()
-    procs = []
+    procs, files = [], []
     for r in range(world):
         e = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
                  MASTER_PORT=str(port), PYTHONPATH=str(ROOT))
         e.update(env or {})
         e.update(rank_env(r) if rank_env is not None else {})
-        procs.append(subprocess.Popen([sys.executable, str(script)], env=e, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
-    ranks = []
-    for r, p in enumerate(procs):
-        try:
-            out, err = p.communicate(timeout=guard)
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            out, err = p.communicate()
-            raise AssertionError(f"rank {r} hung past the {guard} s guard:\n{err[-3000:]}") from None
-        ranks.append(Rank(r, p, out, err))
-    return ranks
+        # output to files, not pipes: a rank blocked on a full pipe that nobody reads yet (the ranks are waited
+        # for in turn) holds up the others at their exit (the master waits for its clients to leave the store)
+        out, err = (open(tmp_path / f"rank{r}.{kind}", "w+") for kind in ("out", "err"))
+        files.append((out, err))
+        procs.append(subprocess.Popen([sys.executable, str(script)], env=e, stdout=out, stderr=err, text=True))
+    deadline = time.monotonic() + guard
+    try:
+        for r, p in enumerate(procs):
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                    q.wait()
+                raise AssertionError(f"rank {r} hung past the {guard} s guard:\n{_read(files[r][1])[-3000:]}") \
+                    from None
+        return [Rank(r, p, _read(out), _read(err)) for r, (p, (out, err)) in enumerate(zip(procs, files))]
+    finally:
+        for out, err in files:
+            out.close()
+            err.close()
+
+
+def _read(f):
+    f.flush()
+    f.seek(0)
+    return f.read()
 
 
 def gone(pid):
