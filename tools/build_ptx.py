@@ -18,6 +18,7 @@ import difflib
 import hashlib
 import importlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -198,11 +199,25 @@ def c_signatures(src: str) -> dict[str, tuple[list[str], str]]:
     return out
 
 
+def _compile_in_worker(path: str) -> str:
+    """compile_cu in a fresh process (one per file): NVRTC numbers some things it emits (the `// callseq N`
+    comments around calls) by a counter that lives as long as the loaded library, so a file's PTX would depend on
+    which files the same process compiled before it. A process per file makes each file's PTX its own."""
+    return compile_cu(load_nvrtc(), Path(path))
+
+
 def build(out_dir: Path) -> None:
-    lib = load_nvrtc()
+    load_nvrtc()   # here first, so a missing or wrong NVRTC is one message, not one per worker
+    sources = sorted(SRC_DIR.glob("*.cu"))
+    # the compiles in parallel (they are the whole cost: about a minute for every file on one core), the largest
+    # sources first so that no long compile starts last; the results are taken in source order
+    workers = max(1, min(len(sources), os.cpu_count() or 1))
+    with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool:
+        pending = {cu: pool.apply_async(_compile_in_worker, (str(cu),))
+                   for cu in sorted(sources, key=lambda c: -c.stat().st_size)}
+        ptxs = [pending[cu].get() for cu in sources]
     files = {}
-    for cu in sorted(SRC_DIR.glob("*.cu")):
-        ptx = compile_cu(lib, cu)
+    for cu, ptx in zip(sources, ptxs):
         for needle in (".version 8.0", f".target sm_{file_sm(cu)}"):
             assert re.search(rf"^{re.escape(needle)}\s*$", ptx, re.M), f"{cu.name}: no `{needle}` in PTX"
         entries, sigs = ptx_entries(ptx), c_signatures(cu.read_text())
