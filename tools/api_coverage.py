@@ -50,6 +50,7 @@ class Row:
     note: str = ""                  # which use of the API the snippet exercises, when a name has several rows
     devices: tuple = ("cpu", "cuda")
     result: dict = field(default_factory=dict)
+    timeout: float | None = None    # seconds for this row's snippet; None: run_rows' timeout
 
     @property
     def key(self):
@@ -3356,7 +3357,7 @@ def run_rows(rows, devices=("cpu", "cuda"), driver="sim", timeout=20.0, progress
                 elif not res["exists"]:
                     res[dev] = {"ok": False, "error": res["exists_error"], "seconds": 0.0}
                 else:
-                    res[dev] = worker.run(i, dev, timeout)
+                    res[dev] = worker.run(i, dev, timeout if r.timeout is None else r.timeout)
             r.result = res
             if progress:
                 progress(i, r)
