@@ -98,3 +98,30 @@ def test_max_dim_bwd(dev, outer, red, inner):
     want = np.zeros((outer, red, inner))
     np.put_along_axis(want, idx[:, None, :], dy[:, None, :].astype(np.float64), 1)
     assert np.array_equal(g.get(dx, outer * red * inner), want.reshape(-1).astype(np.float32))
+
+
+# ---------------------------------------------------------------- reduce_i64 (int64 sum / max / min with first index)
+I64_SHAPES = [(1, 1, 1), (512, 4, 1), (7, 31, 1), (5, 32, 1), (1, 2048, 1), (3, 333, 5), (6, 4, 9)]
+
+
+@pytest.mark.parametrize("outer,red,inner", I64_SHAPES)
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_reduce_i64_both_shapes(dev, outer, red, inner, op):
+    """Rows of 32 or more with inner == 1 take the block-per-output tree, the rest a thread per output; both give
+    numpy's exact values (the sum wrapping at 2**64) and the first index of the extreme."""
+    g = Gpu(dev)
+    x = rng.integers(-4, 5, (outer, red, inner)).astype(np.int64)       # small range: many ties
+    x[0, 0, 0] = np.iinfo(np.int64).max                                   # the sum wraps where it meets another
+    n = outer * inner
+    vals, idx = g.poisoned(n, np.int64), g.poisoned(n, np.int64)
+    grid = min(n, 65535) if inner == 1 and red >= 32 else cdiv(n, 256)
+    g.run("reduce_i64", grid, 256, [vals, idx if op != "sum" else 0, g.put(x), outer, red, inner,
+                                    {"sum": 0, "max": 1, "min": 2}[op]])
+    if op == "sum":
+        with np.errstate(over="ignore"):
+            want = x.sum(1, dtype=np.int64)
+    else:
+        want_i = x.argmax(1) if op == "max" else x.argmin(1)               # numpy: the first extreme
+        want = np.take_along_axis(x, want_i[:, None, :], 1)[:, 0, :]
+        assert np.array_equal(g.get(idx, n, np.int64), want_i.reshape(-1))
+    assert np.array_equal(g.get(vals, n, np.int64), want.reshape(-1))

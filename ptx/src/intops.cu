@@ -70,14 +70,15 @@ __device__ __forceinline__ void fold_i64(long long& acc, long long& ai, long lon
 
 // doc: int64 reduction over axis 1 of x viewed as [outer, red, inner] (red >= 1): vals[p*inner+q] =
 // op over j of x[(p*red+j)*inner+q]; op 0 sum (wrapping), 1 max, 2 min (idx, when not null, gets the first j
-// of the extreme value). inner == 1: a block of 256 threads per output (grid-stride over outputs, a
-// shared-memory tree); inner > 1: a thread per output (reads coalesced across q).
+// of the extreme value). inner == 1 and red >= 32: a block of 256 threads per output (grid-stride over outputs,
+// a shared-memory tree); otherwise a thread per output (reads coalesced across q when inner > 1; a short row
+// read by one thread rather than a block of 256 with eight barriers for a few elements).
 extern "C" __global__ void reduce_i64(long long* __restrict__ vals, long long* __restrict__ idx,
                                       const long long* __restrict__ x, long long outer, long long red,
                                       long long inner, int op)
 {
     const long long init = op == 0 ? 0LL : (op == 1 ? I64_MIN : I64_MAX);
-    if (inner == 1) {
+    if (inner == 1 && red >= 32) {
         __shared__ long long sv[256];
         __shared__ long long si[256];
         const int t = threadIdx.x;

@@ -42,7 +42,8 @@ def reduce_i64(x, outer, red, inner, op, indices=False):
     vals = empty((n,), _dt.int64, x.device, f"{op} output")
     idx = empty((n,), _dt.int64, x.device, f"{op} indices") if indices else None
     if n:
-        grid = min(n, 65535) if inner == 1 else min(-(-n // 256), 65535)
+        # the kernel's two shapes: a block per output for rows of 32 or more, else a thread per output
+        grid = min(n, 65535) if inner == 1 and red >= 32 else min(-(-n // 256), 65535)
         _kernel(_rdev(x), "reduce_i64", op).launch(grid, 256, [
             vals.data_ptr(), idx.data_ptr() if indices else 0, x.data_ptr(), outer, red, inner, _REDUCE[op]])
     return vals, idx
