@@ -71,7 +71,7 @@ ARG_SHAPES = [(1, 1, 1), (7, 1, 3), (1, 37, 1), (45, 70, 1), (3, 333, 5), (2, 50
 
 @pytest.mark.parametrize("name", ["max_dim", "min_dim"])
 @pytest.mark.parametrize("outer,red,inner", ARG_SHAPES)
-@pytest.mark.parametrize("block", [(32, 8), (256, 1), (1024, 1)])
+@pytest.mark.parametrize("block", [(1, 256), (32, 8), (256, 1), (1024, 1)])
 def test_max_min_dim(dev, name, outer, red, inner, block):
     g = Gpu(dev)
     x = arg_input(outer, red, inner, nan=(outer * red * inner) % 2 == 1 or red == 333)

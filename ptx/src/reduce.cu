@@ -140,8 +140,9 @@ extern "C" __global__ void sum_final(float* __restrict__ out, const float* __res
 
 // ---------------------------------------------------------------- max / min with their indices along a dim
 // x is viewed as [outer, red, inner] (row-major); each output o = (p, q) of the [outer, inner] result reduces
-// x[p, :, q]. A group of blockDim.x threads (a multiple of 32, <= 1024) owns one output and blockDim.y groups
-// share a block, so short rows use block (32, 8) (a warp per output) and long rows (256, 1) or (1024, 1).
+// x[p, :, q]. A group of blockDim.x threads (1, or a multiple of 32 up to 1024) owns one output and blockDim.y
+// groups share a block: the shortest rows use block (1, 256) (a thread per output), short rows (32, 8) (a warp per
+// output) and long rows (256, 1) or (1024, 1).
 // Semantics are PyTorch's: NaN is above every number (max and min both return it), ties take the first index.
 
 #define ARG_NONE 0x7fffffff   // index of "nothing seen yet": loses every comparison
@@ -184,6 +185,13 @@ DEVI void arg_reduce(float* values, long long* indices, const float* __restrict_
             if (arg_better<MAX>(v, r, bv, bi)) { bv = v; bi = r; }
         }
     }
+    if (blockDim.x == 1) {                                               // a thread per output: nothing to merge
+        if (valid) {
+            if (values) values[o] = bv;
+            indices[o] = bi;
+        }
+        return;
+    }
     arg_warp<MAX>(bv, bi);
     const int nw = blockDim.x >> 5;                                      // warps per group (same in the whole block)
     if (nw > 1) {
@@ -202,7 +210,7 @@ DEVI void arg_reduce(float* values, long long* indices, const float* __restrict_
     }
 }
 
-// doc: max along a dim of x viewed as [outer, red, inner] (red >= 1): values[outer*inner] (skipped when null) and int64 indices (first on ties; NaN wins). block (32, 8, 1) with grid ceil(outer*inner/8), or (256|1024, 1, 1) with grid outer*inner.
+// doc: max along a dim of x viewed as [outer, red, inner] (red >= 1): values[outer*inner] (skipped when null) and int64 indices (first on ties; NaN wins). block (1, 256, 1) with grid ceil(outer*inner/256), (32, 8, 1) with grid ceil(outer*inner/8), or (256|1024, 1, 1) with grid outer*inner.
 extern "C" __global__ void max_dim(float* values, long long* indices, const float* __restrict__ x, int outer, int red, int inner)
 {
     arg_reduce<true>(values, indices, x, outer, red, inner);

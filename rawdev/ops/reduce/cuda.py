@@ -126,7 +126,10 @@ mean_dims.native_low = _native_mean  # type: ignore[attr-defined]
 
 # ------------------------------------------------------------------ max / min along a dim
 def _arg_block(red):
-    """A warp per output for short rows (8 outputs per block); a whole block for long ones."""
+    """A thread per output for the shortest rows (256 outputs per block), a warp per output for short ones (8 per
+    block), a whole block for long ones."""
+    if red <= 16:
+        return (1, 256)
     if red <= 256:
         return (32, 8)
     return (256, 1) if red <= 8192 else (1024, 1)
