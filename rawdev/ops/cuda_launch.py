@@ -148,9 +148,11 @@ def gemm16_kernel(rdev, layout, kind, batched=False):
 
 def _tile(M, N, sms):
     """The largest tile whose grid still gives every SM a block (a 256x1024 layer output is 16 tiles of
-    128x128 but 64 of 64x64 and 256 of 32x32: on a 132-SM H100/H200 only the 32x32 tile fills it)."""
+    128x128 but 64 of 64x64 and 256 of 32x32: on a 132-SM H100/H200 only the 32x32 tile fills it) and whose
+    rows and columns are both more than half used: a skinny output (4 x 8192, a convolution's few channels by
+    many positions) in 128x128 tiles would compute 124 rows of every tile for nothing."""
     for tile, threads in _GEMM_TILES[:2]:
-        if -(-M // tile) * -(-N // tile) >= sms:
+        if 2 * min(M, N) > tile and -(-M // tile) * -(-N // tile) >= sms:
             return tile, threads
     return _GEMM_TILES[2]
 
