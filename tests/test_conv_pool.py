@@ -20,47 +20,47 @@ def poison(driver):
 
 # ------------------------------------------------------------------ references
 def ref_conv2d(x, w, b, stride, pad, dil, groups):
-    """Direct definition: y[n, o, i, j] = b[o] + Σ_c,u,v x[n, c, i·s − p + u·d, j·s − p + v·d] · w[o, c, u, v]."""
+    """Direct definition: y[n, o, i, j] = b[o] + Σ_c,u,v x[n, c, i·s − p + u·d, j·s − p + v·d] · w[o, c, u, v],
+    summed a tap (u, v) and a group at a time: the input zero-padded, the positions tap (u, v) reads for every
+    output (i, j) taken by one strided slice, its channels contracted with w[:, :, u, v]."""
     N, C, H, W = x.shape
     Co, Cg, KH, KW = w.shape
     (sh, sw), (ph_lo, pw_lo, ph_hi, pw_hi), (dh, dw) = stride, pad, dil
     OH = (H + ph_lo + ph_hi - dh * (KH - 1) - 1) // sh + 1
     OW = (W + pw_lo + pw_hi - dw * (KW - 1) - 1) // sw + 1
     y = np.zeros((N, Co, OH, OW))
+    xp = np.zeros((N, C, H + ph_lo + ph_hi, W + pw_lo + pw_hi))
+    xp[:, :, ph_lo:ph_lo + H, pw_lo:pw_lo + W] = x
     Og = Co // groups
-    for o in range(Co):
-        g = o // Og
-        for i in range(OH):
-            for j in range(OW):
-                acc = np.zeros(N)
-                for c in range(Cg):
-                    for u in range(KH):
-                        for v in range(KW):
-                            h, ww = i * sh - ph_lo + u * dh, j * sw - pw_lo + v * dw
-                            if 0 <= h < H and 0 <= ww < W:
-                                acc += x[:, g * Cg + c, h, ww] * w[o, c, u, v]
-                y[:, o, i, j] = acc + (0 if b is None else b[o])
-    return y
+    for g in range(groups):
+        xg, wg, yg = xp[:, g * Cg:(g + 1) * Cg], w[g * Og:(g + 1) * Og], y[:, g * Og:(g + 1) * Og]
+        for u in range(KH):
+            for v in range(KW):
+                taps = xg[:, :, u * dh:u * dh + (OH - 1) * sh + 1:sh, v * dw:v * dw + (OW - 1) * sw + 1:sw]
+                yg += np.einsum("nchw,oc->nohw", taps, wg[:, :, u, v])
+    return y + (0 if b is None else b[None, :, None, None])
 
 
 def ref_conv_transpose2d(x, w, b, stride, pad, dil, out_pad, groups):
-    """Scatter definition: each input element adds x·w[c, o, u, v] at (i·s − p + u·d, j·s − p + v·d)."""
+    """Scatter definition: each input element adds x·w[c, o, u, v] at (i·s − p + u·d, j·s − p + v·d), a tap (u, v)
+    and a group at a time: every input position's contribution of one tap lands on one strided slice of the
+    output before cropping (positions before the padding or past the output are dropped, as the loops did)."""
     N, C, H, W = x.shape
     _, Og, KH, KW = w.shape
     OH = (H - 1) * stride[0] - 2 * pad[0] + dil[0] * (KH - 1) + out_pad[0] + 1
     OW = (W - 1) * stride[1] - 2 * pad[1] + dil[1] * (KW - 1) + out_pad[1] + 1
-    y = np.zeros((N, Og * groups, OH, OW))
+    full_h = max((H - 1) * stride[0] + dil[0] * (KH - 1) + 1, OH + pad[0])
+    full_w = max((W - 1) * stride[1] + dil[1] * (KW - 1) + 1, OW + pad[1])
+    full = np.zeros((N, Og * groups, full_h, full_w))
     Cg = C // groups
-    for c in range(C):
-        g = c // Cg
-        for i in range(H):
-            for j in range(W):
-                for u in range(KH):
-                    for v in range(KW):
-                        h = i * stride[0] - pad[0] + u * dil[0]
-                        ww = j * stride[1] - pad[1] + v * dil[1]
-                        if 0 <= h < OH and 0 <= ww < OW:
-                            y[:, g * Og:(g + 1) * Og, h, ww] += x[:, c, i, j][:, None] * w[c, :, u, v][None, :]
+    for g in range(groups):
+        xg, wg, fg = x[:, g * Cg:(g + 1) * Cg], w[g * Cg:(g + 1) * Cg], full[:, g * Og:(g + 1) * Og]
+        for u in range(KH):
+            for v in range(KW):
+                h0, w0 = u * dil[0], v * dil[1]
+                fg[:, :, h0:h0 + (H - 1) * stride[0] + 1:stride[0], w0:w0 + (W - 1) * stride[1] + 1:stride[1]] += \
+                    np.einsum("nchw,co->nohw", xg, wg[:, :, u, v])
+    y = full[:, :, pad[0]:pad[0] + OH, pad[1]:pad[1] + OW]
     return y + (0 if b is None else b[None, :, None, None])
 
 
