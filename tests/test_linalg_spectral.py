@@ -72,6 +72,38 @@ def test_eigh(n, driver):
                                    np.linalg.eigvalsh(S), rtol=TOL[dev] * 10, atol=TOL[dev] * 10)
 
 
+# A float32 matrix (the lower triangle) whose Jacobi iteration reached off ≈ 1.045e-7 after five sweeps and then
+# alternated between two values just above the former fixed threshold of 1e-7 for all 40 sweeps
+_AT_THE_FLOOR = [
+    [-2.779625],
+    [-1.2553856, -1.4159306],
+    [0.6957245, 0.44890606, 1.7053086],
+    [0.85643816, 2.0898225, 2.1959474, 3.9989452],
+    [-1.7600429, -0.5182561, -1.3095559, 0.33385184, -2.1304452],
+    [1.4782615, -1.2934748, 0.524668, -0.28222752, 0.047823656, -1.5396509],
+    [0.8246872, -1.5127951, 1.8134832, 0.96926016, -1.6313814, 0.5989993, -1.1490824],
+    [-1.4532628, -0.77821493, -1.2479681, -0.7507651, -0.6092882, 1.2387903, -0.533775, 3.0785434],
+]
+
+
+def test_jacobi_stops_at_the_rounding_floor(driver):
+    if driver != "sim":
+        pytest.skip("counts the simulated driver's host reads (one per sweep)")
+    from rawdev import sim
+    S = np.zeros((8, 8), np.float32)
+    for i, row in enumerate(_AT_THE_FLOOR):
+        S[i, :i + 1] = row
+        S[:i + 1, i] = row
+    t = rawdev.tensor(S, device="cuda")
+    rawdev.cuda.synchronize()
+    before = sim.stats()["calls"].get("cuMemcpyDtoHAsync", 0)
+    w = LA.eigvalsh(t)
+    reads = sim.stats()["calls"].get("cuMemcpyDtoHAsync", 0) - before
+    assert reads <= 12, f"{reads} host reads: the iteration did not stop at the rounding floor"
+    np.testing.assert_allclose(num(w), np.linalg.eigvalsh(S.astype(np.float64)), rtol=TOL["cuda"] * 10,
+                               atol=TOL["cuda"] * 10)
+
+
 def test_spectral_matrix_norms(driver):
     r = rng()
     A = r.standard_normal((2, 4, 3))

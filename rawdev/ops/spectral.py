@@ -53,7 +53,14 @@ def _jacobi(U, V):
     Returns (U with orthogonal columns, V)."""
     from ..tensor.factory import tensor
     dev = U.device
-    eps = 1e-15 if U.dtype is _dt.float64 else 1e-7
+    # A pair is orthogonal once |uᵢ·uⱼ| ≤ tol·‖uᵢ‖‖uⱼ‖ with LAPACK xGESVJ's tol = √m·u (u the unit roundoff). The
+    # rounding of the m-term dot product alone leaves `off` around that size, so a fixed 1e-7 (float32) was below
+    # what some matrices can reach and they ran all 40 sweeps; a sweep that no longer lowers the worst pair while it
+    # is within a few roundoffs of m·u has reached that floor too.
+    m = U.shape[-2]
+    unit = 2.0 ** -53 if U.dtype is _dt.float64 else 2.0 ** -24
+    eps, floor = max(m, 1) ** 0.5 * unit, 8 * max(m, 1) * unit
+    prev = float("inf")
     rounds = [(tensor(i, device=dev), tensor(j, device=dev)) for i, j in _rounds(U.shape[-1])]
     for _ in range(_MAX_SWEEPS):
         worst = None
@@ -75,8 +82,10 @@ def _jacobi(U, V):
             U = U.index_copy(2, ci, c * ui - s * uj).index_copy(2, cj, s * ui + c * uj)
             vi, vj = V.index_select(2, ci), V.index_select(2, cj)
             V = V.index_copy(2, ci, c * vi - s * vj).index_copy(2, cj, s * vi + c * vj)
-        if float(worst.item()) <= eps:
+        w = float(worst.item())
+        if w <= eps or (w <= floor and w >= prev):
             break
+        prev = w
     return U, V
 
 
