@@ -32,6 +32,45 @@ def test_rebuild_matches_committed():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def _build_ptx_module():
+    spec = importlib.util.spec_from_file_location("build_ptx", ROOT / "tools" / "build_ptx.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_committed_resource_report_describes_the_committed_ptx():
+    """REPORT.md names each section's PTX by its sha256: every committed file has its section, for every
+    architecture it loads on, every entry has its row, and no GEMM spills — what `build_ptx.py --check` reuses
+    instead of running ptxas again, so a PTX change without its report shows here."""
+    bp = _build_ptx_module()
+    ver = re.search(r"with ptxas (release [\d.]+, V[\d.]+);", (PTX / "REPORT.md").read_text()).group(1)
+    rows = bp.committed_report(ver)
+    for fname, info in MANIFEST["files"].items():
+        sha = hashlib.sha256((PTX / fname).read_bytes()).hexdigest()
+        assert (fname, sha) in rows, f"ptx/REPORT.md has no section for {fname} as committed (sha256 {sha})"
+        archs = [a for a in bp.ARCHS if int(a[3:]) >= info.get("min_cc", 75)]
+        assert sorted(rows[(fname, sha)]) == sorted(archs), fname
+        for a in archs:
+            assert sorted(rows[(fname, sha)][a]) == sorted(info["entries"]), (fname, a)
+            if fname.startswith("gemm"):
+                spills = {k: s for k, s in rows[(fname, sha)][a].items() if s["spill_st"] or s["spill_ld"]}
+                assert not spills, (fname, a, spills)
+
+
+def test_a_changed_report_line_is_not_reused(tmp_path, monkeypatch):
+    """A section whose recorded hash is not the file's (or an older report without hashes) is not taken."""
+    bp = _build_ptx_module()
+    text = (PTX / "REPORT.md").read_text()
+    ver = re.search(r"with ptxas (release [\d.]+, V[\d.]+);", text).group(1)
+    (tmp_path / "REPORT.md").write_text(re.sub(r" \(sha256 [0-9a-f]{64}\)", "", text, count=1))
+    monkeypatch.setattr(bp, "PTX_DIR", tmp_path)
+    first = sorted(MANIFEST["files"])[0]
+    got = bp.committed_report(ver)
+    assert not any(name == first for name, _ in got) and len(got) == len(MANIFEST["files"]) - 1
+    assert bp.committed_report("release 0.0, V0.0.0") == {}   # another ptxas: nothing reused
+
+
 def test_manifest_lists_every_ptx_file():
     assert MANIFEST["nvrtc"] == "12.0"
     assert sorted(MANIFEST["files"]) == sorted(p.name for p in PTX.glob("*.ptx"))
