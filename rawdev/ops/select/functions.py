@@ -21,12 +21,11 @@ def _dtype_name(dt):
 
 
 def _scalar_tensor(s, dt, like):
-    """A Python scalar operand as a 0-dim tensor on like's device: on cuda a fill (one memset for 4-byte dtypes)
-    rather than an upload, which would stage the value in host memory and track it with an event."""
-    from ...tensor.factory import full, tensor
-    if like.is_cuda and isinstance(s, (bool, int, float)):
-        return full((), s, dtype=dt, device=like.device)
-    return tensor(s, dtype=dt, device=like.device)
+    """A Python scalar operand as a 0-dim tensor on like's device, made by the backend's fill (on cuda one memset for
+    4-byte dtypes) rather than an upload, which would stage the value in host memory and track it with an event."""
+    if isinstance(s, (bool, int, float)):
+        return backend_of(like).full((), s, dt, like.device)
+    return factory.tensor(s, dtype=dt, device=like.device)
 
 
 # ------------------------------------------------------------------ where
