@@ -24,6 +24,18 @@ class Reg:
     name: str
 
 
+_REGS: dict = {}   # name -> its Reg: one object per register name, shared by every instruction that names it
+
+
+def _reg(name):
+    """The Reg for ``name`` (interned: a decoded kernel keeps its parsed instructions, and a big one names its
+    registers a few hundred thousand times; one object per name keeps them out of every garbage collection)."""
+    r = _REGS.get(name)
+    if r is None:
+        r = _REGS[name] = Reg(name)
+    return r
+
+
 @dataclass(frozen=True)
 class NegPred:  # !%p1 as an operand
     name: str
@@ -180,8 +192,8 @@ def _fast_operand(t):
     if c == "%":
         if "|" in t:
             a, b = t.split("|")
-            return Pipe(Reg(a.strip()), Reg(b.strip()))
-        return Reg(t) if _REG_RE.match(t) else None
+            return Pipe(_reg(a.strip()), _reg(b.strip()))
+        return _reg(t) if _REG_RE.match(t) else None
     if c == "[":
         mo = _ADDR_RE.match(t)
         if mo is None:
@@ -198,7 +210,7 @@ def _fast_operand(t):
             return Addr(None, offv)
         if base[0].isdigit():
             return None
-        return Addr(Reg(base) if base.startswith("%") else Sym(base), offv)
+        return Addr(_reg(base) if base.startswith("%") else Sym(base), offv)
     if c == "!":
         return NegPred(t[1:].strip())
     if c == "-":
@@ -645,7 +657,7 @@ class _Parser:
                     if it.kind == "ident" and it.value == "_":
                         items.append(None)
                     elif it.kind == "ident":
-                        items.append(Reg(it.value))
+                        items.append(_reg(it.value))
                     elif it.kind == "num":
                         items.append(it.value)
                     else:
@@ -686,9 +698,9 @@ class _Parser:
             name = t.value
             if self.accept("|"):
                 second = self.next()
-                return Pipe(Reg(name), Reg(second.value))
+                return Pipe(_reg(name), _reg(second.value))
             if name.startswith("%"):
-                return Reg(name)
+                return _reg(name)
             off = 0
             if self.peek() is not None and self.peek().value == "+":
                 self.next()
@@ -702,7 +714,7 @@ class _Parser:
         t = self.peek()
         if t.kind == "ident":
             self.next()
-            base = Reg(t.value) if t.value.startswith("%") else Sym(t.value)
+            base = _reg(t.value) if t.value.startswith("%") else Sym(t.value)
             if self.accept("+"):
                 off = self.int_value()
             elif self.peek().value == "-":
