@@ -87,7 +87,8 @@ _SERIAL_FLAGS = {"-n", "--numprocesses", "-d", "--dist", "--pdb", "--trace", "-s
 
 
 def pytest_load_initial_conftests(early_config, parser, args):
-    """Prepend `-n N --dist worksteal` to a plain run when the project's ini asks for workers (`rawdev_workers`)."""
+    """Prepend `-n N --dist worksteal` to a plain run when the project's ini asks for workers (`rawdev_workers`), and
+    give the workers one BLAS thread each (OPENBLAS/OMP/MKL_NUM_THREADS, where the environment sets none)."""
     want = str(early_config.getini("rawdev_workers") or "").strip()
     if not want or want == "0" or os.environ.get("PYTEST_XDIST_WORKER"):
         return
@@ -101,6 +102,14 @@ def pytest_load_initial_conftests(early_config, parser, args):
     n = min(_usable_cores(), 4) if want == "auto" else int(want)
     if n > 1:
         args[:] = ["-n", str(n), "--dist", "worksteal"] + args
+        # the workers fill the cores: a BLAS thread pool per worker would only compete with the other workers
+        # (OpenBLAS's idle threads spin), so each worker, started after this with this environment, gets one
+        # thread unless the user chose otherwise
+        for var in _BLAS_THREADS:
+            os.environ.setdefault(var, "1")
+
+
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def pytest_configure(config):
