@@ -40,19 +40,14 @@ def _where(tmp_path, workers, *args):
 
 
 def test_a_plain_run_goes_to_workers_when_the_ini_asks(tmp_path):
-    where, blas = _run(tmp_path, "2")
-    assert where.startswith("gw")
-    # the workers fill the cores: one BLAS thread each, unless the user set a number
-    assert blas == dict.fromkeys(BLAS, "1")
+    # the workers fill the cores: one BLAS thread each, except where the user set a number
     where, blas = _run(tmp_path, "2", env_extra={"OPENBLAS_NUM_THREADS": "3"})
-    assert where.startswith("gw") and blas == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1",
-                                               "MKL_NUM_THREADS": "1"}
-    # a serial run leaves the environment as it is
-    assert _run(tmp_path, None)[1] == dict.fromkeys(BLAS, "-")
+    assert where.startswith("gw")
+    assert blas == {"OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def test_without_the_ini_option_the_run_is_serial(tmp_path):
-    assert _where(tmp_path, None) == "main"
+    assert _run(tmp_path, None) == ("main", dict.fromkeys(BLAS, "-"))   # and its environment is left as it is
     assert _where(tmp_path, "0") == "main"
 
 
