@@ -99,6 +99,7 @@ import bisect
 import collections
 import ctypes
 import functools
+import hashlib
 import itertools
 import os
 import random
@@ -1366,6 +1367,18 @@ def _ptx_module_class():
     return PtxModule
 
 
+_SCANNED: dict = {}   # sha256 of a module text -> its _scan_entries (kept across resets: a function of the text)
+
+
+def _scanned(key, text):
+    """_scan_entries(text), once per text: tests reset the simulated GPU and load the same modules again thousands
+    of times, and scanning elementwise.ptx's 1.5 MB costs about 10 ms. The dicts are only read."""
+    info = _SCANNED.get(key)
+    if info is None:
+        info = _SCANNED[key] = _scan_entries(text)
+    return info
+
+
 def _scan_entries(text):
     """What the driver's JIT would tell us per .entry: params (size, offset), static shared bytes,
     virtual register count, .maxntid. Parsed here so that the driver does not depend on the
@@ -1446,12 +1459,13 @@ def cuModuleLoadDataEx(image, numOptions, options, optionValues):
         fail(R.CUDA_ERROR_INVALID_PTX,
              f"ptxas application ptx input: error   : {type(e).__name__}: {e}\n"
              f"ptxas fatal   : Ptx assembly aborted due to errors")
-    info = _scan_entries(text)
+    info = _scanned(getattr(ptx, "key", None) or hashlib.sha256(text.encode()).hexdigest(), text)
     arch = f"sm_{dev.cc[0]}{dev.cc[1]}"
-    _write_log(*logs["info"], "".join(
-        f"ptxas info    : Compiling entry function '{n}' for '{arch}'\n"
-        f"ptxas info    : Used {i['regs']} registers, {i['shared']} bytes smem, {i['param_size']} bytes cmem[0]\n"
-        for n, i in info.items()))
+    if logs["info"][0]:   # the log only when the caller gave a buffer for it (rawdev's loads do not)
+        _write_log(*logs["info"], "".join(
+            f"ptxas info    : Compiling entry function '{n}' for '{arch}'\n"
+            f"ptxas info    : Used {i['regs']} registers, {i['shared']} bytes smem, {i['param_size']} bytes cmem[0]\n"
+            for n, i in info.items()))
     _write_log(*logs["error"], "")
     m = Module(_S.handle(0x3D00_0000), ptx, info, text)
     _S.modules[m.handle] = m
