@@ -1461,7 +1461,7 @@ def cuModuleLoadDataEx(image, numOptions, options, optionValues):
              f"ptxas fatal   : Ptx assembly aborted due to errors")
     info = _scanned(getattr(ptx, "key", None) or hashlib.sha256(text.encode()).hexdigest(), text)
     arch = f"sm_{dev.cc[0]}{dev.cc[1]}"
-    if logs["info"][0]:   # the log only when the caller gave a buffer for it (rawdev's loads do not)
+    if logs["info"][0]:   # formatted only when the caller gave a buffer for it
         _write_log(*logs["info"], "".join(
             f"ptxas info    : Compiling entry function '{n}' for '{arch}'\n"
             f"ptxas info    : Used {i['regs']} registers, {i['shared']} bytes smem, {i['param_size']} bytes cmem[0]\n"
