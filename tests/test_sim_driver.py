@@ -379,7 +379,7 @@ class FakePtx:
     """Stands in for rawdev.sim.ptx.PtxModule: records launches, runs tiny Python 'kernels'."""
     launches = []
 
-    def __init__(self, text):
+    def __init__(self, text, key=None):
         if "frobnicate" in text:
             raise SyntaxError("line 5: unknown instruction 'frobnicate'")
         P = type("Param", (), {})

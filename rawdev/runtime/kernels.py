@@ -85,7 +85,9 @@ def driver_version_str(v):
 class KernelModule:
     """One PTX image loaded into a device's context with cuModuleLoadDataEx."""
 
-    def __init__(self, device, ptx_text, name="<ptx>"):
+    def __init__(self, device, ptx_text, name="<ptx>", image=None):
+        """image: ptx_text as the NUL-terminated bytes cuModuleLoadDataEx takes, when the caller keeps them (the
+        shipped files' are kept: the same bytes object each time lets the driver recognise a text it has seen)."""
         self.device, self.name = device, name
         device.activate()
         version = ptx_version(ptx_text)
@@ -107,7 +109,7 @@ class KernelModule:
         opts = [J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                 J.CU_JIT_INFO_LOG_BUFFER, J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
         try:
-            self.handle = call("cuModuleLoadDataEx", ptx_text.encode() + b"\0", len(opts), opts,
+            self.handle = call("cuModuleLoadDataEx", image or ptx_text.encode() + b"\0", len(opts), opts,
                                [err_log, LOG_SIZE, info_log, LOG_SIZE], ctx=f"loading {name} on {device}")
         except CudaError as e:
             log = err_log.split(b"\0", 1)[0].decode(errors="replace").strip()
@@ -249,6 +251,20 @@ _modules_lock = threading.RLock()
 
 
 _found: dict = {}   # (device index, kernel name) -> the Kernel get_kernel gave for it (every launch asks)
+_shipped: dict = {}   # file name -> ((size, mtime_ns), text, NUL-terminated image bytes)
+
+
+def shipped_ptx(fname):
+    """(text, image bytes) of a shipped PTX file, read once while the file is unchanged: every device (re)opened
+    loads the files it uses again, and tests reopen the simulated one thousands of times."""
+    path = ptx_files() / fname
+    st = path.stat()
+    stamp = (st.st_size, st.st_mtime_ns)
+    got = _shipped.get(fname)
+    if got is None or got[0] != stamp:
+        text = path.read_text()
+        got = _shipped[fname] = (stamp, text, text.encode() + b"\0")
+    return got[1], got[2]
 
 
 def get_kernel(device, name):
@@ -270,7 +286,8 @@ def get_kernel(device, name):
         with _modules_lock:   # several threads asking at once load the file and find the entry once
             mod = _modules.get(key)
             if mod is None:
-                mod = _modules[key] = KernelModule(device, (ptx_files() / fname).read_text(), fname)
+                text, image = shipped_ptx(fname)
+                mod = _modules[key] = KernelModule(device, text, fname, image)
             k = mod.kernels.get(name)
             if k is None:
                 k = mod.kernels[name] = Kernel(mod, name, params, doc)

@@ -1367,6 +1367,7 @@ def _ptx_module_class():
     return PtxModule
 
 
+_IMAGES: dict = {}    # module image bytes -> (its text, sha256 of the text): the shipped files come back on every reset
 _SCANNED: dict = {}   # sha256 of a module text -> its _scan_entries (kept across resets: a function of the text)
 
 
@@ -1426,7 +1427,14 @@ def cuModuleLoadDataEx(image, numOptions, options, optionValues):
     if isinstance(image, int):
         image = ctypes.string_at(image) if image else b""
     raw = image.encode() if isinstance(image, str) else bytes(image)
-    text = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    seen = _IMAGES.get(raw)   # the same bytes object again (rawdev keeps its files'): its hash is cached, O(1)
+    if seen is None:
+        text = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        seen = (text, hashlib.sha256(text.encode()).hexdigest())
+        if len(_IMAGES) >= 64:   # users' own modules (RawModule, NVRTC) come and go: keep the newest
+            del _IMAGES[next(iter(_IMAGES))]
+        _IMAGES[raw] = seen
+    text, key = seen
 
     def fail(code, msg):
         _write_log(*logs["error"], msg)
@@ -1454,12 +1462,12 @@ def cuModuleLoadDataEx(image, numOptions, options, optionValues):
     except ImportError as e:
         fail(R.CUDA_ERROR_JIT_COMPILER_NOT_FOUND, f"the simulator's PTX interpreter is not available: {e}")
     try:
-        ptx = PtxModule(text)
+        ptx = PtxModule(text, key=key)
     except Exception as e:  # the interpreter's parse error, with its line, goes into the JIT log
         fail(R.CUDA_ERROR_INVALID_PTX,
              f"ptxas application ptx input: error   : {type(e).__name__}: {e}\n"
              f"ptxas fatal   : Ptx assembly aborted due to errors")
-    info = _scanned(getattr(ptx, "key", None) or hashlib.sha256(text.encode()).hexdigest(), text)
+    info = _scanned(key, text)
     arch = f"sm_{dev.cc[0]}{dev.cc[1]}"
     if logs["info"][0]:   # formatted only when the caller gave a buffer for it
         _write_log(*logs["info"], "".join(

@@ -586,10 +586,12 @@ def _decode_entry(text, spans, name, want):
 class PtxModule:
     """A parsed and decoded PTX module (decoding happens once, here)."""
 
-    def __init__(self, text):
+    def __init__(self, text, key=None):
+        """key: the sha256 hex digest of text, when the caller knows it (the simulated driver keeps it per image)."""
         if isinstance(text, (bytes, bytearray, memoryview)):
             text = bytes(text).split(b"\0", 1)[0].decode()
-        key = hashlib.sha256(text.encode()).hexdigest()
+        if key is None:
+            key = hashlib.sha256(text.encode()).hexdigest()
         with _CACHE_LOCK:
             cached = _CACHE.get(key)
         if cached is None:
