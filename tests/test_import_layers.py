@@ -53,8 +53,8 @@ def layer(mod):
     return best[1] if best else None
 
 
-def module_name(path):
-    rel = path.relative_to(ROOT.parent).with_suffix("")
+def module_name(path, root=ROOT):
+    rel = path.relative_to(root.parent).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -67,9 +67,9 @@ def _dynamic_import(func):
     return isinstance(func, ast.Attribute) and func.attr == "import_module"
 
 
-def imports(path):
+def imports(path, root=ROOT):
     """(line, absolute module) for every import in the file, nested ones included."""
-    mod = module_name(path)
+    mod = module_name(path, root)
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
@@ -123,22 +123,18 @@ def test_only_the_runtime_and_the_simulator_import_cuda_python():
 
 
 def test_the_checker_finds_an_upward_import(tmp_path):
-    """The walk sees imports inside functions and resolves relative ones (so the test above can fail)."""
-    pkg = ROOT / "runtime"
-    src = "def f():\n    from ..nn import Module\n"
-    fake = pkg / "_layer_probe_tmp.py"
-    fake.write_text(src)
-    try:
-        found = list(imports(fake))
-    finally:
-        fake.unlink()
+    """The walk sees imports inside functions and resolves relative ones (so the test above can fail). The probe is
+    a file of a package of its own named rawdev: written into the real one, the import checks running beside this
+    test in another worker would see it."""
+    root = tmp_path / "rawdev"
+    (root / "runtime").mkdir(parents=True)
+    fake = root / "runtime" / "_layer_probe_tmp.py"
+    fake.write_text("def f():\n    from ..nn import Module\n")
+    found = list(imports(fake, root))
     assert (2, "rawdev.nn.Module") in found or (2, "rawdev.nn") in found
     fake.write_text('def f():\n    __import__("rawdev.cuda.memory")\n'
                     'def g():\n    import importlib\n    importlib.import_module("rawdev.nn")\n')
-    try:
-        found = list(imports(fake))
-    finally:
-        fake.unlink()
+    found = list(imports(fake, root))
     assert (2, "rawdev.cuda.memory") in found and (5, "rawdev.nn") in found
     assert layer("rawdev.nn") > layer("rawdev.runtime.device")
 
@@ -164,14 +160,14 @@ def test_the_transfer_module_imports_only_the_runtime_and_never_names_a_tensor()
 KNOWN_CYCLES: list[set[str]] = []
 
 
-def import_cycles():
-    """The strongly connected groups (more than one module) of rawdev's import graph, nested imports included
-    (Tarjan's algorithm, iterative)."""
-    paths = {module_name(p): p for p in ROOT.rglob("*.py")}
+def import_cycles(root=ROOT):
+    """The strongly connected groups (more than one module) of the import graph of the package at root (rawdev's),
+    nested imports included (Tarjan's algorithm, iterative)."""
+    paths = {module_name(p, root): p for p in root.rglob("*.py")}
     graph = {}
     for mod, path in paths.items():
         deps = set()
-        for _, target in imports(path):
+        for _, target in imports(path, root):
             while target and target not in paths:
                 target = target.rpartition(".")[0]
             if target and target != mod:
@@ -221,13 +217,15 @@ def test_no_new_import_cycle():
     assert not grown, "import cycles that are new or larger than the known ones:\n" + "\n".join(map(str, grown))
 
 
-def test_the_cycle_finder_finds_a_cycle():
-    a, b = ROOT / "runtime" / "_cycle_probe_a.py", ROOT / "runtime" / "_cycle_probe_b.py"
-    a.write_text("from . import _cycle_probe_b\n")
-    b.write_text("def f():\n    from . import _cycle_probe_a\n")
-    try:
-        found = import_cycles()
-    finally:
-        a.unlink()
-        b.unlink()
-    assert {"rawdev.runtime._cycle_probe_a", "rawdev.runtime._cycle_probe_b"} in found
+def test_the_cycle_finder_finds_a_cycle(tmp_path):
+    # a package of its own (named rawdev, so the layer table applies): probe files written into the real one would
+    # show up in test_no_new_import_cycle running beside this test in another worker
+    pkg = tmp_path / "rawdev"
+    (pkg / "runtime").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "runtime" / "__init__.py").write_text("")
+    (pkg / "runtime" / "_cycle_probe_a.py").write_text("from . import _cycle_probe_b\n")
+    (pkg / "runtime" / "_cycle_probe_b.py").write_text("def f():\n    from . import _cycle_probe_a\n")
+    (pkg / "runtime" / "_no_cycle.py").write_text("from . import _cycle_probe_a\n")
+    found = import_cycles(pkg)
+    assert found == [{"rawdev.runtime._cycle_probe_a", "rawdev.runtime._cycle_probe_b"}]
