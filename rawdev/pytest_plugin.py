@@ -86,6 +86,9 @@ _SERIAL_FLAGS = {"-n", "--numprocesses", "-d", "--dist", "--pdb", "--trace", "-s
                  "--co", "--setup-plan", "--setup-only", "--fixtures", "--markers", "--help", "-h", "--version"}
 
 
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def pytest_load_initial_conftests(early_config, parser, args):
     """Prepend `-n N --dist worksteal` to a plain run when the project's ini asks for workers (`rawdev_workers`), and
     give the workers one BLAS thread each (OPENBLAS/OMP/MKL_NUM_THREADS, where the environment sets none)."""
@@ -107,9 +110,6 @@ def pytest_load_initial_conftests(early_config, parser, args):
         # thread unless the user chose otherwise
         for var in _BLAS_THREADS:
             os.environ.setdefault(var, "1")
-
-
-_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def pytest_configure(config):

@@ -1367,17 +1367,10 @@ def _ptx_module_class():
     return PtxModule
 
 
-_IMAGES: dict = {}    # module image bytes -> (its text, sha256 of the text): the shipped files come back on every reset
-_SCANNED: dict = {}   # sha256 of a module text -> its _scan_entries (kept across resets: a function of the text)
-
-
-def _scanned(key, text):
-    """_scan_entries(text), once per text: tests reset the simulated GPU and load the same modules again thousands
-    of times, and scanning elementwise.ptx's 1.5 MB costs about 10 ms. The dicts are only read."""
-    info = _SCANNED.get(key)
-    if info is None:
-        info = _SCANNED[key] = _scan_entries(text)
-    return info
+# module image bytes -> [its text, sha256 of the text, its _scan_entries once a load succeeded]: kept across resets
+# (a function of the bytes), since tests reset the simulated GPU and load the same modules again thousands of times
+# and scanning elementwise.ptx's 1.5 MB costs about 10 ms. The 64 newest images; the scans are only read.
+_IMAGES: dict = {}
 
 
 def _scan_entries(text):
@@ -1430,11 +1423,11 @@ def cuModuleLoadDataEx(image, numOptions, options, optionValues):
     seen = _IMAGES.get(raw)   # the same bytes object again (rawdev keeps its files'): its hash is cached, O(1)
     if seen is None:
         text = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-        seen = (text, hashlib.sha256(text.encode()).hexdigest())
+        seen = [text, hashlib.sha256(text.encode()).hexdigest(), None]
         if len(_IMAGES) >= 64:   # users' own modules (RawModule, NVRTC) come and go: keep the newest
             del _IMAGES[next(iter(_IMAGES))]
         _IMAGES[raw] = seen
-    text, key = seen
+    text, key = seen[0], seen[1]
 
     def fail(code, msg):
         _write_log(*logs["error"], msg)
@@ -1467,7 +1460,9 @@ def cuModuleLoadDataEx(image, numOptions, options, optionValues):
         fail(R.CUDA_ERROR_INVALID_PTX,
              f"ptxas application ptx input: error   : {type(e).__name__}: {e}\n"
              f"ptxas fatal   : Ptx assembly aborted due to errors")
-    info = _scanned(key, text)
+    info = seen[2]
+    if info is None:
+        info = seen[2] = _scan_entries(text)
     arch = f"sm_{dev.cc[0]}{dev.cc[1]}"
     if logs["info"][0]:   # formatted only when the caller gave a buffer for it
         _write_log(*logs["info"], "".join(
