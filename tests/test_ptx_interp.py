@@ -658,3 +658,47 @@ def test_struct_param_read_through_its_address(tmp_path):
     d.m.launch("k", (1, 1, 1), (1, 1, 1), params=bytes(buf), dynamic_shared=0, memory=d.mem)
     got = d.down(out, 4, np.uint64)
     assert got[:3].view(np.int64).tolist() == [99, -5, 2 ** 40 + 3] and int(got[3]) & 0xFFFFFFFF == 7
+
+
+@pytest.mark.parametrize("engine", ["interp", "auto"])
+def test_max_min_of_signed_zeros_do_not_depend_on_how_many_lanes_run(tmp_path, monkeypatch, engine):
+    """max/min.f32 of +0 and -0: numpy's fmax/fmin give the sign of the zero by their loop (the first operand's
+    below 8 elements, the second's from 8 on), so one lane and 32 lanes used to disagree, and the native engine
+    agreed with neither in every case. Every lane's result is the same whatever the launch width, on both engines."""
+    monkeypatch.setenv("RAWDEV_SIM_ENGINE", engine)
+    text = """.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 in)
+{
+    .reg .b32 %r<2>;
+    .reg .f32 %f<5>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [in];
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd5, %r1, 8;
+    add.s64 %rd4, %rd4, %rd5;
+    ld.global.f32 %f1, [%rd4];
+    ld.global.f32 %f2, [%rd4+4];
+    max.f32 %f3, %f1, %f2;
+    min.f32 %f4, %f1, %f2;
+    add.s64 %rd3, %rd3, %rd5;
+    st.global.f32 [%rd3], %f3;
+    st.global.f32 [%rd3+4], %f4;
+    ret;
+}
+"""
+    p = tmp_path / "k.ptx"
+    p.write_text(text)
+    d = Dev(p)
+    signs = {}
+    for lanes in (1, 32):
+        pairs = np.tile(np.array([[0.0, -0.0], [-0.0, 0.0]], np.float32), (lanes, 1))[:lanes]
+        src, out = d.up(pairs), d.poisoned(2 * lanes, np.float32)
+        d.launch("k", (1, 1, 1), (lanes, 1, 1), out, src)
+        signs[lanes] = np.signbit(d.down(out, (lanes, 2), np.float32)).tolist()
+    assert signs[32][:1] == signs[1]
+    assert signs[32][0] == signs[32][2] and signs[32][1] == signs[32][3]

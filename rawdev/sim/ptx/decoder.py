@@ -697,7 +697,7 @@ class Decoder:
         if npop == "fma":
             expr = f"ops.fma32({args[0]}, {args[1]}, {args[2]})"
         elif npop in ("min", "max"):
-            expr = f"np.f{npop}({args[0]}, {args[1]})"
+            expr = f"ops.f{npop}({args[0]}, {args[1]})"
         else:
             expr = f"({args[0]} {npop} {args[1]})"
         if "sat" in mods:
@@ -846,7 +846,7 @@ class Decoder:
             if "NaN" in mods:
                 fmt = "np.%simum({0}, {1})" % which
             else:
-                fmt = "np.f%s({0}, {1})" % which
+                fmt = "ops.f%s({0}, {1})" % which
             if "ftz" in mods:
                 fmt = f"ops.ftz32({fmt})"
             return self._simple(g, inst, t, fmt, 2)

@@ -114,6 +114,18 @@ def fma64(a, b, c):
     return (np.asarray(a, ld) * np.asarray(b, ld) + np.asarray(c, ld)).astype(f64)
 
 
+def fmax(a, b):
+    """max.f32/.f64 (without .NaN): a where a > b or b is NaN, else b (the native engine computes the same). numpy's
+    fmax picks the sign of a zero result by its loop (the first operand's below 8 elements, the second's from 8 on),
+    so a lane's max(+0, -0) would depend on how many lanes ran together."""
+    return np.where((a > b) | (b != b), a, b)
+
+
+def fmin(a, b):
+    """min.f32/.f64 (without .NaN): a where a < b or b is NaN, else b (as fmax)."""
+    return np.where((a < b) | (b != b), a, b)
+
+
 def ftz32(x):
     x = np.asarray(x)
     return np.where(np.abs(x) < _FLT_MIN, x * f32(0), x).astype(f32)
